@@ -1,0 +1,52 @@
+# Boxmaker's make targets. `make test` is the README's test command and what
+# .ci/run calls; it installs what a bare Debian 12 machine lacks and then runs
+# the offline gate.
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME ?= 60s
+# The gate must not reach the network: everything it needs was fetched by
+# `make setup`.
+OFFLINE := GOPROXY=off GOFLAGS=-mod=mod
+
+.PHONY: test setup gate fmt vet staticcheck race deps fuzz build up clean
+
+test: setup gate
+
+setup:
+	scripts/setup
+
+gate: fmt vet staticcheck race
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(OFFLINE) go vet ./...
+
+staticcheck:
+	$(OFFLINE) go run $(STATICCHECK) ./...
+
+# Every test, with the race detector, including the architecture checks in
+# internal/archtest (file length, imports, package docs, runbook anchors,
+# per-binary dependency lists, documented modules).
+race:
+	$(OFFLINE) CGO_ENABLED=1 go test -race -count=1 ./...
+
+# Rewrite cmd/*/deps.txt after reviewing a dependency change.
+deps:
+	go test ./internal/archtest -run TestRepoDeps -update
+
+# Run every fuzz target for FUZZTIME (60 s by default) each.
+fuzz:
+	scripts/fuzz $(FUZZTIME)
+
+build:
+	CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/...
+
+# The main job, as far as it exists: see README.
+up: build
+	scripts/up
+
+clean:
+	rm -rf bin

@@ -1,0 +1,24 @@
+// Command inferproxy forwards bytes between loopd's infer.sock and the one
+// llama-server address in its config. See package proxy for its
+// invariant and docs/design.md for its place among the roles.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"wntrmute.dev/boxmaker/cmd/inferproxy/internal/proxy"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+)
+
+func main() {
+	os.Exit(daemon.Main("inferproxy", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
+		cfg, err := proxy.Load(f.Config)
+		if err != nil {
+			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		}
+		return proxy.Run(ctx, log, cfg)
+	}))
+}

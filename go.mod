@@ -1,0 +1,5 @@
+module wntrmute.dev/boxmaker
+
+go 1.26
+
+require github.com/BurntSushi/toml v1.6.0

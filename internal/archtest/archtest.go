@@ -1,0 +1,262 @@
+// Package archtest holds the architecture checks of `make gate`: rules
+// about the shape of the source tree that the compiler does not enforce.
+//
+// Each check is a function from a tree's root to a list of problems (one
+// line each, naming the file), so the tests can run it on this repository
+// and also on a planted tree in which it must find the defect: a check
+// that cannot fail is no check. The rules:
+//
+//   - no .go file is over [MaxLines] lines;
+//   - nothing under pkg/ imports cmd/, and no cmd/<role> imports another
+//     role's packages;
+//   - every package has a doc comment ("Package x ..." outside main);
+//   - every runbook pointer in the source names an entry that exists in
+//     docs/runbook.md, every entry has its five parts and is pointed at,
+//     and at least one pointer exists;
+//   - each binary's full dependency list matches cmd/<role>/deps.txt, and
+//     no binary links a package its role must never hold;
+//   - every module required in go.mod has a row in docs/dependencies.md.
+package archtest
+
+import (
+	"bufio"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// MaxLines is the longest a .go file may be.
+const MaxLines = 500
+
+// goFiles lists the .go files under root, skipping hidden directories and
+// testdata (fixtures are not code of ours).
+func goFiles(root string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files, err
+}
+
+func rel(root, p string) string {
+	r, err := filepath.Rel(root, p)
+	if err != nil {
+		return p
+	}
+	return r
+}
+
+// Lengths reports every .go file over MaxLines lines.
+func Lengths(root string) []string {
+	files, err := goFiles(root)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, f := range files {
+		n, err := countLines(f)
+		if err != nil {
+			out = append(out, err.Error())
+			continue
+		}
+		if n > MaxLines {
+			out = append(out, fmt.Sprintf("%s: %d lines, over the limit of %d", rel(root, f), n, MaxLines))
+		}
+	}
+	return out
+}
+
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+	}
+	return n, sc.Err()
+}
+
+// ModulePath reads the module path from root/go.mod.
+func ModulePath(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("go.mod: no module line")
+}
+
+// Imports reports pkg/ packages that import cmd/, and cmd/<role> packages
+// that import another role's packages. Test files count: a test that
+// reaches into another role couples them just the same.
+func Imports(root string) []string {
+	mod, err := ModulePath(root)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	files, err := goFiles(root)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		r := filepath.ToSlash(rel(root, f))
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", r, err))
+			continue
+		}
+		for _, imp := range af.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			sub, ok := strings.CutPrefix(path, mod+"/")
+			if !ok || !strings.HasPrefix(sub, "cmd/") {
+				continue
+			}
+			target := strings.SplitN(sub, "/", 3)[1]
+			switch {
+			case strings.HasPrefix(r, "pkg/"):
+				out = append(out, fmt.Sprintf("%s: pkg/ imports %s; the shared core must not depend on a role", r, path))
+			case strings.HasPrefix(r, "cmd/"):
+				if role := strings.SplitN(r, "/", 3)[1]; role != target {
+					out = append(out, fmt.Sprintf("%s: role %s imports role %s (%s); roles share code only through pkg/", r, role, target, path))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Docs reports every package directory with no package doc comment. A
+// non-main package's comment must start "Package <name>".
+func Docs(root string) []string {
+	files, err := goFiles(root)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	byDir := map[string][]string{}
+	for _, f := range files {
+		byDir[filepath.Dir(f)] = append(byDir[filepath.Dir(f)], f)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for dir, all := range byDir {
+		// Doc comments on test files do not document a package that
+		// has other files; a test-only package is documented by them.
+		var fs []string
+		for _, f := range all {
+			if !strings.HasSuffix(f, "_test.go") {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			fs = all
+		}
+		documented, name := false, ""
+		for _, f := range fs {
+			af, err := parser.ParseFile(fset, f, nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				out = append(out, err.Error())
+				continue
+			}
+			name = strings.TrimSuffix(af.Name.Name, "_test")
+			if af.Doc == nil {
+				continue
+			}
+			if name == "main" || strings.HasPrefix(af.Doc.Text(), "Package "+name+" ") {
+				documented = true
+			}
+		}
+		if !documented {
+			out = append(out, fmt.Sprintf("%s: package %s has no doc comment stating its invariant", rel(root, dir), name))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var (
+	pointerRE = regexp.MustCompile(`see docs/runbook\.md#([A-Za-z0-9_-]+)`)
+	entryRE   = regexp.MustCompile(`(?m)^## ([a-z0-9-]+)\s*$`)
+)
+
+// RunbookParts are the five parts every runbook entry has.
+var RunbookParts = []string{"**What you see**", "**Why**", "**How to confirm**", "**How to fix**", "**How to check**"}
+
+// Runbook checks the runbook pointers in the .go files against
+// docs/runbook.md.
+func Runbook(root string) []string {
+	b, err := os.ReadFile(filepath.Join(root, "docs", "runbook.md"))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	doc := string(b)
+	entries := map[string]string{}
+	locs := entryRE.FindAllStringSubmatchIndex(doc, -1)
+	for i, m := range locs {
+		end := len(doc)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		entries[doc[m[2]:m[3]]] = doc[m[1]:end]
+	}
+	files, err := goFiles(root)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	pointed := map[string]bool{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			for _, m := range pointerRE.FindAllStringSubmatch(line, -1) {
+				pointed[m[1]] = true
+				if _, ok := entries[m[1]]; !ok {
+					out = append(out, fmt.Sprintf("%s:%d: points at docs/runbook.md#%s, which has no entry", rel(root, f), i+1, m[1]))
+				}
+			}
+		}
+	}
+	if len(pointed) == 0 {
+		out = append(out, "no runbook pointer found in any .go file: the check would pass vacuously")
+	}
+	for name, body := range entries {
+		for _, part := range RunbookParts {
+			if !strings.Contains(body, part) {
+				out = append(out, fmt.Sprintf("docs/runbook.md#%s: entry lacks %s", name, part))
+			}
+		}
+		if !pointed[name] && !strings.Contains(body, "(not a refusal)") {
+			out = append(out, fmt.Sprintf("docs/runbook.md#%s: no source points at this entry", name))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,168 @@
+package archtest
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite cmd/*/deps.txt from go list")
+
+const root = "../.."
+
+func report(t *testing.T, problems []string) {
+	t.Helper()
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// The checks on this repository.
+
+func TestRepoLengths(t *testing.T) { report(t, Lengths(root)) }
+func TestRepoImports(t *testing.T) { report(t, Imports(root)) }
+func TestRepoDocs(t *testing.T)    { report(t, Docs(root)) }
+func TestRepoRunbook(t *testing.T) { report(t, Runbook(root)) }
+func TestRepoModules(t *testing.T) { report(t, Modules(root)) }
+func TestRepoDeps(t *testing.T)    { report(t, Deps(root, *update)) }
+
+// The same checks on planted trees, each of which must be caught.
+
+// plant writes files (path → contents) under a fresh module root.
+func plant(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, ok := files["go.mod"]; !ok {
+		files["go.mod"] = "module example.com/m\n\ngo 1.26\n"
+	}
+	for p, body := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func expect(t *testing.T, problems []string, want string) {
+	t.Helper()
+	for _, p := range problems {
+		if strings.Contains(p, want) {
+			return
+		}
+	}
+	t.Errorf("problems %q do not include %q: the check did not catch the planted defect", problems, want)
+}
+
+func TestPlantedLongFile(t *testing.T) {
+	ok := "// Package a is fine.\npackage a\n" + strings.Repeat("\n", MaxLines-2)
+	long := "// Package b is not.\npackage b\n" + strings.Repeat("\n", MaxLines-1)
+	dir := plant(t, map[string]string{"pkg/a/a.go": ok, "pkg/b/b.go": long})
+	got := Lengths(dir)
+	if len(got) != 1 {
+		t.Fatalf("Lengths = %q, want exactly the 501-line file", got)
+	}
+	expect(t, got, "pkg/b/b.go: 501 lines")
+}
+
+func TestPlantedImports(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"pkg/core/core.go":                 "// Package core imports a role.\npackage core\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+		"cmd/brokerd/internal/p/p.go":      "// Package p imports another role.\npackage p\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+		"cmd/brokerd/internal/q/q_test.go": "package q\nimport _ \"example.com/m/cmd/gatewayd\"\n",
+		"cmd/loopd/internal/y/y.go":        "// Package y imports its own role, which is fine.\npackage y\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+	})
+	got := Imports(dir)
+	expect(t, got, "pkg/core/core.go: pkg/ imports example.com/m/cmd/loopd/internal/x")
+	expect(t, got, "cmd/brokerd/internal/p/p.go: role brokerd imports role loopd")
+	expect(t, got, "cmd/brokerd/internal/q/q_test.go: role brokerd imports role gatewayd")
+	if len(got) != 3 {
+		t.Errorf("Imports = %q, want exactly 3 problems (a role importing itself is fine)", got)
+	}
+}
+
+func TestPlantedDocs(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"pkg/good/good.go":         "// Package good is documented.\npackage good\n",
+		"pkg/good/good_test.go":    "package good\n",
+		"pkg/bare/bare.go":         "package bare\n",
+		"pkg/wrong/wrong.go":       "// Some comment.\npackage wrong\n",
+		"pkg/testonly/t_test.go":   "// Package testonly is a test-only package.\npackage testonly\n",
+		"pkg/testdoc/a.go":         "package testdoc\n",
+		"pkg/testdoc/a_test.go":    "// Package testdoc is documented only in a test.\npackage testdoc\n",
+		"cmd/tool/main.go":         "// Command tool is documented.\npackage main\n",
+		"cmd/undocumented/main.go": "package main\n",
+	})
+	got := Docs(dir)
+	expect(t, got, "pkg/bare: package bare has no doc comment")
+	expect(t, got, "pkg/wrong: package wrong has no doc comment")
+	expect(t, got, "pkg/testdoc: package testdoc has no doc comment")
+	expect(t, got, "cmd/undocumented: package main has no doc comment")
+	if len(got) != 4 {
+		t.Errorf("Docs = %q, want exactly 4 problems", got)
+	}
+}
+
+const entry = "\n**What you see**\nx\n**Why**\nx\n**How to confirm**\nx\n**How to fix**\nx\n**How to check**\nx\n"
+
+// pointer builds a runbook pointer without writing one literally here,
+// so that this file does not itself point at the planted anchors.
+func pointer(anchor string) string { return "see docs/" + "runbook.md#" + anchor }
+
+func TestPlantedRunbook(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"pkg/a/a.go":      "// Package a refuses.\npackage a\nconst m = \"no; " + pointer("present") + "\"\nconst n = \"no; " + pointer("missing-anchor") + "\"\n",
+		"docs/runbook.md": "# Runbook\n\n## present" + entry + "\n## unreferenced" + entry + "\n## partial\n**What you see**\nx\n",
+	})
+	got := Runbook(dir)
+	expect(t, got, "pkg/a/a.go:4: points at docs/runbook.md#missing-anchor, which has no entry")
+	expect(t, got, "docs/runbook.md#unreferenced: no source points at this entry")
+	expect(t, got, "docs/runbook.md#partial: entry lacks **Why**")
+	for _, p := range got {
+		if strings.Contains(p, "#present") {
+			t.Errorf("a complete, referenced entry was reported: %s", p)
+		}
+	}
+	empty := plant(t, map[string]string{"pkg/a/a.go": "// Package a.\npackage a\n", "docs/runbook.md": "# Runbook\n"})
+	expect(t, Runbook(empty), "no runbook pointer found")
+}
+
+func TestPlantedDeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	dir := plant(t, map[string]string{
+		"cmd/inferproxy/main.go":  "// Command inferproxy.\npackage main\nimport (\n_ \"net/http\"\n_ \"fmt\"\n)\nfunc main() {}\n",
+		"cmd/inferproxy/deps.txt": "fmt\n",
+	})
+	got := Deps(dir, false)
+	expect(t, got, "cmd/inferproxy/deps.txt is out of date: added [")
+	expect(t, got, "cmd/inferproxy links net/http: inferproxy copies bytes and parses no HTTP")
+	// After make deps the drift is gone, but the rule still holds.
+	Deps(dir, true)
+	got = Deps(dir, false)
+	for _, p := range got {
+		if strings.Contains(p, "out of date") {
+			t.Errorf("after update: %s", p)
+		}
+	}
+	expect(t, got, "cmd/inferproxy links net/http")
+}
+
+func TestPlantedModules(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"go.mod":               "module example.com/m\n\ngo 1.26\n\nrequire (\n\tgithub.com/ok/one v1.0.0\n\tgithub.com/sneaky/two v1.0.0 // indirect\n)\n\nrequire github.com/sneaky/three v0.1.0\n",
+		"docs/dependencies.md": "| `github.com/ok/one` | fine |\n",
+	})
+	got := Modules(dir)
+	expect(t, got, "github.com/sneaky/two")
+	expect(t, got, "github.com/sneaky/three")
+	if len(got) != 2 {
+		t.Errorf("Modules = %q, want the two undocumented modules", got)
+	}
+}

@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestMainExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		err  error
+		want int
+		log  string
+	}{
+		{"ok", nil, nil, ExitOK, `"msg":"stopped"`},
+		{"failed", nil, errors.New("boom"), ExitFailed, `"err":"boom"`},
+		{"refused", nil, fmt.Errorf("config: %w", ErrRefused), ExitRefused, `"msg":"refused to start"`},
+		{"bad flag", []string{"-nope"}, nil, ExitRefused, "flag provided but not defined"},
+		{"extra args", []string{"x"}, nil, ExitRefused, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			got := Main("testd", tt.args, &out, func(ctx context.Context, log *slog.Logger, f Flags) error {
+				if f.Config != "/etc/boxmaker/testd.toml" {
+					t.Errorf("default config = %q", f.Config)
+				}
+				return tt.err
+			})
+			if got != tt.want || !strings.Contains(out.String(), tt.log) {
+				t.Errorf("Main = %d, log %q; want %d and %q", got, out.String(), tt.want, tt.log)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+// Package dataclass labels data by how far it may travel: public, private
+// or secret, in that order.
+//
+// Invariants:
+//   - [Class] has exactly three values and a zero value that is not one of
+//     them, so a forgotten label is caught ([Class.Valid]) rather than read
+//     as public.
+//   - A session's taint only rises: [Taint] is the join of everything the
+//     session has seen and never below [Floor] (private), because the
+//     owner's identity files are in every prompt, so no session is public.
+//     Public is a provenance label and never lowers anything.
+package dataclass
+
+import "fmt"
+
+// Class is a data class. The zero value is invalid.
+type Class uint8
+
+// The classes, ordered: a higher class may travel less far.
+const (
+	Public Class = iota + 1
+	Private
+	Secret
+)
+
+// Floor is every session's starting taint.
+const Floor = Private
+
+var names = [...]string{Public: "public", Private: "private", Secret: "secret"}
+
+// Valid reports whether c is one of the three classes.
+func (c Class) Valid() bool { return c >= Public && c <= Secret }
+
+func (c Class) String() string {
+	if !c.Valid() {
+		return fmt.Sprintf("invalid class %d", uint8(c))
+	}
+	return names[c]
+}
+
+// Parse reads a class by its lowercase name; nothing else is accepted.
+func Parse(s string) (Class, error) {
+	for c := Public; c <= Secret; c++ {
+		if names[c] == s {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("parse data class: %q is not public, private or secret", s)
+}
+
+// MarshalText writes the class's name; an invalid class is an error.
+func (c Class) MarshalText() ([]byte, error) {
+	if !c.Valid() {
+		return nil, fmt.Errorf("marshal data class: %v", c)
+	}
+	return []byte(names[c]), nil
+}
+
+// UnmarshalText parses the class's name (JSON and TOML both use it).
+func (c *Class) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// Join is the least class at or above both: the label of data built from
+// a and b. An invalid operand is treated as [Secret], failing closed.
+func Join(a, b Class) Class {
+	if !a.Valid() || !b.Valid() {
+		return Secret
+	}
+	return max(a, b)
+}
+
+// Taint is the taint of a session that has seen the given classes: the
+// join of them all and [Floor].
+func Taint(seen ...Class) Class {
+	t := Floor
+	for _, c := range seen {
+		t = Join(t, c)
+	}
+	return t
+}
+
+// AtMost reports whether data of class c may go where limit allows.
+func (c Class) AtMost(limit Class) bool {
+	return c.Valid() && limit.Valid() && c <= limit
+}

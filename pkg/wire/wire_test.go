@@ -1,0 +1,90 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
+
+// messages is every message type this package defines, by golden file
+// name. A new type without a golden file fails TestGolden.
+var messages = strict.NewUnion[strict.Variant]("type",
+	func() strict.Variant { return new(Error) },
+)
+
+// TestGolden is the wire spec: each golden file decodes strictly and
+// re-encodes to the same bytes, and every message type has one.
+func TestGolden(t *testing.T) {
+	for _, tag := range messages.Tags() {
+		t.Run(tag, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join("testdata", tag+".json"))
+			if err != nil {
+				t.Fatalf("message %q has no golden file: %v", tag, err)
+			}
+			v, err := messages.Decode(want)
+			if err != nil {
+				t.Fatalf("Decode(golden %s): %v", tag, err)
+			}
+			got, err := messages.Encode(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Encode(Decode(golden)) =\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestKindsAppendOnly pins the kind list: shipped kinds may not be renamed,
+// removed or reordered, only appended (then append to testdata/kinds.txt).
+func TestKindsAppendOnly(t *testing.T) {
+	b, err := os.ReadFile("testdata/kinds.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := strings.Fields(string(b))
+	if len(Kinds) < len(pinned) {
+		t.Fatalf("Kinds has %d entries, %d were shipped", len(Kinds), len(pinned))
+	}
+	for i, k := range pinned {
+		if string(Kinds[i]) != k {
+			t.Errorf("Kinds[%d] = %q, shipped as %q", i, Kinds[i], k)
+		}
+	}
+	if len(Kinds) != len(pinned) {
+		t.Errorf("Kinds has new entries: append them to testdata/kinds.txt")
+	}
+}
+
+func TestErrorRefusesUnknownKind(t *testing.T) {
+	_, err := messages.Decode([]byte(`{"type":"error","op":"x","kind":"oops","msg":""}`))
+	if err == nil || !strings.Contains(err.Error(), "unknown error kind") {
+		t.Errorf("Decode(unknown kind) = %v", err)
+	}
+}
+
+func TestErrorIsAndCauseStaysLocal(t *testing.T) {
+	cause := errors.New("open /var/lib/secret-path: permission denied")
+	e := &Error{Op: "decide", Kind: Internal, Msg: "audit write failed", Err: cause}
+	var err error = fmt.Errorf("serve: %w", e)
+	if !errors.Is(err, Internal) || errors.Is(err, Forbidden) {
+		t.Errorf("errors.Is by kind is wrong for %v", err)
+	}
+	if !errors.Is(err, cause) {
+		t.Error("the local cause is not reachable with errors.Is")
+	}
+	b, err := strict.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "secret-path") {
+		t.Errorf("encoded error leaks its cause: %s", b)
+	}
+}
