@@ -18,11 +18,11 @@ type Config struct {
 	AllowGIDs []uint32 `toml:"allow_gids"` // if set, the peer's gid must be in it too
 	Upstream  string   `toml:"upstream"`   // llama-server's host:port; the only address this role dials
 
-	MaxConns       int   `toml:"max_conns"`        // concurrent proxied connections
-	AcceptsPerSec  int   `toml:"accepts_per_sec"`  // sustained new connections per second
-	AcceptBurst    int   `toml:"accept_burst"`     // new connections allowed at once
-	IdleTimeoutMS  int64 `toml:"idle_timeout_ms"`  // close when neither direction moved a byte for this long
-	DialTimeoutMS  int64 `toml:"dial_timeout_ms"`  // connecting to the upstream
+	MaxConns      int   `toml:"max_conns"`       // concurrent proxied connections
+	AcceptsPerSec int   `toml:"accepts_per_sec"` // sustained new connections per second
+	AcceptBurst   int   `toml:"accept_burst"`    // new connections allowed at once
+	IdleTimeoutMS int64 `toml:"idle_timeout_ms"` // close when neither direction moved a byte for this long
+	DialTimeoutMS int64 `toml:"dial_timeout_ms"` // connecting to the upstream
 }
 
 // Defaults. The idle timeout must outlast loopd's wait for a first byte
