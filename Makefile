@@ -5,8 +5,8 @@
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 60s
 # The gate must not reach the network: everything it needs was fetched by
-# `make setup`.
-OFFLINE := GOPROXY=off GOFLAGS=-mod=mod
+# `make setup`, and the module cache itself serves as the only proxy.
+OFFLINE := GOPROXY=file://$(shell go env GOMODCACHE)/cache/download GOSUMDB=off
 
 .PHONY: test setup gate fmt vet staticcheck race deps fuzz build up clean
 
