@@ -18,7 +18,7 @@ setup:
 gate: fmt vet staticcheck race
 
 fmt:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$(find . -name '*.go' -not -path './.*' -print0 | xargs -0 -r gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
 vet:
