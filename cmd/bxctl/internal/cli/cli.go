@@ -1,0 +1,79 @@
+// Package cli is bxctl, the owner's command line.
+//
+// Invariant: bxctl holds no authority of its own. It reads what the
+// daemons and the owner's files say and prints it escaped; every action
+// that changes anything goes through a daemon's admin socket, where the
+// daemon decides.
+//
+// Exit codes: 0 success (every check passed); 1 the command ran and
+// something failed or was refused; 2 usage error.
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{
+	"selftest": {"check a llama-server against the inference contract", runSelftest},
+}
+
+// Main runs bxctl with args (without the program name) and returns the
+// exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "bxctl: unknown command %q\n", args[0])
+		usage(stderr)
+		return ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bxctl <command> [flags]")
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "Run bxctl <command> -h for a command's flags.")
+}
+
+// flags makes a command's flag set, printing errors to stderr.
+func flags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("bxctl "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

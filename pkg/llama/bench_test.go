@@ -1,0 +1,108 @@
+package llama
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// replayTransport is an in-memory server: it drains the request and answers
+// with a canned stream, so a benchmark measures only the client.
+type replayTransport struct{ stream []byte }
+
+func (rt replayTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		io.Copy(io.Discard, req.Body)
+		req.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: http.StatusOK,
+		Header:     http.Header{"Content-Type": {"text/event-stream"}},
+		Body:       io.NopCloser(bytes.NewReader(rt.stream)),
+		Request:    req,
+	}, nil
+}
+
+// cannedReply is a typical turn: progress events, 300 reasoning tokens, 100
+// content tokens, one tool call in 20 fragments, finish, usage and timings.
+func cannedReply() []byte {
+	var b strings.Builder
+	progress := `"choices":[{"index":0,"finish_reason":null,"delta":{"role":"assistant","content":null}}],"prompt_progress":{"total":%d,"cache":0,"processed":%d,"time_ms":10}`
+	b.WriteString(chunkLine(fmt.Sprintf(progress, 4096, 0)))
+	b.WriteString(chunkLine(fmt.Sprintf(progress, 4096, 4096)))
+	b.WriteString(deltaLine(`{"role":"assistant","content":null}`))
+	for i := range 300 {
+		fmt.Fprintf(&b, "%s", deltaLine(fmt.Sprintf(`{"reasoning_content":" thought%d"}`, i)))
+	}
+	for i := range 100 {
+		fmt.Fprintf(&b, "%s", deltaLine(fmt.Sprintf(`{"content":" word%d"}`, i)))
+	}
+	b.WriteString(deltaLine(`{"tool_calls":[{"index":0,"id":"k2PzR8vQ1mX4nB7cT0wY3jL6hF9dS5aE","type":"function","function":{"name":"read_file","arguments":"{\"path\": \""}}]}`))
+	for i := range 19 {
+		b.WriteString(deltaLine(fmt.Sprintf(`{"tool_calls":[{"index":0,"function":{"arguments":"dir%d/"}}]}`, i)))
+	}
+	b.WriteString(chunkLine(`"choices":[{"index":0,"finish_reason":"tool_calls","delta":{}}]`))
+	b.WriteString(chunkLine(`"choices":[],"usage":{"completion_tokens":420,"prompt_tokens":4096,"total_tokens":4516,"prompt_tokens_details":{"cached_tokens":0}},"timings":{"cache_n":0,"prompt_n":4096,"prompt_ms":3500.1,"predicted_n":420,"predicted_ms":6500.2}`))
+	b.WriteString("data: [DONE]\n\n")
+	return []byte(b.String())
+}
+
+// conversation builds a message history of about tokens tokens (4 bytes per
+// token): a system prompt, then turns of user message, assistant reasoning
+// and tool call, and tool result.
+func conversation(tokens int) []Message {
+	bytesWanted := tokens * 4
+	para := "The quick brown fox <jumps> over the lazy dog & keeps going; \"quoted\" text and a newline.\n"
+	text := func(n int) string { return strings.Repeat(para, max(1, n/len(para))) }
+	msgs := []Message{{Role: RoleSystem, Content: text(2000)}}
+	size := len(msgs[0].Content)
+	for i := 0; size < bytesWanted; i++ {
+		id := fmt.Sprintf("call%028d", i)
+		turn := []Message{
+			{Role: RoleUser, Content: text(400)},
+			{Role: RoleAssistant, Content: "Let me look.", ReasoningContent: text(1200),
+				ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path": "/src/main.go"}`}}}},
+			{Role: RoleTool, ToolCallID: id, Name: "read_file", Content: text(2400)},
+		}
+		for _, m := range turn {
+			size += len(m.Content) + len(m.ReasoningContent)
+		}
+		msgs = append(msgs, turn...)
+	}
+	return msgs
+}
+
+// BenchmarkTurnOverhead measures the client's own cost per turn: marshalling
+// the whole conversation, parsing the SSE reply and accumulating it.
+func BenchmarkTurnOverhead(b *testing.B) {
+	tools := []Tool{
+		NewTool("read_file", "Read a file.", []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)),
+		NewTool("call_tool", "Call a discovered tool.", []byte(`{"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}}}`)),
+	}
+	reply := cannedReply()
+	for _, size := range []struct {
+		name   string
+		tokens int
+	}{{"1k", 1 << 10}, {"32k", 32 << 10}, {"128k", 128 << 10}} {
+		b.Run(size.name, func(b *testing.B) {
+			c, err := newClient(Config{BaseURL: "http://bench.invalid", Model: "ornith"}, replayTransport{reply})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := Request{Messages: conversation(size.tokens), Tools: tools}
+			body, _ := c.chatBody(req)
+			b.SetBytes(int64(len(body) + len(reply)))
+			b.ReportAllocs()
+			for b.Loop() {
+				comp, err := c.Complete(context.Background(), req, SlotState{Total: 100})
+				if err != nil || comp.ReasoningTokens != 300 || len(comp.Message.ToolCalls) != 1 {
+					b.Fatalf("Complete = %+v, %v", comp, err)
+				}
+			}
+		})
+	}
+}

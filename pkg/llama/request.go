@@ -1,0 +1,165 @@
+package llama
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message in the shape llama-server parses
+// (reference: common/chat.cpp common_chat_msgs_parse_oaicompat). The field
+// order is the wire order, so a message always marshals to the same bytes.
+//
+// An assistant Message returned by [Client.Complete] is meant to be stored
+// and sent back unchanged; nothing in this package rewrites its strings.
+type Message struct {
+	Role string `json:"role"`
+	// Content is always sent. The server needs content or tool_calls on
+	// every message, and it parses "" exactly as it parses an absent
+	// content on an assistant message that has tool calls.
+	Content string `json:"content"`
+	// ReasoningContent is the thinking block. Absent and "" are the same
+	// to the server (it reads it only if present).
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"` // role "tool": the call answered
+	Name             string     `json:"name,omitempty"`         // role "tool": the tool's name
+}
+
+// ToolCall is a tool call as the server streamed it and as it is replayed.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // always "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and carries its arguments as the JSON text
+// the model produced, unparsed: re-encoding it would change the prompt.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is one entry of the tools array. The array must stay identical for a
+// whole epoch: the template renders it at the top of the prompt.
+type Tool struct {
+	Type     string       `json:"type"` // "function"
+	Function ToolFunction `json:"function"`
+}
+
+// ToolFunction describes a function. Parameters is the JSON Schema, kept as
+// raw bytes so the caller decides its exact text; encoding/json compacts it.
+type ToolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// NewTool returns a function tool.
+func NewTool(name, description string, parameters json.RawMessage) Tool {
+	return Tool{Type: "function", Function: ToolFunction{Name: name, Description: description, Parameters: parameters}}
+}
+
+// Request is one completion request: the whole conversation so far and the
+// epoch's tools. Sampling, slot and limits come from the [Config].
+type Request struct {
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is "", "auto", "none" or "required"; the server takes only
+	// these strings, and an object would silently mean "auto" (reference:
+	// server-common.cpp:1138). Empty leaves it out. The self-test uses
+	// "required"; a session never does, because the grammar would force a
+	// call into a declared tool whatever the model meant.
+	ToolChoice string
+	// OnEvent, if not nil, is called on Complete's goroutine for every
+	// streamed fragment and progress event, in stream order. It must return
+	// quickly: while it runs the stream is not read, and the idle limit
+	// keeps counting.
+	OnEvent func(Event)
+}
+
+// chatRequest is the body of POST /v1/chat/completions. Field order is the
+// wire order. reference: server-common.cpp:1128-1396, server-schema.cpp.
+type chatRequest struct {
+	Model            string        `json:"model"`
+	Messages         []Message     `json:"messages"`
+	Tools            []Tool        `json:"tools,omitempty"` // absent and [] both mean no tools
+	ToolChoice       string        `json:"tool_choice,omitempty"`
+	Stream           bool          `json:"stream"`
+	StreamOptions    streamOptions `json:"stream_options"`
+	ReturnProgress   bool          `json:"return_progress"`   // prompt processing sends events: liveness
+	ReasoningControl bool          `json:"reasoning_control"` // arms the control endpoint (server-common.cpp:1365)
+	IDSlot           int           `json:"id_slot"`
+	Temperature      float64       `json:"temperature"`
+	TopP             float64       `json:"top_p"`
+	TopK             int           `json:"top_k"`
+	MaxTokens        int           `json:"max_tokens"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// controlRequest is the body of POST /v1/chat/completions/control.
+// reference: README.md:1439-1455, server-context.cpp:4811-4845.
+type controlRequest struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	Model  string `json:"model"` // the router routes on it (server-models.cpp:1914-1922)
+}
+
+type controlResponse struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}
+
+// chatBody encodes the request body for req.
+func (c *Client) chatBody(req Request) ([]byte, error) {
+	hint := 512
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		hint += 64 + len(m.Content) + len(m.ReasoningContent)
+		for _, tc := range m.ToolCalls {
+			hint += 96 + len(tc.Function.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		hint += 128 + len(t.Function.Description) + len(t.Function.Parameters)
+	}
+	return marshalJSON(chatRequest{
+		Model:            c.model,
+		Messages:         req.Messages,
+		Tools:            req.Tools,
+		ToolChoice:       req.ToolChoice,
+		Stream:           true,
+		StreamOptions:    streamOptions{IncludeUsage: true},
+		ReturnProgress:   true,
+		ReasoningControl: true,
+		IDSlot:           c.slot,
+		Temperature:      c.sampling.Temperature,
+		TopP:             c.sampling.TopP,
+		TopK:             c.sampling.TopK,
+		MaxTokens:        c.maxTokens,
+	}, hint)
+}
+
+// marshalJSON encodes v without HTML escaping, so "<", ">" and "&" in
+// replayed text stay as they are in the session log. (encoding/json still
+// escapes U+2028 and U+2029, which decodes to the same string.)
+func marshalJSON(v any, sizeHint int) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(sizeHint + sizeHint/8)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,269 @@
+// Package selftest is the startup self-test of the inference path (the
+// brief's inference contract, items 9 and 10), shared by loopd, which
+// refuses to start unless every check passes, and by `bxctl selftest`,
+// which runs it straight against a llama-server URL.
+//
+// Invariant: [Run] reports a check as passed only when it saw the figure
+// the check is about, on the client's own slot, through the same client
+// loopd uses; a check that could not observe its figure fails and says
+// why. Every failure names its runbook entry. Run never edits the server's
+// settings: it reads /props and /slots and sends three short chat
+// requests on the client's slot.
+package selftest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/llama"
+)
+
+// Expect holds the serving settings the owner recorded (they are set in
+// the owner's NixOS configuration, not here). A zero field was not
+// recorded and is reported, not compared.
+type Expect struct {
+	NCtx           int    // per-slot context, tokens
+	Slots          int    // total slots
+	TemplateSHA256 string // hex SHA-256 of the chat template the server reports
+}
+
+// Check is one line of the report.
+type Check struct {
+	Name   string
+	OK     bool
+	Detail string // the figures seen; for a failure, why, ending in a runbook pointer
+}
+
+// Report is the outcome of Run, in the order the checks ran.
+type Report struct {
+	Checks []Check
+}
+
+// OK reports whether every check passed.
+func (r Report) OK() bool {
+	for _, c := range r.Checks {
+		if !c.OK {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
+}
+
+// Failed lists the failed checks' names.
+func (r Report) Failed() []string {
+	var out []string
+	for _, c := range r.Checks {
+		if !c.OK {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// The check names, in order.
+const (
+	CheckServer   = "server"
+	CheckContext  = "context"
+	CheckSettings = "settings"
+	CheckToolCall = "tool-call"
+	CheckCache    = "cache"
+)
+
+// Run runs every check against c with slot as the client's slot (the one
+// loopd's sessions use). A check that depends on an earlier one that
+// failed is reported as failed with the reason.
+func Run(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
+	var r Report
+	add := func(name string, ok bool, format string, args ...any) {
+		r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	props, err := serverUp(ctx, c)
+	if err != nil {
+		add(CheckServer, false, "%v; see docs/runbook.md#selftest-server", err)
+		for _, n := range []string{CheckContext, CheckSettings, CheckToolCall, CheckCache} {
+			add(n, false, "not run: the server did not answer")
+		}
+		return r
+	}
+	add(CheckServer, true, "health ok; build %s, model %q", props.BuildInfo, props.ModelAlias)
+	slots, slotsErr := c.Slots(ctx)
+	r.Checks = append(r.Checks, contextCheck(props, slots, slotsErr, slot, exp))
+	r.Checks = append(r.Checks, settingsCheck(props, slots, slotsErr, exp))
+	r.Checks = append(r.Checks, toolCallCheck(ctx, c))
+	r.Checks = append(r.Checks, cacheCheck(ctx, c))
+	return r
+}
+
+func serverUp(ctx context.Context, c *llama.Client) (*llama.Props, error) {
+	if err := c.Health(ctx); err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	p, err := c.Props(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("props: %w", err)
+	}
+	if p.Role == "router" {
+		return nil, errors.New("props: the router answered for itself; name the model so the child answers")
+	}
+	return p, nil
+}
+
+// contextCheck: the configured per-slot context matches /props, and every
+// slot in /slots has that context.
+func contextCheck(p *llama.Props, slots []llama.Slot, slotsErr error, slot int, exp Expect) Check {
+	c := Check{Name: CheckContext}
+	n := p.SlotContext()
+	var problems []string
+	if n <= 0 {
+		problems = append(problems, fmt.Sprintf("/props reports a per-slot context of %d", n))
+	}
+	if exp.NCtx != 0 && exp.NCtx != n {
+		problems = append(problems, fmt.Sprintf("configured %d tokens per slot, /props reports %d", exp.NCtx, n))
+	}
+	if slotsErr != nil {
+		problems = append(problems, fmt.Sprintf("/slots: %v", slotsErr))
+	}
+	for _, s := range slots {
+		if s.NCtx != n {
+			problems = append(problems, fmt.Sprintf("slot %d has %d tokens, /props says %d", s.ID, s.NCtx, n))
+		}
+	}
+	if slotsErr == nil && (slot < 0 || slot >= len(slots)) {
+		problems = append(problems, fmt.Sprintf("the configured slot %d does not exist (the server has %d)", slot, len(slots)))
+	}
+	if len(problems) > 0 {
+		c.Detail = strings.Join(problems, "; ") + "; see docs/runbook.md#selftest-context"
+		return c
+	}
+	c.OK = true
+	if exp.NCtx == 0 {
+		c.Detail = fmt.Sprintf("%d tokens per slot on %d slots (no configured value to compare)", n, len(slots))
+	} else {
+		c.Detail = fmt.Sprintf("%d tokens per slot, as configured, on %d slots", n, len(slots))
+	}
+	return c
+}
+
+// settingsCheck: the recorded serving settings (brief, contract item 10)
+// against what the server reports. The KV cache type is not reported by
+// llama-server; it is checked on the inference host (verify-device).
+func settingsCheck(p *llama.Props, slots []llama.Slot, slotsErr error, exp Expect) Check {
+	c := Check{Name: CheckSettings}
+	sum := sha256.Sum256([]byte(p.ChatTemplate))
+	hash := hex.EncodeToString(sum[:])
+	var problems, seen []string
+	seen = append(seen, fmt.Sprintf("template sha256 %s", hash[:16]), fmt.Sprintf("%d slots", p.TotalSlots))
+	if p.ChatTemplate == "" {
+		problems = append(problems, "/props reports no chat template")
+	}
+	if exp.TemplateSHA256 != "" && !strings.EqualFold(exp.TemplateSHA256, hash) {
+		problems = append(problems, fmt.Sprintf("chat template sha256 is %s, recorded %s", hash, exp.TemplateSHA256))
+	}
+	if exp.Slots != 0 && exp.Slots != p.TotalSlots {
+		problems = append(problems, fmt.Sprintf("server has %d slots, recorded %d", p.TotalSlots, exp.Slots))
+	}
+	if slotsErr == nil && len(slots) != p.TotalSlots {
+		problems = append(problems, fmt.Sprintf("/slots lists %d slots, /props says %d", len(slots), p.TotalSlots))
+	}
+	for _, s := range slots {
+		if s.Speculative {
+			problems = append(problems, fmt.Sprintf("slot %d uses speculative decoding, recorded off", s.ID))
+		}
+	}
+	if slotsErr == nil {
+		seen = append(seen, "no speculative decoding")
+	}
+	if len(problems) > 0 {
+		c.Detail = strings.Join(problems, "; ") + "; see docs/runbook.md#selftest-settings"
+		return c
+	}
+	c.OK = true
+	c.Detail = strings.Join(seen, ", ")
+	if exp.TemplateSHA256 == "" && exp.Slots == 0 {
+		c.Detail += " (nothing recorded to compare)"
+	}
+	return c
+}
+
+var clockTool = llama.NewTool("clock", "Returns the current time. Takes no arguments.", json.RawMessage(`{"type":"object","properties":{},"required":[]}`))
+
+// toolCallCheck: the model calls a declared tool and the server's parser
+// returns a well-formed call.
+func toolCallCheck(ctx context.Context, c *llama.Client) Check {
+	ck := Check{Name: CheckToolCall}
+	comp, err := c.Complete(ctx, llama.Request{
+		Messages: []llama.Message{
+			{Role: llama.RoleSystem, Content: "You are a self-test. Call the clock tool."},
+			{Role: llama.RoleUser, Content: "What time is it? Use the clock tool."},
+		},
+		Tools:      []llama.Tool{clockTool},
+		ToolChoice: "required",
+	}, llama.SlotState{})
+	if err != nil {
+		ck.Detail = fmt.Sprintf("completion failed: %v; see docs/runbook.md#selftest-tool-call", err)
+		return ck
+	}
+	calls := comp.Message.ToolCalls
+	if len(calls) == 0 {
+		ck.Detail = fmt.Sprintf("the model answered without calling the tool (finish_reason %q, %d tokens); a tiny test model never reaches a tool call, the deployed model must; see docs/runbook.md#selftest-tool-call", comp.FinishReason, comp.Usage.CompletionTokens)
+		return ck
+	}
+	tc := calls[0]
+	var args map[string]json.RawMessage
+	switch {
+	case tc.Function.Name != "clock":
+		ck.Detail = fmt.Sprintf("the model called %q, not the declared clock tool; see docs/runbook.md#selftest-tool-call", tc.Function.Name)
+	case tc.ID == "":
+		ck.Detail = "the tool call has no id; see docs/runbook.md#selftest-tool-call"
+	case json.Unmarshal([]byte(tc.Function.Arguments), &args) != nil:
+		ck.Detail = fmt.Sprintf("the tool call's arguments are not a JSON object: %q; see docs/runbook.md#selftest-tool-call", tc.Function.Arguments)
+	case comp.FinishReason != "tool_calls":
+		ck.Detail = fmt.Sprintf("finish_reason is %q with a tool call, want \"tool_calls\"; see docs/runbook.md#selftest-tool-call", comp.FinishReason)
+	default:
+		ck.OK = true
+		ck.Detail = fmt.Sprintf("clock called with %s, id %s", tc.Function.Arguments, tc.ID)
+	}
+	return ck
+}
+
+// cacheCheck: turn 2 of a two-turn exchange on the slot reuses all of
+// turn 1 but its last sampled token (which the server never caches).
+func cacheCheck(ctx context.Context, c *llama.Client) Check {
+	ck := Check{Name: CheckCache}
+	msgs := []llama.Message{
+		{Role: llama.RoleSystem, Content: "You are a self-test. Answer in one short sentence."},
+		{Role: llama.RoleUser, Content: "Say hello."},
+	}
+	first, err := c.Complete(ctx, llama.Request{Messages: msgs}, llama.SlotState{})
+	if err != nil {
+		ck.Detail = fmt.Sprintf("turn 1 failed: %v; see docs/runbook.md#selftest-cache", err)
+		return ck
+	}
+	if first.Timings == nil {
+		ck.Detail = "turn 1 reported no timings; see docs/runbook.md#selftest-cache"
+		return ck
+	}
+	msgs = append(msgs, first.Message, llama.Message{Role: llama.RoleUser, Content: "Say it again."})
+	second, err := c.Complete(ctx, llama.Request{Messages: msgs}, first.Slot)
+	if err != nil {
+		ck.Detail = fmt.Sprintf("turn 2 failed: %v; see docs/runbook.md#selftest-cache", err)
+		return ck
+	}
+	if second.Timings == nil {
+		ck.Detail = "turn 2 reported no timings; see docs/runbook.md#selftest-cache"
+		return ck
+	}
+	prev, cached := first.Slot.Total, second.Timings.CacheN
+	if second.CacheLoss != nil {
+		ck.Detail = fmt.Sprintf("turn 2 reused %d of turn 1's %d tokens (gap %d): turn 2 is not an extension of turn 1 as the server rendered it; does the chat template drop or rewrite earlier thinking blocks? see docs/runbook.md#selftest-cache", cached, prev, second.CacheGap)
+		return ck
+	}
+	ck.OK = true
+	ck.Detail = fmt.Sprintf("turn 2 reused %d of turn 1's %d tokens (gap %d) and processed %d new", cached, prev, second.CacheGap, second.Timings.PromptN)
+	return ck
+}

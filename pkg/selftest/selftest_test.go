@@ -1,0 +1,111 @@
+package selftest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/llama"
+)
+
+const template = "{# a template #}"
+
+func templateHash() string {
+	s := sha256.Sum256([]byte(template))
+	return hex.EncodeToString(s[:])
+}
+
+func client(t *testing.T, srv *fake.Server, slot int) *llama.Client {
+	t.Helper()
+	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "fake-model", IDSlot: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// withToolCall scripts the reply a capable model gives the tool-call check,
+// then the two plain replies of the cache check.
+func withToolCall(srv *fake.Server) {
+	srv.Script(
+		fake.Reply{Reasoning: "The owner wants the time.", ToolCalls: []fake.ToolCall{{Name: "clock", Arguments: `{}`}}},
+		fake.Reply{Reasoning: "Greet.", Content: "Hello."},
+		fake.Reply{Reasoning: "Again.", Content: "Hello again."},
+	)
+}
+
+func byName(r Report) map[string]Check {
+	m := map[string]Check{}
+	for _, c := range r.Checks {
+		m[c.Name] = c
+	}
+	return m
+}
+
+func TestAllPass(t *testing.T) {
+	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 8192, ChatTemplate: template})
+	withToolCall(srv)
+	r := Run(context.Background(), client(t, srv, 0), 0, Expect{NCtx: 8192, Slots: 2, TemplateSHA256: templateHash()})
+	for _, c := range r.Checks {
+		t.Logf("%s %v %s", c.Name, c.OK, c.Detail)
+	}
+	if !r.OK() || len(r.Checks) != 5 {
+		t.Fatalf("Run = %v failed %v, want 5 passing checks", r.OK(), r.Failed())
+	}
+	if d := byName(r)[CheckCache].Detail; !strings.Contains(d, "(gap 1)") {
+		t.Errorf("cache detail = %q, want the gap of 1 a real server shows", d)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	tests := []struct {
+		name   string
+		opts   fake.Options
+		slot   int
+		exp    Expect
+		noTool bool
+		failed string
+		detail string
+	}{
+		{"context differs", fake.Options{NCtx: 4096}, 0, Expect{NCtx: 8192}, false, CheckContext, "configured 8192 tokens per slot, /props reports 4096"},
+		{"slot missing", fake.Options{Slots: 1}, 1, Expect{}, false, CheckContext, "the configured slot 1 does not exist"},
+		{"slot count differs", fake.Options{Slots: 1}, 0, Expect{Slots: 2}, false, CheckSettings, "server has 1 slots, recorded 2"},
+		{"template differs", fake.Options{ChatTemplate: "other"}, 0, Expect{TemplateSHA256: templateHash()}, false, CheckSettings, "chat template sha256 is"},
+		{"no tool call", fake.Options{}, 0, Expect{}, true, CheckToolCall, "answered without calling the tool"},
+		{"template drops thinking", fake.Options{DropEarlierThinking: true}, 0, Expect{}, false, CheckCache, "turn 2 reused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.ChatTemplate += template
+			srv := fake.New(t, tt.opts)
+			if !tt.noTool {
+				withToolCall(srv)
+			}
+			r := Run(context.Background(), client(t, srv, tt.slot), tt.slot, tt.exp)
+			if r.OK() {
+				t.Fatal("Run passed")
+			}
+			got := byName(r)[tt.failed]
+			if got.OK || !strings.Contains(got.Detail, tt.detail) || !strings.Contains(got.Detail, "see docs/runbook.md#"+"selftest-") {
+				t.Errorf("%s = %+v, want a failure containing %q and a runbook pointer", tt.failed, got, tt.detail)
+			}
+			if f := r.Failed(); len(f) != 1 {
+				t.Errorf("failed checks = %v, want only %s", f, tt.failed)
+			}
+		})
+	}
+}
+
+func TestServerDown(t *testing.T) {
+	c, err := llama.New(llama.Config{BaseURL: "http://127.0.0.1:1", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Run(context.Background(), c, 0, Expect{})
+	if r.OK() || len(r.Failed()) != 5 || !strings.Contains(r.Checks[0].Detail, "see docs/runbook.md#selftest-server") {
+		t.Errorf("Run against nothing = %+v", r)
+	}
+}
