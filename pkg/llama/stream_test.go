@@ -10,8 +10,6 @@ import (
 	"testing/iotest"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // goldenWants are the results of the golden transcripts, written by hand
 // from the transcripts' fragments (not produced by the code under test).
 var goldenWants = []struct {
