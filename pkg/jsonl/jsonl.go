@@ -18,6 +18,7 @@ package jsonl
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,6 +141,16 @@ func (w *Writer) Append(v any) (int, error) {
 		return 0, fmt.Errorf("append to %s: encoded record contains a newline", w.path)
 	}
 	return w.appendLine(append(line, '\n'))
+}
+
+// AppendEncoded writes a record already encoded as one line of JSON (by a
+// tagged union's Encode, for example). It refuses anything that is not a
+// single valid JSON value without a newline.
+func (w *Writer) AppendEncoded(line []byte) (int, error) {
+	if !json.Valid(line) || bytes.IndexByte(line, '\n') >= 0 {
+		return 0, fmt.Errorf("append to %s: not one line of valid JSON", w.path)
+	}
+	return w.appendLine(append(line[:len(line):len(line)], '\n'))
 }
 
 func (w *Writer) appendLine(line []byte) (int, error) {

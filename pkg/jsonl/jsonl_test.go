@@ -164,3 +164,22 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Errorf("after concurrent appends: %d distinct records, %v", len(seen), err)
 	}
 }
+
+func TestAppendEncoded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log.jsonl")
+	w, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.AppendEncoded([]byte(`{"type":"x","n":1}`)); err != nil || n != 1 {
+		t.Fatalf("AppendEncoded = %d, %v", n, err)
+	}
+	for _, bad := range []string{`{"a":1`, "{\"a\":\n1}", ``, `{} {}`} {
+		if _, err := w.AppendEncoded([]byte(bad)); err == nil {
+			t.Errorf("AppendEncoded(%q) succeeded", bad)
+		}
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{\"type\":\"x\",\"n\":1}\n" {
+		t.Errorf("file = %q", b)
+	}
+}

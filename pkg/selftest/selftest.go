@@ -30,6 +30,7 @@ type Expect struct {
 	NCtx           int    // per-slot context, tokens
 	Slots          int    // total slots
 	TemplateSHA256 string // hex SHA-256 of the chat template the server reports
+	OtherSlots     []int  // further slots the deployment pins requests to; each must exist
 }
 
 // Check is one line of the report.
@@ -133,8 +134,10 @@ func contextCheck(p *llama.Props, slots []llama.Slot, slotsErr error, slot int, 
 			problems = append(problems, fmt.Sprintf("slot %d has %d tokens, /props says %d", s.ID, s.NCtx, n))
 		}
 	}
-	if slotsErr == nil && (slot < 0 || slot >= len(slots)) {
-		problems = append(problems, fmt.Sprintf("the configured slot %d does not exist (the server has %d)", slot, len(slots)))
+	for _, id := range append([]int{slot}, exp.OtherSlots...) {
+		if slotsErr == nil && (id < 0 || id >= len(slots)) {
+			problems = append(problems, fmt.Sprintf("the configured slot %d does not exist (the server has %d)", id, len(slots)))
+		}
 	}
 	if len(problems) > 0 {
 		c.Detail = strings.Join(problems, "; ") + "; see docs/runbook.md#selftest-context"

@@ -72,6 +72,7 @@ func TestFailures(t *testing.T) {
 	}{
 		{"context differs", fake.Options{NCtx: 4096}, 0, Expect{NCtx: 8192}, false, CheckContext, "configured 8192 tokens per slot, /props reports 4096"},
 		{"slot missing", fake.Options{Slots: 1}, 1, Expect{}, false, CheckContext, "the configured slot 1 does not exist"},
+		{"other slot missing", fake.Options{Slots: 2}, 0, Expect{OtherSlots: []int{2}}, false, CheckContext, "the configured slot 2 does not exist"},
 		{"slot count differs", fake.Options{Slots: 1}, 0, Expect{Slots: 2}, false, CheckSettings, "server has 1 slots, recorded 2"},
 		{"template differs", fake.Options{ChatTemplate: "other"}, 0, Expect{TemplateSHA256: templateHash()}, false, CheckSettings, "chat template sha256 is"},
 		{"no tool call", fake.Options{}, 0, Expect{}, true, CheckToolCall, "answered without calling the tool"},

@@ -18,27 +18,73 @@ var messages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Error) },
 )
 
+// unions is every message union this package defines. A message type
+// without a golden file fails TestGolden, and so does a golden file that
+// no union can decode.
+var unions = map[string]*strict.Union[strict.Variant]{
+	"messages": messages, "loop requests": LoopRequests, "loop events": LoopEvents,
+}
+
 // TestGolden is the wire spec: each golden file decodes strictly and
 // re-encodes to the same bytes, and every message type has one.
 func TestGolden(t *testing.T) {
-	for _, tag := range messages.Tags() {
-		t.Run(tag, func(t *testing.T) {
-			want, err := os.ReadFile(filepath.Join("testdata", tag+".json"))
-			if err != nil {
-				t.Fatalf("message %q has no golden file: %v", tag, err)
-			}
-			v, err := messages.Decode(want)
-			if err != nil {
-				t.Fatalf("Decode(golden %s): %v", tag, err)
-			}
-			got, err := messages.Encode(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("Encode(Decode(golden)) =\n%s\nwant\n%s", got, want)
-			}
-		})
+	used := map[string]bool{}
+	for name, u := range unions {
+		for _, tag := range u.Tags() {
+			t.Run(name+"/"+tag, func(t *testing.T) {
+				file := filepath.Join("testdata", tag+".json")
+				used[file] = true
+				want, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatalf("message %q has no golden file: %v", tag, err)
+				}
+				v, err := u.Decode(want)
+				if err != nil {
+					t.Fatalf("Decode(golden %s): %v", tag, err)
+				}
+				got, err := u.Encode(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("Encode(Decode(golden)) =\n%s\nwant\n%s", got, want)
+				}
+			})
+		}
+	}
+	files, _ := filepath.Glob("testdata/*.json")
+	for _, f := range files {
+		if !used[f] {
+			t.Errorf("%s is the golden file of no message type", f)
+		}
+	}
+}
+
+func TestLoopRefusals(t *testing.T) {
+	for _, tt := range []struct {
+		u   *strict.Union[strict.Variant]
+		in  string
+		err string
+	}{
+		{LoopRequests, `{"type":"answer","session":"s","text":"x"}`, "unknown type"},
+		{LoopEvents, `{"type":"send","session":"s","text":"x"}`, "unknown type"},
+		{LoopEvents, `{"type":"stopped","session":"s","reason":"bored","msg":""}`, "unknown stop reason"},
+		{LoopRequests, `{"type":"send","session":"s"}`, "missing field"},
+		{LoopRequests, `{"type":"send","Session":"s","text":"x"}`, "case differs"},
+	} {
+		if _, err := tt.u.Decode([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("Decode(%s) = %v, want %q", tt.in, err, tt.err)
+		}
+	}
+	for _, id := range []string{"", "-x", "a/b", "..", "a b", strings.Repeat("a", 65), "thread\u00e9"} {
+		if CheckSessionID(id) == nil {
+			t.Errorf("CheckSessionID(%q) = nil", id)
+		}
+	}
+	for _, id := range []string{"a", "thread-8f3a", "A_1", strings.Repeat("a", 64)} {
+		if err := CheckSessionID(id); err != nil {
+			t.Errorf("CheckSessionID(%q) = %v", id, err)
+		}
 	}
 }
 

@@ -1,0 +1,48 @@
+package loop
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := Load("../../../../deploy/loopd.toml")
+	if err != nil {
+		t.Fatalf("deploy/loopd.toml: %v", err)
+	}
+	if c.Model.Name != "ornith" || c.Model.MainSlot != 0 || c.Model.BackgroundSlot != 1 || *c.Model.TemperatureMilli != 600 || c.Serving.NCtx != 131072 {
+		t.Errorf("example config = %+v", c)
+	}
+	if l := c.limits(); l.MaxCalls != 12 || l.RepeatLimit != 3 || l.ResultCap != 16384 {
+		t.Errorf("limits = %+v", l)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	good := "state_dir = \"/s\"\nsocket_dir = \"/r\"\ninfer_socket = \"/i.sock\"\n[model]\nname = \"m\"\n"
+	for _, tt := range []struct{ name, body, want string }{
+		{"relative state", strings.Replace(good, "\"/s\"", "\"s\"", 1), "state_dir must be an absolute path"},
+		{"no model", strings.Replace(good, "name = \"m\"", "", 1), "model.name is required"},
+		{"float temperature", good + "temperature = 0.6\n", "unknown key model.temperature"},
+		{"bad skip", good + "[selftest]\nskip = [\"server\"]\n", `"server" is not a check that may be skipped`},
+		{"negative slot", good + "main_slot = -1\n", "must not be negative"},
+	} {
+		p := filepath.Join(t.TempDir(), "loopd.toml")
+		os.WriteFile(p, []byte(tt.body), 0o600)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Load = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "loopd.toml")
+	os.WriteFile(p, []byte(good), 0o600)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := c.client(0)
+	if err != nil || cl == nil {
+		t.Errorf("client from a minimal config: %v", err)
+	}
+}

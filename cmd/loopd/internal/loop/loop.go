@@ -1,0 +1,114 @@
+// Package loop is loopd's daemon: it loads the config, runs the startup
+// self-test against the model, and serves loop.sock.
+//
+// Invariant: loopd serves nothing until every self-test check has passed
+// (or the owner has named the check in selftest.skip); a failed check
+// refuses the start, naming the check, what was seen and the runbook entry.
+// loopd has no network and no credential: its only I/O is its sockets and
+// its session files.
+package loop
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/server"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/selftest"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+)
+
+//go:embed system.md
+var defaultSystem string
+
+// SocketName is the socket loopd listens on.
+const SocketName = "loop.sock"
+
+// Run runs loopd until ctx is cancelled.
+func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
+	system := defaultSystem
+	if cfg.SystemFile != "" {
+		b, err := os.ReadFile(cfg.SystemFile)
+		if err != nil {
+			return fmt.Errorf("%w: system prompt: %v", daemon.ErrRefused, err)
+		}
+		system = string(b)
+	}
+	main, err := cfg.client(cfg.Model.MainSlot)
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	bg, err := cfg.client(cfg.Model.BackgroundSlot)
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	if err := startupCheck(ctx, log, cfg, bg); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("%w: state dir: %v", daemon.ErrRefused, err)
+	}
+	ln, err := sockets.Listen(sockets.Config{
+		Dir: cfg.SocketDir, Name: SocketName,
+		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs,
+		// A chat client may sit idle between messages for a while.
+		IdleTimeout: time.Hour,
+		Logger:      log,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	defer ln.Close()
+	m := &server.Manager{
+		State:  cfg.StateDir,
+		Engine: &turn.Engine{Model: main, Broker: broker.Refusing{}, Limits: cfg.limits()},
+		Baseline: func() (session.Baseline, error) {
+			// The identity block from memoryd joins the system message
+			// when memoryd lands; until then the baseline is the system
+			// prompt and the core tools.
+			return session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core()}, nil
+		},
+		Log: log,
+	}
+	m.Start(ctx)
+	log.Info("serving", "socket", ln.Path(), "state", cfg.StateDir)
+	err = ln.Serve(ctx, m.Serve)
+	m.Wait()
+	return err
+}
+
+// startupCheck runs the self-test on the background slot, so that the
+// main slot keeps its cached conversation across a restart.
+func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Client) error {
+	r := selftest.Run(ctx, c, cfg.Model.BackgroundSlot, selftest.Expect{
+		NCtx: cfg.Serving.NCtx, Slots: cfg.Serving.Slots, TemplateSHA256: cfg.Serving.TemplateSHA256,
+		OtherSlots: []int{cfg.Model.MainSlot},
+	})
+	var fatal []string
+	for _, ck := range r.Checks {
+		switch {
+		case ck.OK:
+			log.Info("self-test passed", "check", ck.Name, "detail", ck.Detail)
+		case slices.Contains(cfg.SelfTest.Skip, ck.Name):
+			log.Warn("self-test failed; skipped by selftest.skip", "check", ck.Name, "detail", ck.Detail)
+		default:
+			log.Error("self-test failed", "check", ck.Name, "detail", ck.Detail)
+			fatal = append(fatal, ck.Name+": "+ck.Detail)
+		}
+	}
+	if len(fatal) > 0 {
+		return fmt.Errorf("%w: startup self-test: %s", daemon.ErrRefused, strings.Join(fatal, " | "))
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+// Package server is loopd's loop.sock: it takes user messages for sessions
+// and streams each turn's events back, running at most one turn per
+// session at a time.
+//
+// Invariants:
+//   - a message is acknowledged ([wire.Accepted]) only once it is on disk;
+//   - messages that arrive while a session's turn runs are logged at once
+//     for the next turn and sent to the model together, in that turn;
+//   - a turn left open by a stopped or failed loopd is closed (its missing
+//     tool results marked interrupted, never re-run) before the session's
+//     next message is logged;
+//   - every frame is decoded strictly; anything but a [wire.Send] is
+//     refused with forbidden, and a malformed frame ends the connection.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// Manager owns the open sessions.
+type Manager struct {
+	State    string // the state directory; sessions/ is under it
+	Engine   *turn.Engine
+	Baseline func() (session.Baseline, error)
+	Log      *slog.Logger
+
+	ctx context.Context // the daemon's life; turns stop with it
+	wg  sync.WaitGroup  // running turns
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*live
+}
+
+// live is one open session. Lock order: Manager.mu before live.mu.
+type live struct {
+	mu      sync.Mutex // guards the fields below and appends of user records
+	s       *session.Session
+	running bool
+	turn    int64         // the running turn
+	cur     []*subscriber // following the running turn
+	next    []*subscriber // following the next turn
+}
+
+type subscriber struct {
+	ch chan strict.Variant
+}
+
+// send never blocks a turn: a client too slow to take 1024 events loses
+// the rest (its connection will time out and it can read the log).
+func (sub *subscriber) send(v strict.Variant) {
+	select {
+	case sub.ch <- v:
+	default:
+	}
+}
+
+// Start prepares the manager to run turns until ctx ends.
+func (m *Manager) Start(ctx context.Context) {
+	m.ctx = ctx
+	m.sessions = map[string]*live{}
+}
+
+// Wait waits for running turns to stop (after the daemon's ctx ends).
+func (m *Manager) Wait() { m.wg.Wait() }
+
+func (m *Manager) open(id string) (*live, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.sessions[id]; ok {
+		return l, nil
+	}
+	s, err := session.Open(m.State, id, m.Baseline)
+	if err != nil {
+		return nil, err
+	}
+	l := &live{s: s}
+	m.sessions[id] = l
+	return l, nil
+}
+
+// Submit logs a user message and either starts a turn or queues it for the
+// next one. It returns whether it was queued.
+func (m *Manager) Submit(id, text string, sub *subscriber) (bool, error) {
+	l, err := m.open(id)
+	if err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running {
+		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text}); err != nil {
+			return false, err
+		}
+		l.next = append(l.next, sub)
+		return true, nil
+	}
+	if err := turn.Interrupted(l.s); err != nil {
+		return false, err
+	}
+	t := session.StateOf(l.s.Records()).NextTurn
+	if err := l.s.Append(&session.User{Turn: t, Text: text}); err != nil {
+		return false, err
+	}
+	l.running, l.turn, l.cur = true, t, []*subscriber{sub}
+	m.wg.Add(1)
+	go m.run(l)
+	return false, nil
+}
+
+// run runs turns until no message waits.
+func (m *Manager) run(l *live) {
+	defer m.wg.Done()
+	for {
+		l.mu.Lock()
+		t, subs := l.turn, l.cur
+		l.mu.Unlock()
+		emit := func(v strict.Variant) {
+			for _, sub := range subs {
+				sub.send(v)
+			}
+		}
+		if err := m.Engine.Run(m.ctx, l.s, t, emit); err != nil {
+			m.Log.Error("turn failed", "session", l.s.ID, "turn", t, "err", err.Error())
+			kind, msg := wire.Internal, "the turn failed: "+err.Error()
+			if m.ctx.Err() != nil {
+				kind, msg = wire.Unavailable, "loopd is stopping; the turn will be closed as interrupted"
+			}
+			emit(&wire.Error{Op: "turn", Kind: kind, Msg: msg})
+		}
+		l.mu.Lock()
+		if len(l.next) == 0 || m.ctx.Err() != nil {
+			for _, sub := range l.next {
+				sub.send(&wire.Error{Op: "turn", Kind: wire.Unavailable, Msg: "loopd is stopping; your message is logged and goes with the session's next turn"})
+			}
+			l.running, l.cur, l.next = false, nil, nil
+			l.mu.Unlock()
+			return
+		}
+		l.turn, l.cur, l.next = l.turn+1, l.next, nil
+		l.mu.Unlock()
+	}
+}
+
+// Serve is the loop.sock handler.
+func (m *Manager) Serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
+	for {
+		body, err := frame.Read(c, wire.LoopFrameMax)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				m.Log.Warn("loop.sock read", "uid", peer.UID(), "err", err.Error())
+			}
+			return
+		}
+		v, err := wire.LoopRequests.Decode(body)
+		if err != nil {
+			m.reply(c, &wire.Error{Op: "loop", Kind: wire.Forbidden, Msg: "loop.sock takes only send messages: " + err.Error()})
+			return
+		}
+		send := v.(*wire.Send)
+		if err := check(send); err != nil {
+			m.reply(c, &wire.Error{Op: "send", Kind: wire.Invalid, Msg: err.Error()})
+			continue
+		}
+		sub := &subscriber{ch: make(chan strict.Variant, 1024)}
+		queued, err := m.Submit(send.Session, send.Text, sub)
+		if err != nil {
+			m.Log.Error("submit", "session", send.Session, "err", err.Error())
+			m.reply(c, &wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
+			continue
+		}
+		if !m.reply(c, &wire.Accepted{Session: send.Session, Queued: queued}) {
+			return
+		}
+		if !m.follow(ctx, c, sub) {
+			return
+		}
+	}
+}
+
+func check(s *wire.Send) error {
+	if err := wire.CheckSessionID(s.Session); err != nil {
+		return err
+	}
+	if s.Text == "" {
+		return errors.New("the message is empty")
+	}
+	if len(s.Text) > wire.MaxMessage {
+		return fmt.Errorf("the message is %d bytes, over the limit of %d", len(s.Text), wire.MaxMessage)
+	}
+	return nil
+}
+
+// follow writes a turn's events until its terminal one.
+func (m *Manager) follow(ctx context.Context, c net.Conn, sub *subscriber) bool {
+	for {
+		select {
+		case v := <-sub.ch:
+			if !m.reply(c, v) {
+				return false
+			}
+			switch v.(type) {
+			case *wire.Answer, *wire.Stopped, *wire.Error:
+				return true
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (m *Manager) reply(c net.Conn, v strict.Variant) bool {
+	b, err := wire.LoopEvents.Encode(v)
+	if err == nil {
+		err = frame.Write(c, b, wire.LoopFrameMax)
+	}
+	if err != nil {
+		m.Log.Warn("loop.sock write", "err", err.Error())
+		return false
+	}
+	return true
+}

@@ -1,0 +1,247 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// Epoch is the only epoch until compaction lands: every session is epoch 0.
+const Epoch = 0
+
+// Session is one open session log. Its methods are safe for concurrent use.
+type Session struct {
+	ID       string
+	Baseline Baseline
+
+	mu      sync.Mutex // guards w and records
+	w       *jsonl.Writer
+	records []Record
+}
+
+// Dir is sessions/<id> under the state directory.
+func Dir(state, id string) string { return filepath.Join(state, "sessions", id) }
+
+// Open opens (or creates) session id under state. A new session snapshots
+// newBaseline; an existing one keeps the baseline it started with. A torn
+// or undecodable log is refused.
+func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, error) {
+	if err := wire.CheckSessionID(id); err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	dir := Dir(state, id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	bpath := filepath.Join(dir, fmt.Sprintf("%d.baseline.json", Epoch))
+	base, err := loadBaseline(bpath, newBaseline)
+	if err != nil {
+		return nil, err
+	}
+	lpath := filepath.Join(dir, fmt.Sprintf("%d.jsonl", Epoch))
+	recs, err := readRecords(lpath)
+	if err != nil {
+		return nil, err
+	}
+	w, err := jsonl.Open(lpath)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", id, err)
+	}
+	return &Session{ID: id, Baseline: base, w: w, records: recs}, nil
+}
+
+// loadBaseline reads the snapshot, or writes a new one atomically (temp
+// file, fsync, rename) so that a crash never leaves half a baseline.
+func loadBaseline(path string, mk func() (Baseline, error)) (Baseline, error) {
+	var b Baseline
+	data, err := os.ReadFile(path)
+	if err == nil {
+		if err := strict.Unmarshal(data, &b); err != nil {
+			return Baseline{}, fmt.Errorf("%s: %v; see docs/runbook.md#session-log-damaged", path, err)
+		}
+		return b, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return Baseline{}, fmt.Errorf("read baseline: %w", err)
+	}
+	if b, err = mk(); err != nil {
+		return Baseline{}, fmt.Errorf("build baseline: %w", err)
+	}
+	data, err = strict.Marshal(b)
+	if err != nil {
+		return Baseline{}, fmt.Errorf("encode baseline: %w", err)
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return Baseline{}, fmt.Errorf("write baseline: %w", err)
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return Baseline{}, fmt.Errorf("write baseline: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return Baseline{}, fmt.Errorf("write baseline: %w", err)
+	}
+	return b, nil
+}
+
+// readRecords decodes every line strictly; a missing file is an empty log.
+func readRecords(path string) ([]Record, error) {
+	var recs []Record
+	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
+		r, err := Records.Decode(b)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v; see docs/runbook.md#session-log-damaged", path, n, err)
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return recs, err
+}
+
+// Append logs r durably and only then adds it to the session's records.
+func (s *Session) Append(r Record) error {
+	line, err := Records.Encode(r)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", s.ID, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.w.AppendEncoded(line); err != nil {
+		return fmt.Errorf("session %s: %w", s.ID, err)
+	}
+	s.records = append(s.records, r)
+	return nil
+}
+
+// Records returns a copy of the records in log order.
+func (s *Session) Records() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.records...)
+}
+
+// Close closes the log.
+func (s *Session) Close() error { return s.w.Close() }
+
+// Replay rebuilds the request messages for turn upTo from the baseline and
+// the records: the system message, then the messages of turns up to upTo,
+// ordered by turn (stably, so log order holds within a turn). Messages
+// already queued for a later turn are left out: they join the prompt when
+// their turn runs, after everything of this one. Records that are not
+// messages (usage, cache loss, approvals, stops, turn ends) contribute
+// nothing.
+func Replay(b Baseline, recs []Record, upTo int64) []llama.Message {
+	ordered := make([]Record, 0, len(recs))
+	for _, r := range recs {
+		if r.turn() <= upTo {
+			ordered = append(ordered, r)
+		}
+	}
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].turn() < ordered[j].turn() })
+	msgs := []llama.Message{{Role: llama.RoleSystem, Content: b.System}}
+	for _, r := range ordered {
+		switch r := r.(type) {
+		case *User:
+			msgs = append(msgs, llama.Message{Role: llama.RoleUser, Content: r.Text})
+		case *Assistant:
+			msgs = append(msgs, r.Message)
+		case *ToolResult:
+			msgs = append(msgs, llama.Message{Role: llama.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)})
+		}
+	}
+	return msgs
+}
+
+// ToolMessage is what the model reads for a tool result: the output for a
+// call that ran, a one-line explanation otherwise.
+func ToolMessage(r *ToolResult) string {
+	switch r.Status {
+	case StatusOK:
+		return r.Content
+	case StatusError:
+		return "error: " + r.Content
+	case StatusDenied:
+		return "denied: " + r.Content
+	case StatusNotRun:
+		return "not run: " + r.Content
+	default:
+		return "interrupted: " + r.Content
+	}
+}
+
+// State is what loopd needs to know about a session to continue it.
+// Turns are numbered from 1.
+type State struct {
+	// Interrupted is a turn that started (the model was asked) and has no
+	// TurnEnd: loopd stopped during it. 0 if none.
+	Interrupted int64
+	// Pending lists the Interrupted turn's tool calls that have no result.
+	Pending []llama.ToolCall
+	// Waiting is a turn with user messages that has not started (they
+	// arrived while another turn ran, or loopd stopped first). 0 if none.
+	Waiting int64
+	// NextTurn is the turn a new message joins: Waiting if set, else a new
+	// turn after every turn in the log.
+	NextTurn int64
+	// Slot is the server's context after the last completion.
+	Slot llama.SlotState
+}
+
+// StateOf reads the state from the records.
+func StateOf(recs []Record) State {
+	var st State
+	var last, started, maxUser int64
+	ended := map[int64]bool{}
+	answered := map[string]bool{}
+	calls := map[int64][]llama.ToolCall{}
+	for _, r := range recs {
+		t := r.turn()
+		last = max(last, t)
+		switch r := r.(type) {
+		case *User:
+			maxUser = max(maxUser, t)
+			continue
+		case *Assistant:
+			calls[t] = append(calls[t], r.Message.ToolCalls...)
+		case *ToolResult:
+			answered[r.CallID] = true
+		case *Usage:
+			st.Slot = llama.SlotState{Total: r.CacheN + r.PromptN + r.PredictedN}
+		case *TurnEnd:
+			ended[t] = true
+		}
+		started = max(started, t)
+	}
+	if started > 0 && !ended[started] {
+		st.Interrupted = started
+		for _, c := range calls[started] {
+			if !answered[c.ID] {
+				st.Pending = append(st.Pending, c)
+			}
+		}
+	}
+	if maxUser > started {
+		st.Waiting = maxUser
+	}
+	st.NextTurn = last + 1
+	if st.Waiting != 0 {
+		st.NextTurn = st.Waiting
+	}
+	return st
+}

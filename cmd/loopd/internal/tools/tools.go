@@ -1,0 +1,124 @@
+// Package tools is loopd's view of tools: the fixed core set in every
+// epoch's tools array (clock, find_tool, call_tool), the catalog of tools
+// that are found with find_tool and called through call_tool, and the
+// clock, which runs in loopd.
+//
+// Invariant: the core set is the whole tools array for an epoch; nothing
+// here ever adds to it mid-epoch (that would make the server re-read the
+// whole prompt), and no text here tells the model to call a tool that is
+// not in it. loopd decides nothing about authority: every call other than
+// clock and find_tool goes to brokerd.
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
+
+// The core tools' names.
+const (
+	Clock    = "clock"
+	FindTool = "find_tool"
+	CallTool = "call_tool"
+)
+
+// Core is the tools array of every epoch, in a fixed order.
+func Core() []llama.Tool {
+	return []llama.Tool{
+		llama.NewTool(Clock, "Returns the current date and time.", json.RawMessage(`{"type":"object","properties":{},"required":[]}`)),
+		llama.NewTool(FindTool, "Finds tools by keywords and returns their names, descriptions and argument schemas. Use it before call_tool.", json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Keywords describing what the tool should do."}},"required":["query"]}`)),
+		llama.NewTool(CallTool, "Calls a tool found with find_tool. The owner's grants decide whether it may run.", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"The tool's name, as find_tool returned it."},"arguments":{"type":"object","description":"The tool's arguments, as its schema describes."}},"required":["name","arguments"]}`)),
+	}
+}
+
+// Entry is a tool in the catalog.
+type Entry struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Catalog lists the tools brokerd can run (the toolkit's programs). Their
+// arguments are checked by brokerd, never here.
+var Catalog = []Entry{
+	{"read_file", "Reads a text file the owner granted. Returns its contents.", json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Absolute path of the file."}},"required":["path"]}`)},
+	{"write_file", "Writes a text file in a directory the owner granted.", json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Absolute path of the file."},"content":{"type":"string"}},"required":["path","content"]}`)},
+	{"shell", "Runs a shell command in a fresh sandbox with only the granted directories.", json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"dir":{"type":"string","description":"Working directory, an absolute granted path."}},"required":["command"]}`)},
+	{"http_fetch", "Fetches a URL from a host the owner granted. Returns the response body.", json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`)},
+}
+
+// Known reports whether name is in the catalog.
+func Known(name string) bool {
+	return slices.ContainsFunc(Catalog, func(e Entry) bool { return e.Name == name })
+}
+
+// FindArgs are find_tool's arguments.
+type FindArgs struct {
+	Query string `json:"query"`
+}
+
+// Find answers find_tool: the catalog entries that match any word of the
+// query (all of them for an empty query), as JSON text for the model.
+func Find(rawArgs string) (string, error) {
+	var a FindArgs
+	if err := strict.Unmarshal([]byte(rawArgs), &a); err != nil {
+		return "", fmt.Errorf("find_tool: %v", err)
+	}
+	words := strings.Fields(strings.ToLower(a.Query))
+	var found []Entry
+	for _, e := range Catalog {
+		hay := strings.ToLower(e.Name + " " + strings.ReplaceAll(e.Name, "_", " ") + " " + e.Description)
+		if len(words) == 0 || slices.ContainsFunc(words, func(w string) bool { return strings.Contains(hay, w) }) {
+			found = append(found, e)
+		}
+	}
+	if len(found) == 0 {
+		found = Catalog // an empty answer teaches nothing; show what exists
+	}
+	b, err := strict.Marshal(found)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// CallArgs are call_tool's arguments.
+type CallArgs struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ParseCall parses call_tool's arguments into the target tool and its
+// arguments, refusing an unknown tool or arguments that are not an object.
+func ParseCall(rawArgs string) (CallArgs, error) {
+	var a CallArgs
+	if err := strict.Unmarshal([]byte(rawArgs), &a); err != nil {
+		return CallArgs{}, fmt.Errorf("call_tool: %v", err)
+	}
+	if !Known(a.Name) {
+		return CallArgs{}, fmt.Errorf("call_tool: no tool is named %q; use find_tool to see the tools", a.Name)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(a.Arguments, &obj); err != nil || obj == nil {
+		return CallArgs{}, fmt.Errorf("call_tool: arguments must be a JSON object")
+	}
+	return a, nil
+}
+
+// Now answers clock. The time is a tool result, appended once as the
+// newest message, so it never changes an earlier part of the prompt.
+func Now(rawArgs string, now time.Time) (string, error) {
+	var a struct{}
+	if strings.TrimSpace(rawArgs) != "" {
+		if err := strict.Unmarshal([]byte(rawArgs), &a); err != nil {
+			return "", fmt.Errorf("clock: %v", err)
+		}
+	}
+	return now.Format("Monday 2006-01-02 15:04:05 -0700 MST"), nil
+}

@@ -1,0 +1,185 @@
+package turn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
+
+var conversations = flag.Int("conversations", 10000, "random conversations in TestAppendOnlyProperty")
+
+// script is an in-process model that answers at random and keeps every
+// request it was sent, serialised message by message.
+type script struct {
+	rng      *rand.Rand
+	requests [][][]byte       // per request, each message's encoding
+	replies  []*llama.Message // per request; nil when the call failed
+	fail     bool             // the next call fails, as when loopd is killed mid-turn
+	tick     int
+}
+
+func (m *script) Complete(_ context.Context, req llama.Request, prev llama.SlotState) (*llama.Completion, error) {
+	var enc [][]byte
+	for _, msg := range req.Messages {
+		b, err := strict.Marshal(msg)
+		if err != nil {
+			return nil, err
+		}
+		enc = append(enc, b)
+	}
+	m.requests = append(m.requests, enc)
+	if m.fail {
+		m.fail = false
+		m.replies = append(m.replies, nil)
+		return nil, errors.New("killed")
+	}
+	m.tick++
+	msg := llama.Message{Role: llama.RoleAssistant, ReasoningContent: fmt.Sprintf("thought %d <b>&", m.tick)}
+	switch m.rng.IntN(4) {
+	case 0, 1:
+		msg.Content = fmt.Sprintf("answer %d \u2028 \"quoted\"", m.tick)
+	default:
+		for i := range 1 + m.rng.IntN(2) {
+			name, args := "clock", `{}`
+			switch m.rng.IntN(3) {
+			case 1:
+				name, args = "find_tool", fmt.Sprintf(`{"query":"q%d"}`, m.rng.IntN(3))
+			case 2:
+				name, args = "call_tool", fmt.Sprintf(`{"name":"read_file","arguments":{"path":"/f%d"}}`, m.rng.IntN(3))
+			}
+			msg.ToolCalls = append(msg.ToolCalls, llama.ToolCall{ID: fmt.Sprintf("c%d-%d", m.tick, i), Type: "function", Function: llama.FunctionCall{Name: name, Arguments: args}})
+		}
+	}
+	m.replies = append(m.replies, &msg)
+	c := &llama.Completion{Message: msg, Timings: &llama.Timings{CacheN: prev.Total, PromptN: 5, PredictedN: 7}}
+	c.Slot = llama.SlotState{Total: prev.Total + 12}
+	if m.rng.IntN(10) == 0 {
+		c.CacheLoss = &llama.CacheLoss{Tokens: prev.Total, PrevTotal: prev.Total}
+	}
+	return c, nil
+}
+
+// randomBroker answers at random and sometimes queues a user message for
+// the next turn while the call runs, as a second chat message would.
+type randomBroker struct {
+	rng   *rand.Rand
+	queue func()
+}
+
+func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
+	if b.rng.IntN(4) == 0 {
+		b.queue()
+	}
+	switch b.rng.IntN(4) {
+	case 0:
+		return broker.Outcome{Status: broker.Denied, Output: "no grant", Class: dataclass.Public}
+	case 1:
+		pending(int64(b.rng.IntN(100)))
+		return broker.Outcome{Status: broker.Ran, Output: "contents of " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+	case 2:
+		return broker.Outcome{Status: broker.Failed, Output: "exit 1", Class: dataclass.Private}
+	}
+	return broker.Outcome{Status: broker.Ran, Output: strings.Repeat("x", b.rng.IntN(64)), Class: dataclass.Public}
+}
+
+// TestAppendOnlyProperty runs random conversations (users, batched users,
+// tool calls, denials, approvals, failures, cache loss, runaway stops,
+// loopd killed mid-turn and restarted from the files) and checks every
+// request against the one before it on the same session:
+//   - its messages start with the previous request's messages, byte for
+//     byte, followed by the previous reply exactly as the model sent it;
+//   - the system message and tools never change;
+//   - the clock's time, the one volatile value, appears only in messages
+//     added after the clock was called.
+func TestAppendOnlyProperty(t *testing.T) {
+	n := *conversations
+	if testing.Short() {
+		n = 500
+	}
+	state := stateDir(t)
+	for i := range n {
+		if err := conversation(state, i); err != nil {
+			t.Fatalf("conversation %d: %v", i, err)
+		}
+	}
+}
+
+func conversation(state string, seed int) error {
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	id := fmt.Sprintf("p%d", seed)
+	s, err := session.Open(state, id, baseline)
+	if err != nil {
+		return err
+	}
+	defer func() { s.Close() }()
+	m := &script{rng: rng}
+	clockAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var turnNo int64 = 1
+	b := &randomBroker{rng: rng}
+	b.queue = func() { s.Append(&session.User{Turn: turnNo + 1, Text: "queued"}) }
+	e := &Engine{Model: m, Broker: b, Limits: Limits{MaxCalls: 1 + rng.IntN(4), RepeatLimit: 2 + rng.IntN(2)},
+		Now: func() time.Time { clockAt = clockAt.Add(time.Minute); return clockAt }}
+	for range 1 + rng.IntN(5) {
+		if err := Interrupted(s); err != nil {
+			return err
+		}
+		turnNo = session.StateOf(s.Records()).NextTurn
+		for range 1 + rng.IntN(2) {
+			if err := s.Append(&session.User{Turn: turnNo, Text: fmt.Sprintf("user %d", rng.IntN(1000))}); err != nil {
+				return err
+			}
+		}
+		if rng.IntN(8) == 0 {
+			m.fail = true
+		}
+		if err := e.Run(context.Background(), s, turnNo, func(strict.Variant) {}); err != nil {
+			// Killed: restart from the files, as a new loopd would.
+			s.Close()
+			if s, err = session.Open(state, id, baseline); err != nil {
+				return err
+			}
+		}
+	}
+	return checkRequests(m)
+}
+
+func checkRequests(m *script) error {
+	for i := 1; i < len(m.requests); i++ {
+		prev, cur := m.requests[i-1], m.requests[i]
+		if !bytes.Equal(prev[0], cur[0]) {
+			return fmt.Errorf("request %d changed the system message", i)
+		}
+		if len(cur) <= len(prev) {
+			return fmt.Errorf("request %d has %d messages, request %d had %d: not an extension", i, len(cur), i-1, len(prev))
+		}
+		for j := range prev {
+			if !bytes.Equal(prev[j], cur[j]) {
+				return fmt.Errorf("request %d message %d differs from request %d's:\n%s\n%s", i, j, i-1, cur[j], prev[j])
+			}
+		}
+		if r := m.replies[i-1]; r != nil {
+			want, _ := strict.Marshal(*r)
+			if !bytes.Equal(cur[len(prev)], want) {
+				return fmt.Errorf("request %d does not replay reply %d exactly:\n%s\n%s", i, i-1, cur[len(prev)], want)
+			}
+		}
+		for j := range prev {
+			if strings.Contains(string(cur[j]), "2026-01-01") && !strings.Contains(string(prev[j]), "2026-01-01") {
+				return fmt.Errorf("request %d: a time appeared in old message %d", i, j)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+// Package turn runs one turn of a session: it asks the model, carries out
+// the tool calls the model makes (clock and find_tool in loopd, everything
+// else through brokerd), and stops the turn when it runs away.
+//
+// Invariants:
+//   - every model request is [session.Replay] of the log: the engine never
+//     builds a message any other way, so each request is an exact
+//     extension of the previous one (what the server has cached);
+//   - every record is on disk before the event that reports it is sent;
+//   - a turn ends in exactly one of: an answer, a stop by runaway control
+//     (thinking cap, tool-iteration cap, repeated identical calls), or an
+//     error; the first two are logged with a TurnEnd;
+//   - the engine decides nothing about authority.
+package turn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// Model is the part of the llama client the engine uses.
+type Model interface {
+	Complete(ctx context.Context, req llama.Request, prev llama.SlotState) (*llama.Completion, error)
+}
+
+// Limits are the per-turn runaway limits.
+type Limits struct {
+	MaxCalls    int // model calls in one turn
+	RepeatLimit int // the same tool call (name and arguments) this many times stops the turn
+	ResultCap   int // bytes of one tool result, applied when it is logged
+}
+
+// DefaultLimits are used for zero fields.
+var DefaultLimits = Limits{MaxCalls: 12, RepeatLimit: 3, ResultCap: 16 << 10}
+
+// Engine runs turns. Its fields are set once.
+type Engine struct {
+	Model  Model
+	Broker broker.Port
+	Limits Limits
+	Now    func() time.Time
+}
+
+// Emit sends one event to whoever follows the turn.
+type Emit func(strict.Variant)
+
+// Run runs turn t of s to its end. It returns an error only when the turn
+// could not be carried on (the model failed, or the log could not be
+// written); the caller reports it.
+func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit) error {
+	lim := e.limits()
+	seen := map[string]int{}
+	for call := 0; ; call++ {
+		emit(&wire.Working{Session: s.ID})
+		recs := s.Records()
+		if call == lim.MaxCalls {
+			return e.stop(s, t, emit, nil, wire.StopToolIterations,
+				fmt.Sprintf("the model asked for tools %d times in one turn without answering; the turn was stopped", lim.MaxCalls))
+		}
+		st := session.StateOf(recs)
+		comp, err := e.Model.Complete(ctx, llama.Request{
+			Messages: session.Replay(s.Baseline, recs, t),
+			Tools:    s.Baseline.Tools,
+			OnEvent: func(ev llama.Event) {
+				if ev.Kind == llama.EventReasoning {
+					emit(&wire.Reasoning{Session: s.ID, Text: ev.Text})
+				}
+			},
+		}, st.Slot)
+		if err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		if err := e.logCompletion(s, t, comp); err != nil {
+			return err
+		}
+		calls := comp.Message.ToolCalls
+		if comp.CapFired {
+			msg := fmt.Sprintf("the model thought for %d tokens, the turn's limit; the turn was stopped", comp.ReasoningTokens)
+			if comp.Message.Content != "" {
+				msg += ". Its reply so far: " + comp.Message.Content
+			}
+			return e.stop(s, t, emit, calls, wire.StopThinkingCap, msg)
+		}
+		if len(calls) == 0 {
+			if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
+				return err
+			}
+			emit(&wire.Answer{Session: s.ID, Text: comp.Message.Content})
+			return nil
+		}
+		for _, c := range calls {
+			key := c.Function.Name + "\x00" + c.Function.Arguments
+			seen[key]++
+			if seen[key] >= lim.RepeatLimit {
+				return e.stop(s, t, emit, calls, wire.StopRepeatedCall,
+					fmt.Sprintf("the model called %s with the same arguments %d times in one turn; the turn was stopped", c.Function.Name, seen[key]))
+			}
+		}
+		for _, c := range calls {
+			if err := e.runCall(ctx, s, t, c, emit); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (e *Engine) limits() Limits {
+	l := e.Limits
+	if l.MaxCalls <= 0 {
+		l.MaxCalls = DefaultLimits.MaxCalls
+	}
+	if l.RepeatLimit <= 0 {
+		l.RepeatLimit = DefaultLimits.RepeatLimit
+	}
+	if l.ResultCap <= 0 {
+		l.ResultCap = DefaultLimits.ResultCap
+	}
+	return l
+}
+
+// logCompletion writes the assistant message, its usage and any cache loss.
+func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion) error {
+	if err := s.Append(&session.Assistant{Turn: t, Message: c.Message}); err != nil {
+		return err
+	}
+	u := &session.Usage{Turn: t, PromptTokens: c.Usage.PromptTokens, ReasoningTokens: c.ReasoningTokens, CapFired: c.CapFired, CacheGap: c.CacheGap}
+	if tm := c.Timings; tm != nil {
+		u.CacheN, u.PromptN, u.PredictedN = tm.CacheN, tm.PromptN, tm.PredictedN
+		u.PromptUS, u.PredictedUS = int64(tm.PromptMS*1000), int64(tm.PredictedMS*1000)
+	}
+	if err := s.Append(u); err != nil {
+		return err
+	}
+	if l := c.CacheLoss; l != nil {
+		return s.Append(&session.CacheLoss{Turn: t, Tokens: l.Tokens, PrevTotal: l.PrevTotal, Cached: l.Cached})
+	}
+	return nil
+}
+
+// stop ends the turn by runaway control: calls the model made but that
+// will not run get a not_run result (every call needs an answer in the
+// conversation), then the stop and the turn's end are logged.
+func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []llama.ToolCall, why wire.StopReason, msg string) error {
+	for _, c := range calls {
+		r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
+		if err := s.Append(r); err != nil {
+			return err
+		}
+	}
+	if err := s.Append(&session.Stopped{Turn: t, Reason: why, Msg: msg}); err != nil {
+		return err
+	}
+	if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
+		return err
+	}
+	emit(&wire.Stopped{Session: s.ID, Reason: why, Msg: msg})
+	return nil
+}
+
+// runCall carries out one tool call and logs its result.
+func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c llama.ToolCall, emit Emit) error {
+	r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Class: dataclass.Public}
+	switch c.Function.Name {
+	case tools.Clock:
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.Clock})
+		e.local(r, func() (string, error) { return tools.Now(c.Function.Arguments, e.now()) })
+	case tools.FindTool:
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.FindTool})
+		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments) })
+	case tools.CallTool:
+		target, err := tools.ParseCall(c.Function.Arguments)
+		if err != nil {
+			r.Status, r.Content = session.StatusError, err.Error()
+			break
+		}
+		r.Tool = target.Name
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: target.Name})
+		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments},
+			func(id int64) {
+				if s.Append(&session.Approval{Turn: t, CallID: c.ID, ID: id, State: "pending"}) == nil {
+					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})
+				}
+			})
+		r.Content, r.Class, r.Untrusted = out.Output, out.Class, out.Untrusted
+		switch out.Status {
+		case broker.Ran:
+			r.Status = session.StatusOK
+		case broker.Failed:
+			r.Status = session.StatusError
+		default:
+			r.Status = session.StatusDenied
+			emit(&wire.ToolDenied{Session: s.ID, CallID: c.ID, Tool: target.Name, Reason: out.Output})
+		}
+		if !r.Class.Valid() {
+			// An unlabelled result is treated as the most restricted.
+			r.Class = dataclass.Secret
+		}
+	default:
+		// The server's grammar only produces declared tools; this is a
+		// guard, not a path.
+		r.Status, r.Content = session.StatusError, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
+	}
+	r.Content, r.Truncated = capText(r.Content, e.limits().ResultCap)
+	return s.Append(r)
+}
+
+func (e *Engine) local(r *session.ToolResult, f func() (string, error)) {
+	out, err := f()
+	if err != nil {
+		r.Status, r.Content = session.StatusError, err.Error()
+		return
+	}
+	r.Status, r.Content = session.StatusOK, out
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// capText cuts s to at most n bytes on a rune boundary, once, when the
+// result is first logged; the log keeps the cut text for ever.
+func capText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}
+
+// Interrupted closes a turn that a previous loopd left open: every call
+// without a result gets an "interrupted" result (nothing is re-run: a tool
+// may have had effects), then the stop and the turn's end are logged, all
+// with that turn's number so replay keeps them with it.
+func Interrupted(s *session.Session) error {
+	st := session.StateOf(s.Records())
+	t := st.Interrupted
+	if t == 0 {
+		return nil
+	}
+	var errs []error
+	for _, c := range st.Pending {
+		errs = append(errs, s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
+			Content: "loopd stopped before the result came; the call may or may not have run", Class: dataclass.Public}))
+	}
+	errs = append(errs,
+		s.Append(&session.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: "loopd stopped during this turn"}),
+		s.Append(&session.TurnEnd{Turn: t}))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,301 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// stateDir is a fresh state directory, on tmpfs when there is one: the
+// logs fsync every record, which is the point in production and only
+// slows the tests.
+func stateDir(t testing.TB) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		d, err := os.MkdirTemp("/dev/shm", "loopd-test-")
+		if err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+func baseline() (session.Baseline, error) {
+	return session.Baseline{System: "You are a test.", Tools: tools.Core()}, nil
+}
+
+func openSession(t testing.TB, state string) *session.Session {
+	t.Helper()
+	s, err := session.Open(state, "s1", baseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+type events []strict.Variant
+
+func (e *events) emit(v strict.Variant) { *e = append(*e, v) }
+
+func (e events) last() strict.Variant { return e[len(e)-1] }
+
+// stub is a broker port with a fixed answer.
+type stub struct {
+	out     broker.Outcome
+	pending int64
+	calls   []broker.Request
+}
+
+func (b *stub) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
+	b.calls = append(b.calls, r)
+	if b.pending != 0 {
+		pending(b.pending)
+	}
+	return b.out
+}
+
+func setup(t *testing.T, opts fake.Options, cap int) (*fake.Server, *llama.Client) {
+	t.Helper()
+	srv := fake.New(t, opts)
+	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "fake-model", IDSlot: 0, ThinkingCap: cap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c
+}
+
+func user(t *testing.T, s *session.Session, turn int64, text string) {
+	t.Helper()
+	if err := s.Append(&session.User{Turn: turn, Text: text}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func call(name, args string) fake.ToolCall { return fake.ToolCall{Name: name, Arguments: args} }
+
+func TestAnswerAndTools(t *testing.T) {
+	srv, c := setup(t, fake.Options{}, 0)
+	srv.Script(
+		fake.Reply{Reasoning: "Time first.", ToolCalls: []fake.ToolCall{call("clock", `{}`), call("find_tool", `{"query":"file"}`)}},
+		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{call("call_tool", `{"name":"read_file","arguments":{"path":"/etc/hosts"}}`)}},
+		fake.Reply{Reasoning: "Done.", Content: "I could not read it."},
+	)
+	b := &stub{out: broker.Outcome{Status: broker.Denied, Output: "no grant covers read_file /etc/hosts", Class: dataclass.Public}}
+	e := &Engine{Model: c, Broker: b, Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
+	s := openSession(t, stateDir(t))
+	user(t, s, 1, "What time is it, and what is in /etc/hosts?")
+	var ev events
+	if err := e.Run(context.Background(), s, 1, ev.emit); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := ev.last().(*wire.Answer); !ok || a.Text != "I could not read it." {
+		t.Fatalf("last event = %#v, want the answer", ev.last())
+	}
+	if len(b.calls) != 1 || b.calls[0].Tool != "read_file" || string(b.calls[0].Arguments) != `{"path":"/etc/hosts"}` {
+		t.Errorf("broker calls = %+v, want read_file with its own arguments (never call_tool)", b.calls)
+	}
+	var results []*session.ToolResult
+	for _, r := range s.Records() {
+		if tr, ok := r.(*session.ToolResult); ok {
+			results = append(results, tr)
+		}
+	}
+	if len(results) != 3 {
+		t.Fatalf("tool results = %d, want 3", len(results))
+	}
+	if results[0].Status != session.StatusOK || !strings.Contains(results[0].Content, "2026-11-30 09:00:00") {
+		t.Errorf("clock result = %+v", results[0])
+	}
+	if results[1].Status != session.StatusOK || !strings.Contains(results[1].Content, `"name":"read_file"`) {
+		t.Errorf("find_tool result = %+v", results[1])
+	}
+	if results[2].Status != session.StatusDenied || results[2].Tool != "read_file" {
+		t.Errorf("call_tool result = %+v, want denied read_file", results[2])
+	}
+	var denied *wire.ToolDenied
+	for _, v := range ev {
+		if d, ok := v.(*wire.ToolDenied); ok {
+			denied = d
+		}
+	}
+	if denied == nil || denied.Tool != "read_file" || denied.Reason != "no grant covers read_file /etc/hosts" {
+		t.Errorf("tool_denied event = %+v", denied)
+	}
+	st := session.StateOf(s.Records())
+	if st.Interrupted != 0 || st.Waiting != 0 || st.NextTurn != 2 {
+		t.Errorf("state after the turn = %+v", st)
+	}
+}
+
+func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) {
+	t.Helper()
+	st, ok := ev.last().(*wire.Stopped)
+	if !ok || st.Reason != want {
+		t.Fatalf("last event = %#v, want stopped %s", ev.last(), want)
+	}
+	recs := s.Records()
+	if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok {
+		t.Errorf("last record = %#v, want turn_end", recs[len(recs)-1])
+	}
+	if got := session.StateOf(recs); got.Interrupted != 0 || len(got.Pending) != 0 {
+		t.Errorf("state after a stop = %+v: every call needs a result", got)
+	}
+	// The next request must still be a valid conversation: every tool call
+	// answered, in order.
+	msgs := session.Replay(s.Baseline, recs, 1<<62)
+	open := map[string]bool{}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			open[c.ID] = true
+		}
+		if m.Role == llama.RoleTool {
+			delete(open, m.ToolCallID)
+		}
+	}
+	if len(open) != 0 {
+		t.Errorf("calls without results after the stop: %v", open)
+	}
+}
+
+func TestThinkingCapStopsTurn(t *testing.T) {
+	srv, c := setup(t, fake.Options{}, 10)
+	srv.Script(fake.Reply{ThinkTokens: 200, ToolCalls: []fake.ToolCall{call("clock", `{}`)}})
+	s := openSession(t, stateDir(t))
+	user(t, s, 1, "think hard")
+	var ev events
+	if err := (&Engine{Model: c, Broker: broker.Refusing{}}).Run(context.Background(), s, 1, ev.emit); err != nil {
+		t.Fatal(err)
+	}
+	stopped(t, ev, s, wire.StopThinkingCap)
+	if srv.ControlCalls() != 1 {
+		t.Errorf("control calls = %d, want 1", srv.ControlCalls())
+	}
+	for _, r := range s.Records() {
+		if u, ok := r.(*session.Usage); ok && !u.CapFired {
+			t.Errorf("usage record %+v does not say the cap fired", u)
+		}
+	}
+}
+
+func TestToolIterationCap(t *testing.T) {
+	srv, c := setup(t, fake.Options{}, 0)
+	for i := range 5 {
+		srv.Script(fake.Reply{Reasoning: "more", ToolCalls: []fake.ToolCall{call("find_tool", `{"query":"q`+strings.Repeat("x", i)+`"}`)}})
+	}
+	s := openSession(t, stateDir(t))
+	user(t, s, 1, "loop")
+	var ev events
+	if err := (&Engine{Model: c, Broker: broker.Refusing{}, Limits: Limits{MaxCalls: 3}}).Run(context.Background(), s, 1, ev.emit); err != nil {
+		t.Fatal(err)
+	}
+	stopped(t, ev, s, wire.StopToolIterations)
+	n := 0
+	for _, r := range s.Records() {
+		if _, ok := r.(*session.Assistant); ok {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("model calls = %d, want the cap of 3", n)
+	}
+}
+
+func TestRepeatedCallStopsTurn(t *testing.T) {
+	srv, c := setup(t, fake.Options{}, 0)
+	for range 4 {
+		srv.Script(fake.Reply{Reasoning: "again", ToolCalls: []fake.ToolCall{call("clock", `{}`)}})
+	}
+	s := openSession(t, stateDir(t))
+	user(t, s, 1, "repeat")
+	var ev events
+	if err := (&Engine{Model: c, Broker: broker.Refusing{}}).Run(context.Background(), s, 1, ev.emit); err != nil {
+		t.Fatal(err)
+	}
+	stopped(t, ev, s, wire.StopRepeatedCall)
+	ran := 0
+	for _, r := range s.Records() {
+		if tr, ok := r.(*session.ToolResult); ok && tr.Status == session.StatusOK {
+			ran++
+		}
+	}
+	if ran != 2 {
+		t.Errorf("clock ran %d times, want 2 (the third identical call is stopped)", ran)
+	}
+}
+
+func TestResultCappedOnce(t *testing.T) {
+	srv, c := setup(t, fake.Options{}, 0)
+	srv.Script(
+		fake.Reply{Reasoning: "r", ToolCalls: []fake.ToolCall{call("call_tool", `{"name":"read_file","arguments":{"path":"/big"}}`)}},
+		fake.Reply{Reasoning: "r", Content: "ok"},
+	)
+	big := strings.Repeat("é", 100) // 200 bytes; a cap of 51 must not split a rune
+	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: big, Class: dataclass.Private, Untrusted: true}}
+	s := openSession(t, stateDir(t))
+	user(t, s, 1, "read")
+	var ev events
+	if err := (&Engine{Model: c, Broker: b, Limits: Limits{ResultCap: 51}}).Run(context.Background(), s, 1, ev.emit); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Records() {
+		if tr, ok := r.(*session.ToolResult); ok {
+			if tr.Content != strings.Repeat("é", 25) || !tr.Truncated || tr.Class != dataclass.Private || !tr.Untrusted {
+				t.Errorf("result = %+v, want 25 runes, truncated, labelled by the broker", tr)
+			}
+		}
+	}
+}
+
+func TestInterruptedTurnIsClosed(t *testing.T) {
+	state := stateDir(t)
+	s := openSession(t, state)
+	user(t, s, 1, "hello")
+	msg := llama.Message{Role: "assistant", Content: "", ReasoningContent: "x", ToolCalls: []llama.ToolCall{{ID: "c1", Type: "function", Function: llama.FunctionCall{Name: "clock", Arguments: "{}"}}}}
+	s.Append(&session.Assistant{Turn: 1, Message: msg})
+	user(t, s, 2, "are you there?") // queued while turn 1 ran
+	s.Close()
+	s2, err := session.Open(state, "s1", baseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	st := session.StateOf(s2.Records())
+	if st.Interrupted != 1 || len(st.Pending) != 1 || st.Waiting != 2 || st.NextTurn != 2 {
+		t.Fatalf("state = %+v, want turn 1 interrupted with one call, turn 2 waiting", st)
+	}
+	if err := Interrupted(s2); err != nil {
+		t.Fatal(err)
+	}
+	msgs := session.Replay(s2.Baseline, s2.Records(), 2)
+	roles := []string{}
+	for _, m := range msgs {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, ","); got != "system,user,assistant,tool,user" {
+		t.Errorf("replayed roles = %s, want the interrupted result right after its call", got)
+	}
+	if tm := msgs[3]; !strings.HasPrefix(tm.Content, "interrupted: ") || tm.ToolCallID != "c1" {
+		t.Errorf("tool message = %+v", tm)
+	}
+	if st := session.StateOf(s2.Records()); st.Interrupted != 0 || st.Waiting != 2 {
+		t.Errorf("state after closing = %+v", st)
+	}
+	b, _ := json.Marshal(msgs)
+	if !json.Valid(b) {
+		t.Error("replay does not encode")
+	}
+}

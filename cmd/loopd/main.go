@@ -1,0 +1,25 @@
+// Command loopd runs Boxmaker's conversations: it builds each prompt from
+// the session log, calls the model through inferproxy, and asks brokerd
+// for every tool call. It has no network and no credential. See package
+// loop for its startup and packages session and turn for its invariants.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/loop"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+)
+
+func main() {
+	os.Exit(daemon.Main("loopd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
+		cfg, err := loop.Load(f.Config)
+		if err != nil {
+			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		}
+		return loop.Run(ctx, log, cfg)
+	}))
+}
