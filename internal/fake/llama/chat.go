@@ -53,6 +53,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	sl.lastBody = body
+	sl.bodies = append(sl.bodies, body)
 	cacheN := reuse(sl, prompt)
 	oldCP := sl.checkpoint
 	t.nCache = cacheN

@@ -149,6 +149,18 @@ func (s *Server) LastRequest(slot int) []byte {
 	return append([]byte(nil), s.slots[s.slotIndex(slot)].lastBody...)
 }
 
+// Requests returns the body of every chat request that reached slot
+// (modulo the slot count), in the order they got the slot, as sent.
+func (s *Server) Requests(slot int) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]byte
+	for _, b := range s.slots[s.slotIndex(slot)].bodies {
+		out = append(out, append([]byte(nil), b...))
+	}
+	return out
+}
+
 // ControlCalls counts the requests received on
 // /v1/chat/completions/control, whatever their outcome.
 func (s *Server) ControlCalls() int {

@@ -22,6 +22,7 @@ type slot struct {
 	checkpoint int
 	lastUsed   int64
 	lastBody   []byte
+	bodies     [][]byte // every chat request body that reached the slot, in order
 	// task is the running or last task; nil if the slot never had one.
 	task *task
 }

@@ -138,11 +138,13 @@ func TestControlEndsReasoning(t *testing.T) {
 	if status, got := control(t, srv, id); status != http.StatusOK || got != (controlResult{Success: true}) {
 		t.Fatalf("control during reasoning = %d %+v, want success", status, got)
 	}
+	// The control may land before or after the first "." think token
+	// (under load, right after "Hmm"): only the order is fixed.
 	res := tp.rest(t)
 	if res.message["content"] != "Done thinking." || res.finish != "stop" || !res.done {
 		t.Errorf("after control: content %q, finish %q, done %v; want the answer, stop, [DONE]", res.message["content"], res.finish, res.done)
 	}
-	if got := res.message["reasoning_content"].(string); !strings.HasPrefix(got, "Hmm.") || !strings.HasSuffix(got, ". Enough.") {
+	if got := res.message["reasoning_content"].(string); !strings.HasPrefix(got, "Hmm") || !strings.HasSuffix(got, " Enough.") {
 		t.Errorf("reasoning after control ends %q, want the budget message", got)
 	}
 	if n := res.num(res.timings, "predicted_n"); n > 50000 {
