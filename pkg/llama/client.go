@@ -253,6 +253,7 @@ func (c *Client) call(ctx context.Context, op, method, path string, q url.Values
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Close = true // as in Complete: never reuse a connection the server may be closing
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return w.err(fmt.Errorf("%s: %w", op, err))

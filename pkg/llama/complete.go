@@ -57,6 +57,12 @@ func (c *Client) Complete(ctx context.Context, req Request, prev SlotState) (*Co
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
+	// llama-server b10587 closes the connection after every streamed
+	// response although it answers Keep-Alive; a pooled connection then
+	// races with that close and the next POST fails with EOF (seen in 3 of
+	// 300 back-to-back calls against a real server; docs/inference-contract.md).
+	// One connection per request costs nothing next to inference.
+	hreq.Close = true
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		return nil, w.err(fmt.Errorf("%s: %w", op, err))
