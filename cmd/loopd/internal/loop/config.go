@@ -31,7 +31,7 @@ type Config struct {
 type ModelConfig struct {
 	Name               string `toml:"name"`
 	MainSlot           int    `toml:"main_slot"`
-	BackgroundSlot     int    `toml:"background_slot"`
+	BackgroundSlot     *int   `toml:"background_slot"` // default 1
 	TemperatureMilli   *int   `toml:"temperature_milli"`
 	TopPMilli          *int   `toml:"top_p_milli"`
 	TopK               *int   `toml:"top_k"`
@@ -78,7 +78,11 @@ func Load(path string) (Config, error) {
 	if c.Model.Name == "" {
 		return Config{}, fmt.Errorf("config %s: model.name is required (the router routes on it)", path)
 	}
-	if c.Model.MainSlot < 0 || c.Model.BackgroundSlot < 0 {
+	if c.Model.BackgroundSlot == nil {
+		one := 1
+		c.Model.BackgroundSlot = &one
+	}
+	if c.Model.MainSlot < 0 || *c.Model.BackgroundSlot < 0 {
 		return Config{}, fmt.Errorf("config %s: slots must not be negative", path)
 	}
 	for _, s := range c.SelfTest.Skip {

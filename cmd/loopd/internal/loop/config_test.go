@@ -12,7 +12,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/loopd.toml: %v", err)
 	}
-	if c.Model.Name != "ornith" || c.Model.MainSlot != 0 || c.Model.BackgroundSlot != 1 || *c.Model.TemperatureMilli != 600 || c.Serving.NCtx != 131072 {
+	if c.Model.Name != "ornith" || c.Model.MainSlot != 0 || *c.Model.BackgroundSlot != 1 || *c.Model.TemperatureMilli != 600 || c.Serving.NCtx != 131072 {
 		t.Errorf("example config = %+v", c)
 	}
 	if l := c.limits(); l.MaxCalls != 12 || l.RepeatLimit != 3 || l.ResultCap != 16384 {
@@ -40,6 +40,9 @@ func TestConfigRefusals(t *testing.T) {
 	c, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if *c.Model.BackgroundSlot != 1 {
+		t.Errorf("background_slot defaults to %d, want 1", *c.Model.BackgroundSlot)
 	}
 	cl, err := c.client(0)
 	if err != nil || cl == nil {

@@ -49,7 +49,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
 	}
-	bg, err := cfg.client(cfg.Model.BackgroundSlot)
+	bg, err := cfg.client(*cfg.Model.BackgroundSlot)
 	if err != nil {
 		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
 	}
@@ -91,7 +91,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 // startupCheck runs the self-test on the background slot, so that the
 // main slot keeps its cached conversation across a restart.
 func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Client) error {
-	r := selftest.Run(ctx, c, cfg.Model.BackgroundSlot, selftest.Expect{
+	r := selftest.Run(ctx, c, *cfg.Model.BackgroundSlot, selftest.Expect{
 		NCtx: cfg.Serving.NCtx, Slots: cfg.Serving.Slots, TemplateSHA256: cfg.Serving.TemplateSHA256,
 		OtherSlots: []int{cfg.Model.MainSlot},
 	})
