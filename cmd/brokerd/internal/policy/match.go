@@ -1,0 +1,139 @@
+package policy
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/hostrule"
+	"wntrmute.dev/boxmaker/pkg/toolargs"
+)
+
+// verdict is a call's outcome when it is not denied.
+type verdict struct {
+	tool      string
+	via       bool
+	args      toolargs.Args
+	mode      grant.Mode // auto or ask
+	builtin   bool       // a memory tool, decided by rule 1
+	winner    GrantRef
+	matched   []GrantRef
+	class     dataclass.Class
+	untrusted bool
+	mounts    []Mount
+	hosts     []hostrule.Name
+	session   Session
+	at        time.Time
+}
+
+// hit is one applicable grant.
+type hit struct {
+	g      grant.Grant
+	length int  // the longest matched grant path, in bytes; 0 for hosts
+	covers bool // false only for a shell grant matched by exposure
+}
+
+// constraint reports whether g's constraint matches a (rule 5).
+func constraint(g grant.Grant, a toolargs.Args) (length int, covers, ok bool) {
+	switch a := a.(type) {
+	case toolargs.ReadFile:
+		for _, p := range g.Paths() {
+			if a.Path.Within(p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			}
+		}
+	case toolargs.WriteFile:
+		for _, p := range g.Paths() {
+			if a.Path.StrictlyWithin(p) || (g.Mode() == grant.Deny && a.Path == p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			}
+		}
+	case toolargs.Shell:
+		for _, p := range g.Paths() {
+			if a.Workdir.Within(p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			} else if p.StrictlyWithin(a.Workdir) {
+				length, ok = max(length, len(p.String())), true
+			}
+		}
+	case toolargs.HTTPFetch:
+		ok, covers = hostrule.Allowed(a.URL.Host(), g.Hosts()), true
+	}
+	return length, covers, ok
+}
+
+// match applies rules 5 to 7 to the grants for a's tool.
+func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (*verdict, *Denial) {
+	var hits []hit
+	var expired, above int
+	for _, g := range grants {
+		if g.Tool() != a.Tool() {
+			continue
+		}
+		length, covers, ok := constraint(g, a)
+		switch {
+		case !ok:
+		case !g.ActiveAt(now):
+			expired++
+		case !sess.Taint.AtMost(g.MaxTaint()):
+			above++
+		default:
+			hits = append(hits, hit{g, length, covers})
+		}
+	}
+	noGrant := &Denial{Reason: NoGrant, Expired: expired, AboveTaint: above}
+	if len(hits) == 0 {
+		return nil, noGrant
+	}
+	mode := grant.Auto
+	for _, h := range hits {
+		mode = min(mode, h.g.Mode())
+	}
+	var best *hit
+	for i := range hits {
+		h := &hits[i]
+		if h.g.Mode() != mode {
+			continue
+		}
+		if best == nil || h.length > best.length || (h.length == best.length && h.g.ID() < best.g.ID()) {
+			best = h
+		}
+	}
+	matched := make([]GrantRef, len(hits))
+	for i, h := range hits {
+		matched[i] = ref(h.g)
+	}
+	slices.SortFunc(matched, func(x, y GrantRef) int { return cmp.Compare(x.ID, y.ID) })
+	if mode == grant.Deny {
+		w := ref(best.g)
+		return nil, &Denial{Reason: DeniedByGrant, Grant: &w, Matched: matched, Expired: expired, AboveTaint: above}
+	}
+	if !slices.ContainsFunc(hits, func(h hit) bool { return h.covers }) {
+		noGrant.Matched = matched
+		return nil, noGrant
+	}
+	v := &verdict{mode: mode, winner: ref(best.g), matched: matched, class: dataclass.Public}
+	writable := true
+	for _, h := range hits {
+		v.class = dataclass.Join(v.class, h.g.ResultClass())
+		v.untrusted = v.untrusted || h.g.Untrusted()
+		writable = writable && h.g.Writable()
+	}
+	switch a := a.(type) {
+	case toolargs.ReadFile:
+		v.mounts = []Mount{{Path: a.Path}}
+	case toolargs.WriteFile:
+		v.mounts = []Mount{{Path: a.Path.Dir(), Writable: true}}
+	case toolargs.Shell:
+		v.mounts = []Mount{{Path: a.Workdir, Writable: writable}}
+	case toolargs.HTTPFetch:
+		v.hosts = []hostrule.Name{a.URL.Host()}
+	}
+	return v, nil
+}
+
+func ref(g grant.Grant) GrantRef {
+	return GrantRef{ID: g.ID(), File: g.File(), SHA256: g.SHA256()}
+}

@@ -1,0 +1,233 @@
+// Package policy decides brokerd's tool calls: pure functions from the
+// owner's grants, one request and the session's state to a [Decision], an
+// [Ask] or a [Denial]. It does no I/O and reads no clock: the caller
+// passes the time.
+//
+// # Invariants
+//
+//   - A tool runs only with a valid [Decision], and only this package can
+//     make one: Decision holds an unexported pointer, so code elsewhere can
+//     only write the zero value, which [Decision.Valid] refuses, and no
+//     decoder can fill it. A test compiles forgeries against the package
+//     and scans the tree for unsafe or reflect next to it.
+//   - [Decide] never returns a Decision for an ask grant; only [Redecide],
+//     called after the owner approved, turns an ask into a Decision, and
+//     it decides again against the grants and taint of that moment.
+//
+// # Rules
+//
+//  1. The memory tools (recall, ask_memory, memory) are auto by a rule
+//     here; grants cannot name them, and an invalid grant set does not stop
+//     them (the newer decision: no grant file can change their policy).
+//     Their results are labelled by memoryd; the Decision's class and
+//     untrusted flag are the floor (private, trusted) joined with those.
+//  2. An invalid grant set (nil, or not made by package grant) denies
+//     every other call: grants_invalid.
+//  3. call_tool is never the tool decided: its target, {"name",
+//     "arguments"}, is, and every record names the target.
+//  4. Arguments are parsed strictly by package toolargs before any grant
+//     is looked at; a refusal is invalid_arguments with a one-line reason.
+//  5. A grant applies to a call when it names the tool, it has not expired
+//     (it matches strictly before its expiry instant), the session's taint
+//     is at most its max_taint, and its constraint matches. Paths are
+//     compared by whole elements on clean absolute paths. read_file: the
+//     path is a grant path or lies under one. write_file: the path lies
+//     strictly under a grant path; a grant path equal to the argument does
+//     not count, because the file is written through its directory, which
+//     is what is mounted, and a grant names a directory to write in, never
+//     a file or directory to replace. A deny grant is the exception: it
+//     also matches its own path, so that denying a file denies writing it. shell: the workdir is a grant path or lies under
+//     one (the grant covers it), or a grant path lies under the workdir
+//     (the mount would expose it, so that grant's mode, class and flags
+//     apply too, but it cannot allow the call alone). http_fetch: the
+//     URL's host is one of the grant's hosts, exactly.
+//  6. No applicable grant means deny (no_grant). Among applicable grants
+//     the most restrictive mode wins (deny, ask, auto); within it the
+//     grant with the longest matched path wins, then the smallest id. A
+//     shell call that no grant covers is no_grant unless one denies it.
+//  7. A result's class is the highest result_class of every applicable
+//     grant, and it is untrusted if any says so. A shell mount is writable
+//     only if every applicable grant is writable.
+//  8. An invalid session taint is read as secret and untrusted; a taint
+//     below private is read as private (no session is public).
+//
+// What a Decision grants: read_file mounts the file read-only; write_file
+// mounts the file's directory read-write (the toolkit writes only the
+// file); shell mounts its workdir; http_fetch reaches the URL's host and no
+// other (a redirect elsewhere needs its own call).
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/toolargs"
+)
+
+// Request is one tool call as loopd sent it.
+type Request struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Session is a session's state as brokerd tracks it.
+type Session struct {
+	Taint     dataclass.Class `json:"taint"`
+	Untrusted bool            `json:"untrusted"`
+}
+
+// effective applies rule 8.
+func effective(s Session) Session {
+	if !s.Taint.Valid() {
+		return Session{Taint: dataclass.Secret, Untrusted: true}
+	}
+	return Session{Taint: dataclass.Taint(s.Taint), Untrusted: s.Untrusted}
+}
+
+// Decide decides a request. Exactly one result is set: a valid Decision
+// (the winning mode is auto, or the tool is a memory tool), an Ask (the
+// winning mode is ask: the owner must approve, then call [Redecide]) or a
+// Denial.
+func Decide(gs *grant.Set, req Request, s Session, now time.Time) (Decision, *Ask, *Denial) {
+	v, d := evaluate(gs, req, s, now)
+	switch {
+	case d != nil:
+		return Decision{}, nil, d
+	case v.mode == grant.Ask:
+		return Decision{}, v.ask(req), nil
+	}
+	return Decision{&decision{verdict: *v}}, nil, nil
+}
+
+// Redecide decides a request again after the owner approved it, against
+// the grants and session state of now: it returns a Decision if the
+// outcome is still ask or auto, and the Denial otherwise (a deny grant
+// added meanwhile, the grant expired, the taint rose above its max_taint).
+func Redecide(gs *grant.Set, req Request, s Session, now time.Time) (Decision, *Denial) {
+	v, d := evaluate(gs, req, s, now)
+	if d != nil {
+		return Decision{}, d
+	}
+	return Decision{&decision{verdict: *v, approved: true}}, nil
+}
+
+// callTool is call_tool's arguments.
+type callTool struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// unwrap applies rule 3: it returns the tool to decide and its arguments.
+func unwrap(req Request) (tool string, raw []byte, via bool, err error) {
+	if req.Tool != toolargs.CallToolName {
+		return req.Tool, req.Arguments, false, nil
+	}
+	var c callTool
+	if err := strict.Unmarshal(req.Arguments, &c); err != nil {
+		return req.Tool, nil, false, err
+	}
+	switch {
+	case c.Name == toolargs.CallToolName:
+		return req.Tool, nil, false, errors.New("call_tool cannot call call_tool")
+	case c.Name == "":
+		return req.Tool, nil, false, errors.New("name: empty")
+	case !isObject(c.Arguments):
+		return c.Name, nil, true, errors.New("arguments: want an object")
+	}
+	return c.Name, c.Arguments, true, nil
+}
+
+func isObject(raw []byte) bool {
+	s := strings.TrimLeft(string(raw), " \t\r\n")
+	return strings.HasPrefix(s, "{")
+}
+
+// evaluate applies the rules, returning what Decide and Redecide share.
+func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *Denial) {
+	sess := effective(s)
+	tool, raw, via, err := unwrap(req)
+	deny := func(r Reason, detail string) *Denial {
+		return &Denial{Reason: r, Tool: tool, ViaCallTool: via, Detail: detail, Session: sess, At: now}
+	}
+	if err != nil {
+		return nil, deny(InvalidArguments, oneLine(tool+": "+err.Error()))
+	}
+	if toolargs.IsMemory(tool) {
+		args, err := toolargs.Parse(tool, raw)
+		if err != nil {
+			return nil, deny(InvalidArguments, oneLine(err.Error()))
+		}
+		return &verdict{tool: tool, via: via, args: args, mode: grant.Auto, builtin: true,
+			class: dataclass.Private, session: sess, at: now}, nil
+	}
+	if !gs.Valid() {
+		return nil, deny(GrantsInvalid, "")
+	}
+	if !toolargs.IsGranted(tool) {
+		return nil, deny(UnknownTool, "")
+	}
+	args, err := toolargs.Parse(tool, raw)
+	if err != nil {
+		return nil, deny(InvalidArguments, oneLine(err.Error()))
+	}
+	v, d := match(gs.Grants(), args, sess, now)
+	if d != nil {
+		d.Tool, d.ViaCallTool, d.Session, d.At, d.Target = tool, via, sess, now, target(args)
+		return nil, d
+	}
+	v.tool, v.via, v.args, v.session, v.at = tool, via, args, sess, now
+	return v, nil
+}
+
+// MaxDetail caps an invalid-arguments reason, which goes back to the model.
+const MaxDetail = 300
+
+// oneLine makes s one line of at most MaxDetail bytes, with control and
+// format characters (such as U+202E, which reverses text) escaped.
+func oneLine(s string) string {
+	s = escapeInvisible(strings.Join(strings.Fields(s), " "))
+	if len(s) <= MaxDetail {
+		return s
+	}
+	cut := MaxDetail - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// escapeInvisible writes control and format characters as \uXXXX.
+func escapeInvisible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// target is what a call is decided on, for records and messages.
+func target(a toolargs.Args) string {
+	switch a := a.(type) {
+	case toolargs.ReadFile:
+		return a.Path.String()
+	case toolargs.WriteFile:
+		return a.Path.String()
+	case toolargs.Shell:
+		return a.Workdir.String()
+	case toolargs.HTTPFetch:
+		return a.URL.String()
+	}
+	return ""
+}

@@ -1,0 +1,244 @@
+package grant
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+
+	"wntrmute.dev/boxmaker/pkg/config"
+)
+
+// Problem is one reason a grant directory is invalid.
+type Problem struct {
+	File   string // the file's path ("" for a problem with the directory)
+	Grant  string // the grant: its id, or "#N" (its place in the file) when the id is unusable; "" for a file-level problem
+	Reason string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.File != "" {
+		b.WriteString(p.File + ": ")
+	}
+	if p.Grant != "" {
+		b.WriteString("grant " + p.Grant + ": ")
+	}
+	b.WriteString(p.Reason)
+	return oneLine(b.String())
+}
+
+// oneLine escapes control and format characters (a file name may hold a
+// newline or U+202E), so that a problem is always one honest line.
+func oneLine(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// LoadError is the error of a grant directory that is invalid: every
+// problem found, in file order.
+type LoadError struct {
+	Dir      string
+	Problems []Problem
+}
+
+func (e *LoadError) Error() string {
+	first := ""
+	if len(e.Problems) > 0 {
+		first = ": " + e.Problems[0].String()
+	}
+	return fmt.Sprintf("grants in %s are invalid (%d problems)%s; every call is denied until they are fixed; see docs/runbook.md#grants-invalid", e.Dir, len(e.Problems), first)
+}
+
+// Set is a valid set of grants: every one parsed, ids unique. A nil *Set
+// (what [LoadDir] returns with an error) and the zero Set are not valid,
+// and brokerd denies every call with either.
+type Set struct {
+	grants []Grant
+	files  []string
+	ok     bool
+}
+
+// Valid reports whether s came from [LoadDir] or [NewSet].
+func (s *Set) Valid() bool { return s != nil && s.ok }
+
+// Grants returns the grants, in file order then in order within a file.
+func (s *Set) Grants() []Grant {
+	if !s.Valid() {
+		return nil
+	}
+	return slices.Clone(s.grants)
+}
+
+// Files returns the grant files the set was loaded from, sorted.
+func (s *Set) Files() []string {
+	if !s.Valid() {
+		return nil
+	}
+	return slices.Clone(s.files)
+}
+
+// Len is the number of grants.
+func (s *Set) Len() int {
+	if !s.Valid() {
+		return 0
+	}
+	return len(s.grants)
+}
+
+// NewSet makes a set from grants already parsed, refusing duplicate ids.
+func NewSet(grants ...Grant) (*Set, error) {
+	if ps := duplicates(grants); len(ps) > 0 {
+		return nil, &LoadError{Dir: "(grants)", Problems: ps}
+	}
+	files := []string{}
+	for _, g := range grants {
+		if g.id == "" {
+			return nil, &LoadError{Dir: "(grants)", Problems: []Problem{{Reason: "a grant was not made by grant.New"}}}
+		}
+		if g.file != "" && !slices.Contains(files, g.file) {
+			files = append(files, g.file)
+		}
+	}
+	slices.Sort(files)
+	return &Set{grants: slices.Clone(grants), files: files, ok: true}, nil
+}
+
+func duplicates(grants []Grant) []Problem {
+	var ps []Problem
+	first := map[string]Grant{}
+	for _, g := range grants {
+		if f, dup := first[g.id]; dup {
+			ps = append(ps, Problem{File: g.file, Grant: g.id, Reason: fmt.Sprintf("id is also used in %s; ids must be unique across the directory", f.file)})
+			continue
+		}
+		first[g.id] = g
+	}
+	return ps
+}
+
+// LoadDir loads every grant file in dir. Files named *.toml are grant
+// files; files named *.md are documentation and skipped; any other entry
+// (a subdirectory, a *.toml.bak, an editor's swap file, a link to nothing)
+// is a problem, because a grant put where it is not read is a grant
+// silently ignored. An empty directory is a valid set with no grants.
+//
+// On any problem it returns a nil *Set and a *[LoadError] listing them.
+func LoadDir(dir string) (*Set, error) {
+	fail := func(ps ...Problem) (*Set, error) { return nil, &LoadError{Dir: dir, Problems: ps} }
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fail(Problem{File: dir, Reason: fmt.Sprintf("cannot read the grant directory: %v", err)})
+	}
+	var problems []Problem
+	var grants []Grant
+	var files []string
+	for _, e := range entries {
+		name := e.Name()
+		full := filepath.Join(dir, name)
+		switch {
+		case strings.HasSuffix(name, ".toml"):
+		case strings.HasSuffix(name, ".md"):
+			continue
+		default:
+			problems = append(problems, Problem{File: full, Reason: "not a grant file (*.toml) or documentation (*.md); move it out of the grant directory"})
+			continue
+		}
+		fi, err := os.Stat(full) // follows links: the NixOS module links files from the store
+		if err != nil {
+			problems = append(problems, Problem{File: full, Reason: fmt.Sprintf("cannot read: %v", err)})
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			problems = append(problems, Problem{File: full, Reason: "not a regular file"})
+			continue
+		}
+		data, err := readCapped(full)
+		if err != nil {
+			problems = append(problems, Problem{File: full, Reason: err.Error()})
+			continue
+		}
+		gs, ps := ParseFile(full, data)
+		problems = append(problems, ps...)
+		grants = append(grants, gs...)
+		files = append(files, full)
+	}
+	problems = append(problems, duplicates(grants)...)
+	if len(problems) > 0 {
+		return fail(problems...)
+	}
+	slices.Sort(files)
+	return &Set{grants: grants, files: files, ok: true}, nil
+}
+
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %v", err)
+	}
+	defer f.Close()
+	buf := make([]byte, config.MaxSize+1)
+	n := 0
+	for n < len(buf) {
+		m, err := f.Read(buf[n:])
+		n += m
+		if err != nil {
+			break
+		}
+	}
+	if n > config.MaxSize {
+		return nil, fmt.Errorf("larger than %d bytes", config.MaxSize)
+	}
+	return buf[:n], nil
+}
+
+// fileWire is the shape of a grant file.
+type fileWire struct {
+	Grant []Spec `toml:"grant"`
+}
+
+// ParseFile parses one grant file's text; name labels the problems. It
+// returns the grants only when there are no problems.
+func ParseFile(name string, data []byte) ([]Grant, []Problem) {
+	var w fileWire
+	if err := config.Decode(data, name, &w); err != nil {
+		if ps := locate(name, data); len(ps) > 0 {
+			return nil, ps
+		}
+		return nil, []Problem{{File: name, Grant: grantAtLine(data, errLine(err)), Reason: strings.TrimPrefix(err.Error(), "config "+name+": ")}}
+	}
+	if len(w.Grant) == 0 {
+		return nil, []Problem{{File: name, Reason: "holds no [[grant]] tables; an empty grant file is refused in case its grants were lost"}}
+	}
+	var grants []Grant
+	var problems []Problem
+	for i, s := range w.Grant {
+		g, err := New(name, s)
+		if err != nil {
+			problems = append(problems, Problem{File: name, Grant: label(s.ID, i), Reason: err.Error()})
+			continue
+		}
+		grants = append(grants, g)
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return grants, nil
+}
+
+// label names a grant by its id when the id is usable, else by its place.
+func label(id string, i int) string {
+	if idPattern.MatchString(id) {
+		return id
+	}
+	return fmt.Sprintf("#%d", i+1)
+}
