@@ -44,9 +44,12 @@ fuzz:
 build:
 	CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/...
 
-# The main job, as far as it exists: see README.
+# The main job: every role that exists, from ./.boxmaker (or $BOXMAKER_STATE),
+# against llama-server at $LLAMA (default 127.0.0.1:8080). Chat with
+# bin/bxctl chat.
+LLAMA ?= 127.0.0.1:8080
 up: build
-	scripts/up
+	bin/bxctl up --llama $(LLAMA)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGrantsUsage(t *testing.T) {
+	for _, args := range [][]string{{"grants"}, {"grants", "list"}, {"grants", "check"}, {"grants", "check", "a", "b"}, {"grants", "check", "--bogus", "a"}} {
+		if code, _, stderr := run(args...); code != ExitUsage || !strings.Contains(stderr, "bxctl grants check") {
+			t.Errorf("bxctl %s = %d, %q; want a usage error", strings.Join(args, " "), code, stderr)
+		}
+	}
+	if code, _, stderr := run(); code != ExitUsage || !strings.Contains(stderr, "grants") {
+		t.Errorf("bxctl lists no grants command: %q", stderr)
+	}
+}
+
+// TestDeployGrantsAreValid: the examples shipped in deploy/grants are
+// accepted by the same loader brokerd uses, and cover every tool in
+// every mode.
+func TestDeployGrantsAreValid(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "..", "deploy", "grants")
+	code, out, stderr := run("grants", "check", "--list", dir)
+	if code != ExitOK {
+		t.Fatalf("bxctl grants check deploy/grants = %d\n%s%s", code, out, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ok: 4 files, 12 grants") {
+		t.Errorf("summary = %q", last)
+	}
+	seen := map[string]bool{}
+	for _, l := range lines[:len(lines)-1] {
+		f := strings.Fields(l)
+		if len(f) != 5 || len(f[4]) != 64 {
+			t.Errorf("list line %q: want file, id, tool, mode, sha256", l)
+			continue
+		}
+		seen[f[2]+" "+f[3]] = true
+	}
+	for _, tool := range []string{"read_file", "write_file", "shell", "http_fetch"} {
+		for _, mode := range []string{"auto", "ask", "deny"} {
+			if !seen[tool+" "+mode] {
+				t.Errorf("deploy/grants has no %s %s example", tool, mode)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
+		t.Errorf("deploy/grants/README.md: %v", err)
+	}
+}
+
+func TestGrantsCheckReportsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.toml", "[[grant]]\nid = \"a\"\ntool = \"read_file\"\npaths = [\"/\"]\nmax_taint = \"private\"\nmode = \"auto\"\n")
+	write("b.toml", "[[grant]]\nid = \"b\"\ntool = \"shell\"\npaths = [\"/src\"]\nmax_taint = \"private\"\nmode = \"deny\"\nsecret = \"x\"\n")
+	write("c.toml.bak", "")
+	code, out, stderr := run("grants", "check", dir)
+	if code != ExitFailed {
+		t.Fatalf("grants check = %d, want %d\n%s%s", code, ExitFailed, out, stderr)
+	}
+	want := []string{
+		filepath.Join(dir, "a.toml") + `: grant a: path "/" grants the whole file system`,
+		filepath.Join(dir, "b.toml") + ": grant b: secret is not allowed yet",
+		filepath.Join(dir, "c.toml.bak") + ": not a grant file",
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(want) {
+		t.Errorf("got %d problem lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+	if !strings.Contains(stderr, "3 problems") || !strings.Contains(stderr, "see docs/runbook.md#grants-invalid") {
+		t.Errorf("stderr = %q", stderr)
+	}
+	if code, out, _ := run("grants", "check", filepath.Join(dir, "missing")); code != ExitFailed || !strings.Contains(out, "cannot read the grant directory") {
+		t.Errorf("grants check missing = %d, %q", code, out)
+	}
+}
+
+func TestGrantsCheckCountsExpired(t *testing.T) {
+	dir := t.TempDir()
+	body := "[[grant]]\nid = \"old\"\ntool = \"read_file\"\npaths = [\"/x\"]\nmax_taint = \"private\"\nexpires = \"2020-01-01T00:00:00Z\"\nmode = \"auto\"\n"
+	os.WriteFile(filepath.Join(dir, "old.toml"), []byte(body), 0o644)
+	if code, out, _ := run("grants", "check", dir); code != ExitOK || strings.TrimSpace(out) != "ok: 1 files, 1 grants (1 expired, which match nothing)" {
+		t.Errorf("grants check = %d, %q", code, out)
+	}
+}

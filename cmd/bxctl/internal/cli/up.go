@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/sockets"
+)
+
+// role is one daemon `bxctl up` runs.
+type role struct {
+	name   string
+	socket string // the socket that appears when it is ready
+	cmd    *exec.Cmd
+	log    string
+	done   chan error
+}
+
+// runUp is `bxctl up`: every role that exists, as child processes, from a
+// state directory; first run creates the directory, default configs and
+// socket directories with the right modes. It stops them all on Ctrl-C,
+// or when any of them stops.
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flags("up", stderr)
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	llamaAddr := fs.String("llama", "127.0.0.1:8080", "llama-server's `host:port`")
+	model := fs.String("model", "", "model `name` for loopd's first config (default: what the server reports)")
+	binDir := fs.String("bin", "", "`directory` holding the role binaries (default: bxctl's own)")
+	readyWait := fs.Duration("ready-timeout", 5*time.Minute, "how long a role may take to start (loopd runs its self-test first)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return ExitUsage
+	}
+	state, err := resolveState(*stateFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitUsage
+	}
+	bin := *binDir
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+			return ExitFailed
+		}
+		bin = filepath.Dir(exe)
+	}
+	if c, err := net.DialTimeout("tcp", *llamaAddr, 2*time.Second); err != nil {
+		_, port, _ := net.SplitHostPort(*llamaAddr)
+		fmt.Fprintf(stderr, "bxctl up: no llama-server answers at %s; start one with: llama-server -m MODEL.gguf --jinja -np 2 --host 127.0.0.1 --port %s\n", *llamaAddr, port)
+		return ExitFailed
+	} else {
+		c.Close()
+	}
+	if err := layout(ctx, state, *llamaAddr, *model); err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	}
+	roles := []*role{
+		{name: "inferproxy", socket: filepath.Join(socketDir(state, "infer"), "infer.sock")},
+		{name: "loopd", socket: loopSocket(state)},
+	}
+	defer stopAll(roles)
+	for _, r := range roles {
+		if err := start(r, bin, state); err != nil {
+			fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+			return ExitFailed
+		}
+		if err := waitReady(ctx, r, *readyWait); err != nil {
+			fmt.Fprintf(stderr, "bxctl up: %s did not start: %v\n%s", r.name, err, tail(r.log, 8))
+			return ExitFailed
+		}
+		fmt.Fprintf(stdout, "bxctl up: %s ready (%s)\n", r.name, r.socket)
+	}
+	fmt.Fprintf(stdout, "bxctl up: ready; chat with: bxctl chat --state %s\n", state)
+	cases := make(chan string, len(roles))
+	for _, r := range roles {
+		go func() { <-r.done; cases <- r.name }()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "bxctl up: stopping")
+		return ExitOK
+	case name := <-cases:
+		fmt.Fprintf(stderr, "bxctl up: %s stopped; stopping the rest\n", name)
+		return ExitFailed
+	}
+}
+
+// layout creates the state directory on first run and writes a default
+// config for each role that has none. Existing configs are the owner's and
+// are never rewritten.
+func layout(ctx context.Context, state, llamaAddr, model string) error {
+	for _, d := range []string{state, filepath.Join(state, "config"), filepath.Join(state, "logs"), filepath.Join(state, "sessions")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, pair := range []string{"infer", "loop"} {
+		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
+			return err
+		}
+	}
+	if model == "" {
+		var err error
+		if model, err = discoverModel(ctx, "http://"+llamaAddr); err != nil {
+			model = "default"
+		}
+	}
+	configs := map[string]string{
+		"inferproxy": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/inferproxy.toml explains every key).\nsocket_dir = %q\nupstream = %q\n",
+			socketDir(state, "infer"), llamaAddr),
+		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n\n[model]\nname = %q\n",
+			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), model),
+	}
+	for name, body := range configs {
+		p := filepath.Join(state, "config", name+".toml")
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, werr := f.WriteString(body)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func start(r *role, bin, state string) error {
+	r.log = filepath.Join(state, "logs", r.name+".log")
+	lf, err := os.OpenFile(r.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	r.cmd = exec.Command(filepath.Join(bin, r.name), "-config", filepath.Join(state, "config", r.name+".toml"))
+	r.cmd.Stdout, r.cmd.Stderr = lf, lf
+	// A child must not outlive bxctl, even if bxctl is killed outright.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := r.cmd.Start(); err != nil {
+		lf.Close()
+		return fmt.Errorf("start %s: %w", r.name, err)
+	}
+	r.done = make(chan error, 1)
+	go func() { r.done <- r.cmd.Wait(); lf.Close(); close(r.done) }()
+	return nil
+}
+
+// waitReady waits for the role's socket to answer, or for it to exit.
+func waitReady(ctx context.Context, r *role, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if c, err := net.Dial("unix", r.socket); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case err := <-r.done:
+			return fmt.Errorf("it exited (%v)", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("its socket did not answer within %v", limit)
+		}
+	}
+}
+
+// stopAll sends SIGTERM to every running role, last started first, and
+// waits; a role still running after 10 s is killed.
+func stopAll(roles []*role) {
+	for i := len(roles) - 1; i >= 0; i-- {
+		r := roles[i]
+		if r.cmd == nil || r.cmd.Process == nil {
+			continue
+		}
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			r.cmd.Process.Kill()
+			<-r.done
+		}
+	}
+}
+
+// tail returns the last n lines of a log, indented, for a failure report.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, "  "+sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
