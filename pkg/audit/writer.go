@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -153,50 +152,18 @@ func (w *Writer) recoverLast() error {
 	return nil
 }
 
-// endTornLine adds the newline a torn last line lacks, then opens the
-// file through jsonl. This one byte is the only write not made through
-// jsonl, which refuses to open a file ending in a torn line; it is made
-// only after checking that the file still ends with exactly the bytes the
-// verifier hashed, so a line is never ended that was not checked.
+// endTornLine has jsonl end a torn last line with the newline it lacks
+// (only if the file still ends with exactly the bytes the verifier hashed),
+// then opens the file through jsonl.
 func (w *Writer) endTornLine(d *line) error {
 	path := filepath.Join(w.dir, d.file)
-	fail := func(err error) error {
-		return fmt.Errorf("open audit log %s: end torn line %s: %v; see docs/runbook.md#audit-torn", w.dir, d.where(), err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fail(err)
-	}
-	if fi.Size() < d.size {
-		return fail(errors.New("the file changed since it was verified"))
-	}
-	h := sha256.New()
-	buf := make([]byte, 64<<10)
-	for off := fi.Size() - d.size; off < fi.Size(); {
-		n, err := f.ReadAt(buf[:min(int64(len(buf)), fi.Size()-off)], off)
-		if err != nil {
-			return fail(err)
-		}
-		h.Write(buf[:n])
-		off += int64(n)
-	}
-	if !bytes.Equal(h.Sum(nil), d.sum[:]) {
-		return fail(errors.New("the file changed since it was verified"))
-	}
-	if _, err := f.Write([]byte("\n")); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
+	if err := jsonl.EndTornLine(path, d.size, d.sum); err != nil {
+		return fmt.Errorf("open audit log %s: %s: %v; see docs/runbook.md#audit-torn", w.dir, d.where(), err)
 	}
 	d.torn = false
+	var err error
 	if w.f, err = w.openFn(path); err != nil {
-		return fail(err)
+		return fmt.Errorf("open audit log %s: end torn line %s: %v; see docs/runbook.md#audit-torn", w.dir, d.where(), err)
 	}
 	return nil
 }

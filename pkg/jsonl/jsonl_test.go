@@ -1,6 +1,8 @@
 package jsonl
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -181,5 +183,28 @@ func TestAppendEncoded(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != "{\"type\":\"x\",\"n\":1}\n" {
 		t.Errorf("file = %q", b)
+	}
+}
+
+func TestEndTornLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log.jsonl")
+	torn := []byte(`{"n":2,"te`)
+	os.WriteFile(p, append([]byte("{\"n\":1}\n"), torn...), 0o600)
+	sum := sha256.Sum256(torn)
+	if err := EndTornLine(p, int64(len(torn)), sha256.Sum256([]byte("other"))); !errors.Is(err, ErrChanged) {
+		t.Errorf("EndTornLine with the wrong hash = %v, want ErrChanged", err)
+	}
+	if err := EndTornLine(p, int64(len(torn))+2, sum); !errors.Is(err, ErrChanged) {
+		t.Errorf("EndTornLine over a newline = %v, want ErrChanged", err)
+	}
+	if b, _ := os.ReadFile(p); bytes.HasSuffix(b, []byte("\n")) {
+		t.Fatal("a refused EndTornLine wrote")
+	}
+	if err := EndTornLine(p, int64(len(torn)), sum); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(p)
+	if err != nil || w.Lines() != 2 {
+		t.Fatalf("Open after EndTornLine = %v (lines %d)", err, w.Lines())
 	}
 }
