@@ -312,3 +312,37 @@ func TestStackKillMidTurn(t *testing.T) {
 	// up to the server's cache, so only the replay is checked here.
 	checkLog(t, state, "s1", append(reqs[:1:1], reqs[2:]...), false)
 }
+
+// TestStackSelftestRefusesStart: loopd's startup self-test fails (the
+// recorded per-slot context differs from the server's), so loopd refuses
+// to start with exit code 2, naming the check and its runbook entry, and
+// bxctl up reports it and stops.
+func TestStackSelftestRefusesStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the stack")
+	}
+	bin := buildStack(t)
+	state := filepath.Join(t.TempDir(), "state")
+	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 8192})
+	selftestReplies(srv)
+	preconfigure(t, state, srv)
+	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n",
+		state, filepath.Join(state, "run", "loop"), filepath.Join(state, "run", "infer", "infer.sock"))
+	if err := os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL())
+	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("bxctl up = %v, want exit 1\n%s", err, out)
+	}
+	for _, want := range []string{"loopd did not start", "exit status 2", "configured 131072 tokens per slot, /props reports 8192", "see docs/runbook.md#selftest-context"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("bxctl up output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, "run", "loop", "loop.sock")); !os.IsNotExist(err) {
+		t.Errorf("loop.sock exists although loopd refused to start: %v", err)
+	}
+}
