@@ -19,6 +19,22 @@ import (
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
 
+// stack builds the binaries, starts the fake llama-server with the
+// self-test's replies scripted, and writes inferproxy's config into a new
+// state directory. Tests that use it are skipped with -short.
+func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the stack")
+	}
+	bin = buildStack(t)
+	state = filepath.Join(t.TempDir(), "state")
+	srv = fake.New(t, fake.Options{Slots: 2, NCtx: nctx})
+	selftestReplies(srv)
+	preconfigure(t, state, srv)
+	return bin, state, srv
+}
+
 // buildStack builds bxctl, loopd and inferproxy into one directory.
 func buildStack(t *testing.T) string {
 	t.Helper()
@@ -125,14 +141,7 @@ func chat(t *testing.T, bin, state, sessionID, msg string) string {
 // fake's own tokenizer), and that replaying the log reproduces each
 // request's messages byte for byte.
 func TestStackThirtyTurns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the stack")
-	}
-	bin := buildStack(t)
-	state := filepath.Join(t.TempDir(), "state")
-	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 65536})
-	selftestReplies(srv)
-	preconfigure(t, state, srv)
+	bin, state, srv := stack(t, 65536)
 	up(t, bin, state, srv)
 	for i := 1; i <= 30; i++ {
 		answer := fmt.Sprintf("Answer %d.", i)
@@ -256,18 +265,11 @@ func pidOf(t *testing.T, words ...string) int {
 // shows that the acknowledged message is still in the session, the open
 // turn is closed as interrupted, and the session continues.
 func TestStackKillMidTurn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the stack")
-	}
-	bin := buildStack(t)
-	state := filepath.Join(t.TempDir(), "state")
-	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 65536})
-	selftestReplies(srv)
+	bin, state, srv := stack(t, 65536)
 	srv.Script(
 		fake.Reply{Reasoning: "Time first.", ToolCalls: []fake.ToolCall{{Name: "clock", Arguments: `{}`}}},
 		fake.Reply{Reasoning: "Slow.", Content: "never sent", StallAfter: 1, Stall: 10 * time.Minute},
 	)
-	preconfigure(t, state, srv)
 	exited := up(t, bin, state, srv)
 	chatCmd := exec.Command(filepath.Join(bin, "bxctl"), "chat", "--state", state, "--session", "s1", "--message", "remember the number 7")
 	var chatOut bytes.Buffer
@@ -318,14 +320,7 @@ func TestStackKillMidTurn(t *testing.T) {
 // to start with exit code 2, naming the check and its runbook entry, and
 // bxctl up reports it and stops.
 func TestStackSelftestRefusesStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the stack")
-	}
-	bin := buildStack(t)
-	state := filepath.Join(t.TempDir(), "state")
-	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 8192})
-	selftestReplies(srv)
-	preconfigure(t, state, srv)
+	bin, state, srv := stack(t, 8192)
 	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n",
 		state, filepath.Join(state, "run", "loop"), filepath.Join(state, "run", "infer", "infer.sock"))
 	if err := os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600); err != nil {

@@ -191,7 +191,7 @@ func TestProblemString(t *testing.T) {
 		{Problem{"a.toml", "g", "bad"}, "a.toml: grant g: bad"},
 		{Problem{"a.toml", "", "bad"}, "a.toml: bad"},
 		{Problem{"", "", "bad"}, "bad"},
-		{Problem{"a\nb.toml", "", "bad\u202e"}, `a\u000ab.toml: bad\u202e`},
+		{Problem{"a\nb.toml", "", "bad\u202e"}, `a\nb.toml: bad\u202e`},
 	} {
 		if got := tt.p.String(); got != tt.want {
 			t.Errorf("String() = %q, want %q", got, tt.want)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unicode"
+	"wntrmute.dev/boxmaker/pkg/escape"
 
 	"wntrmute.dev/boxmaker/pkg/config"
 )
@@ -27,21 +27,7 @@ func (p Problem) String() string {
 		b.WriteString("grant " + p.Grant + ": ")
 	}
 	b.WriteString(p.Reason)
-	return oneLine(b.String())
-}
-
-// oneLine escapes control and format characters (a file name may hold a
-// newline or U+202E), so that a problem is always one honest line.
-func oneLine(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			fmt.Fprintf(&b, "\\u%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return escape.Line(b.String())
 }
 
 // LoadError is the error of a grant directory that is invalid: every

@@ -16,18 +16,8 @@ import (
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	body, fields, ok := s.readBody(w, r)
-	if !ok || !s.route(ctx, w, r, fields) {
-		return
-	}
-	req, apiErr := parseChat(fields)
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	text, err := renderPrompt(req.tools, req.messages, req.thinking, s.opts.DropEarlierThinking)
-	if err != nil {
-		writeError(w, renderError(err))
+	body, req, text, ok := s.renderRequest(ctx, w, r)
+	if !ok {
 		return
 	}
 	if !req.stream {
@@ -331,4 +321,24 @@ func completeText(pend *string, piece string) string {
 	out := completeUTF8(*pend)
 	*pend = (*pend)[len(out):]
 	return out
+}
+
+// renderRequest reads, routes, parses and renders a chat request, as both
+// a chat completion and input_tokens do; on failure it has answered.
+func (s *Server) renderRequest(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, *chatRequest, string, bool) {
+	body, fields, ok := s.readBody(w, r)
+	if !ok || !s.route(ctx, w, r, fields) {
+		return nil, nil, "", false
+	}
+	req, apiErr := parseChat(fields)
+	if apiErr != nil {
+		writeError(w, apiErr)
+		return nil, nil, "", false
+	}
+	text, err := renderPrompt(req.tools, req.messages, req.thinking, s.opts.DropEarlierThinking)
+	if err != nil {
+		writeError(w, renderError(err))
+		return nil, nil, "", false
+	}
+	return body, req, text, true
 }

@@ -300,18 +300,8 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleInputTokens(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	_, fields, ok := s.readBody(w, r)
-	if !ok || !s.route(ctx, w, r, fields) {
-		return
-	}
-	req, apiErr := parseChat(fields)
-	if apiErr != nil {
-		writeError(w, apiErr)
-		return
-	}
-	prompt, err := renderPrompt(req.tools, req.messages, req.thinking, s.opts.DropEarlierThinking)
-	if err != nil {
-		writeError(w, renderError(err))
+	_, _, prompt, ok := s.renderRequest(ctx, w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {

@@ -60,11 +60,10 @@ package policy
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+	"wntrmute.dev/boxmaker/pkg/escape"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
@@ -193,7 +192,7 @@ const MaxDetail = 300
 // oneLine makes s one line of at most MaxDetail bytes, with control and
 // format characters (such as U+202E, which reverses text) escaped.
 func oneLine(s string) string {
-	s = escapeInvisible(strings.Join(strings.Fields(s), " "))
+	s = escape.Line(strings.Join(strings.Fields(s), " "))
 	if len(s) <= MaxDetail {
 		return s
 	}
@@ -202,19 +201,6 @@ func oneLine(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// escapeInvisible writes control and format characters as \uXXXX.
-func escapeInvisible(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			fmt.Fprintf(&b, "\\u%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // target is what a call is decided on, for records and messages.
