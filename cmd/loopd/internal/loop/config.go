@@ -18,7 +18,10 @@ type Config struct {
 	AllowUIDs   []uint32 `toml:"allow_uids"`   // peers on loop.sock; empty = this user
 	AllowGIDs   []uint32 `toml:"allow_gids"`   // if set, the peer's gid must be in it too
 	InferSocket string   `toml:"infer_socket"` // inferproxy's infer.sock
-	SystemFile  string   `toml:"system_prompt_file"`
+	// BrokerSocket is brokerd's broker.sock. Empty means no brokerd: every
+	// tool call but clock and find_tool is refused.
+	BrokerSocket string `toml:"broker_socket"`
+	SystemFile   string `toml:"system_prompt_file"`
 
 	Model    ModelConfig    `toml:"model"`
 	Serving  ServingConfig  `toml:"serving"`
@@ -74,6 +77,9 @@ func Load(path string) (Config, error) {
 		if !filepath.IsAbs(p) {
 			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
 		}
+	}
+	if c.BrokerSocket != "" && !filepath.IsAbs(c.BrokerSocket) {
+		return Config{}, fmt.Errorf("config %s: broker_socket must be an absolute path, got %q", path, c.BrokerSocket)
 	}
 	if c.Model.Name == "" {
 		return Config{}, fmt.Errorf("config %s: model.name is required (the router routes on it)", path)

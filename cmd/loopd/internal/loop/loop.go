@@ -72,7 +72,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	defer ln.Close()
 	m := &server.Manager{
 		State:  cfg.StateDir,
-		Engine: &turn.Engine{Model: main, Broker: broker.Refusing{}, Limits: cfg.limits()},
+		Engine: &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits()},
 		Baseline: func() (session.Baseline, error) {
 			// The identity block from memoryd joins the system message
 			// when memoryd lands; until then the baseline is the system
@@ -86,6 +86,15 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	err = ln.Serve(ctx, m.Serve)
 	m.Wait()
 	return err
+}
+
+// broker is the port to brokerd: its socket, or a refusal of every call
+// when none is configured.
+func (c Config) broker() broker.Port {
+	if c.BrokerSocket == "" {
+		return broker.Refusing{}
+	}
+	return &broker.Client{Path: c.BrokerSocket}
 }
 
 // startupCheck runs the self-test on the background slot, so that the

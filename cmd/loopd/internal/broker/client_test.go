@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// fakeBroker answers each request with the given frames (nil: say nothing).
+func fakeBroker(t *testing.T, answers ...strict.Variant) (string, chan *wire.ToolRequest) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "broker")
+	if err := sockets.MakeDir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "broker.sock", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *wire.ToolRequest, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		ln.Serve(ctx, func(ctx context.Context, _ sockets.Peer, c net.Conn) {
+			b, err := frame.Read(c, wire.BrokerFrameMax)
+			if err != nil {
+				return
+			}
+			v, err := wire.BrokerMessages.Decode(b)
+			if err != nil {
+				return
+			}
+			got <- v.(*wire.ToolRequest)
+			for _, a := range answers {
+				out, _ := wire.BrokerMessages.Encode(a)
+				frame.Write(c, out, wire.BrokerFrameMax)
+			}
+			<-ctx.Done()
+		})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Path(), got
+}
+
+var req = Request{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/x"}`)}
+
+func TestClientRan(t *testing.T) {
+	path, got := fakeBroker(t, &wire.ToolResult{Status: wire.StatusRan, Output: "contents", Class: dataclass.Private, Untrusted: true})
+	o := (&Client{Path: path}).Call(context.Background(), req, func(int64) { t.Error("pending called") })
+	if o.Status != Ran || o.Output != "contents" || o.Class != dataclass.Private || !o.Untrusted {
+		t.Errorf("Call = %+v", o)
+	}
+	if r := <-got; r.Tool != "read_file" || string(r.Arguments) != `{"path":"/x"}` || r.Session != "s1" || r.CallID != "c1" {
+		t.Errorf("brokerd got %+v", r)
+	}
+}
+
+func TestClientPendingThenAnswer(t *testing.T) {
+	exp := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	path, _ := fakeBroker(t, &wire.ToolPending{ID: 42, Tool: "read_file", Expires: exp},
+		&wire.ToolResult{Status: wire.StatusDenied, Output: "refused by the owner", Class: dataclass.Public})
+	var ids []int64
+	o := (&Client{Path: path}).Call(context.Background(), req, func(id int64) { ids = append(ids, id) })
+	if o.Status != Denied || o.Output != "refused by the owner" || len(ids) != 1 || ids[0] != 42 {
+		t.Errorf("Call = %+v, pending %v", o, ids)
+	}
+}
+
+func TestClientFailsClosed(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		answers []strict.Variant
+		want    string
+	}{
+		{"error", []strict.Variant{&wire.Error{Op: "tool_request", Kind: wire.Forbidden, Msg: "no"}}, "brokerd refused the call (forbidden): no"},
+		{"silent", nil, "brokerd did not answer"},
+		{"wrong message", []strict.Variant{&wire.Approvals{Calls: []wire.PendingCall{}}}, "brokerd sent approvals on broker.sock"},
+		{"bad expiry", []strict.Variant{&wire.ToolPending{ID: 1, Expires: "tomorrow"}}, "bad expiry"},
+		{"pending then silent", []strict.Variant{&wire.ToolPending{ID: 1, Expires: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}}, "brokerd did not answer"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path, _ := fakeBroker(t, tt.answers...)
+			start := time.Now()
+			o := (&Client{Path: path, Timeout: 300 * time.Millisecond}).Call(context.Background(), req, func(int64) {})
+			if o.Status != Denied || !strings.Contains(o.Output, tt.want) || o.Class != dataclass.Public {
+				t.Errorf("Call = %+v, want a denial containing %q", o, tt.want)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Errorf("took %v: the deadline did not hold", time.Since(start))
+			}
+		})
+	}
+	o := (&Client{Path: filepath.Join(t.TempDir(), "none.sock")}).Call(context.Background(), req, func(int64) {})
+	if o.Status != Denied || !strings.Contains(o.Output, "see docs/runbook.md#broker-unavailable") {
+		t.Errorf("Call with no brokerd = %+v", o)
+	}
+}

@@ -1,0 +1,149 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
+
+// # broker.sock and admin.sock
+//
+// brokerd listens on two sockets. On broker.sock loopd sends one
+// [ToolRequest] per connection: the tool call exactly as the model made it
+// (call_tool included: brokerd, not loopd, finds its target). brokerd
+// answers with [ToolPending] if the call waits for the owner, then exactly
+// one [ToolResult] or [*Error]. On admin.sock bxctl sends [ListApprovals],
+// [GetApproval], [Approve] or [Refuse] and gets one answer each.
+//
+// Every message of both sockets is in [BrokerMessages], so that each
+// socket can tell a message meant for the other and refuse it with
+// [Forbidden] (anything that could reach the approving socket could
+// otherwise approve its own calls).
+
+// ToolRequest asks brokerd to decide, and if allowed run, one tool call.
+type ToolRequest struct {
+	Session   string          `json:"session"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolPending says the call waits for the owner's answer to approval ID
+// until Expires (RFC 3339).
+type ToolPending struct {
+	ID      int64  `json:"id"`
+	Tool    string `json:"tool"`
+	Expires string `json:"expires"`
+}
+
+// ToolStatus is how a call ended.
+type ToolStatus string
+
+// The statuses; append-only.
+const (
+	StatusRan    ToolStatus = "ran"    // the tool ran and succeeded; Output is what it printed
+	StatusFailed ToolStatus = "failed" // it ran and failed, or could not be run; Output says why
+	StatusDenied ToolStatus = "denied" // refused (policy, the owner, expiry); Output is the reason
+)
+
+var toolStatuses = []ToolStatus{StatusRan, StatusFailed, StatusDenied}
+
+// UnmarshalText refuses a status this version does not know.
+func (s *ToolStatus) UnmarshalText(b []byte) error {
+	for _, v := range toolStatuses {
+		if string(b) == string(v) {
+			*s = v
+			return nil
+		}
+	}
+	return &strict.Error{Reason: "unknown tool status " + string(b)}
+}
+
+// ToolResult is brokerd's answer. Class and Untrusted label the output:
+// they come from the grants, never from the tool or from loopd.
+type ToolResult struct {
+	Status    ToolStatus      `json:"status"`
+	Output    string          `json:"output"`
+	Class     dataclass.Class `json:"class"`
+	Untrusted bool            `json:"untrusted"`
+}
+
+// ListApprovals asks for the calls waiting for the owner.
+type ListApprovals struct{}
+
+// GetApproval asks for one waiting call in full.
+type GetApproval struct {
+	ID int64 `json:"id"`
+}
+
+// Approve answers approval ID yes. brokerd decides the call again against
+// the current grants and taint before it runs anything.
+type Approve struct {
+	ID int64 `json:"id"`
+}
+
+// Refuse answers approval ID no.
+type Refuse struct {
+	ID     int64  `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// PendingCall is one waiting call as brokerd holds it. Arguments are the
+// parsed arguments brokerd will act on, never text loopd sent for display.
+type PendingCall struct {
+	ID        int64           `json:"id"`
+	Session   string          `json:"session"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Expires   string          `json:"expires"`
+}
+
+// Approvals answers ListApprovals, in id order.
+type Approvals struct {
+	Calls []PendingCall `json:"calls"`
+}
+
+// Approval answers GetApproval.
+type Approval struct {
+	Call PendingCall `json:"call"`
+}
+
+// Answered confirms an Approve or Refuse: Outcome is what happened to the
+// call ("ran", "failed", "denied", or "refused").
+type Answered struct {
+	ID      int64  `json:"id"`
+	Outcome string `json:"outcome"`
+	Msg     string `json:"msg"`
+}
+
+// Tags.
+func (*ToolRequest) Tag() string   { return "tool_request" }
+func (*ToolPending) Tag() string   { return "tool_pending" }
+func (*ToolResult) Tag() string    { return "tool_result" }
+func (*ListApprovals) Tag() string { return "list_approvals" }
+func (*GetApproval) Tag() string   { return "get_approval" }
+func (*Approve) Tag() string       { return "approve" }
+func (*Refuse) Tag() string        { return "refuse" }
+func (*Approvals) Tag() string     { return "approvals" }
+func (*Approval) Tag() string      { return "approval" }
+func (*Answered) Tag() string      { return "answered" }
+
+// BrokerMessages is every message of broker.sock and admin.sock.
+var BrokerMessages = strict.NewUnion[strict.Variant]("type",
+	func() strict.Variant { return new(ToolRequest) },
+	func() strict.Variant { return new(ToolPending) },
+	func() strict.Variant { return new(ToolResult) },
+	func() strict.Variant { return new(ListApprovals) },
+	func() strict.Variant { return new(GetApproval) },
+	func() strict.Variant { return new(Approve) },
+	func() strict.Variant { return new(Refuse) },
+	func() strict.Variant { return new(Approvals) },
+	func() strict.Variant { return new(Approval) },
+	func() strict.Variant { return new(Answered) },
+	func() strict.Variant { return new(Error) },
+)
+
+// BrokerFrameMax caps frames on both sockets: a capped tool result plus
+// its envelope.
+const BrokerFrameMax = 1 << 20
