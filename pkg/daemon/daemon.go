@@ -44,11 +44,16 @@ type Run func(ctx context.Context, log *slog.Logger, f Flags) error
 
 // Main parses args, runs run and returns the exit code; a main function
 // is os.Exit(daemon.Main(...)), so that deferred calls in run still run.
-func Main(name string, args []string, stderr io.Writer, run Run) int {
+// A role with flags of its own (brokerd's -accept-break) defines them in
+// define, which runs before parsing.
+func Main(name string, args []string, stderr io.Writer, run Run, define ...func(*flag.FlagSet)) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f Flags
 	fs.StringVar(&f.Config, "config", "/etc/boxmaker/"+name+".toml", "path to the `file` holding "+name+"'s TOML config")
+	for _, d := range define {
+		d(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return ExitRefused
 	}

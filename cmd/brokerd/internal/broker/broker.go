@@ -1,0 +1,129 @@
+// Package broker is brokerd's daemon: it decides every tool call loopd
+// sends on broker.sock, records each decision in the audit log before
+// anything runs, parks calls that need the owner until bxctl answers them
+// on admin.sock, and runs allowed calls through the runner.
+//
+// Invariants:
+//   - broker.sock takes tool requests only and admin.sock approvals and
+//     queries only; each refuses the other's messages with forbidden and
+//     logs the refusal (neither gets an audit record: it is no decision);
+//   - every tool request gets exactly one decision record, denials
+//     included, written before the answer is sent or anything runs; a
+//     request that cannot be recorded is denied, never run;
+//   - grants are read afresh for every decision and re-decision, so an
+//     owner's edit takes effect at once, and an invalid set denies all;
+//   - an approval re-decides against the grants and taint of that moment,
+//     and runs only if the outcome is still ask or auto;
+//   - loopd's word is taken for nothing but the request itself: the
+//     session's taint is brokerd's own (package ledger).
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/ledger"
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// Socket names.
+const (
+	BrokerSocket = "broker.sock"
+	AdminSocket  = "admin.sock"
+)
+
+// Broker is the running daemon's state.
+type Broker struct {
+	cfg     Config
+	log     *slog.Logger
+	ledger  *ledger.Ledger
+	pending *pending.Table
+	runner  runner.Runner
+	now     func() time.Time
+}
+
+// Run serves both sockets until ctx is cancelled. With acceptBreak it
+// first records the owner's acceptance of a broken audit chain.
+func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) error {
+	auditDir := filepath.Join(cfg.StateDir, "audit")
+	if acceptBreak {
+		ab, err := audit.AcceptBreak(auditDir, audit.Options{})
+		if err != nil {
+			return fmt.Errorf("%w: accept break: %v", daemon.ErrRefused, err)
+		}
+		if ab == nil {
+			log.Info("accept-break: the audit chain holds; nothing to accept")
+		} else {
+			log.Warn("accept-break: recorded the owner's acceptance of a broken chain", "file", ab.File, "line", ab.Line)
+		}
+	}
+	l, err := ledger.Open(filepath.Join(cfg.StateDir, "broker", "sessions"), auditDir, ledger.Options{})
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	defer l.Close()
+	table, err := pending.New(cfg.ttl(), pending.Options{})
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: runner.Refusing{}, now: time.Now}
+	bl, err := sockets.Listen(sockets.Config{Dir: cfg.BrokerSocketDir, Name: BrokerSocket, AllowUIDs: cfg.BrokerAllowUIDs,
+		// A call may wait a day for the owner with nothing to read.
+		IdleTimeout: 25 * time.Hour, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	defer bl.Close()
+	al, err := sockets.Listen(sockets.Config{Dir: cfg.AdminSocketDir, Name: AdminSocket, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	defer al.Close()
+	log.Info("serving", "broker", bl.Path(), "admin", al.Path(), "grants", cfg.GrantsDir)
+	errc := make(chan error, 2)
+	go func() { errc <- bl.Serve(ctx, b.serveBroker) }()
+	go func() { errc <- al.Serve(ctx, b.serveAdmin) }()
+	return errors.Join(<-errc, <-errc)
+}
+
+// readOne reads one message from a socket, strictly.
+func readOne(c net.Conn) (strict.Variant, error) {
+	body, err := frame.Read(c, wire.BrokerFrameMax)
+	if err != nil {
+		return nil, err
+	}
+	return wire.BrokerMessages.Decode(body)
+}
+
+func (b *Broker) send(c net.Conn, v strict.Variant) bool {
+	out, err := wire.BrokerMessages.Encode(v)
+	if err == nil {
+		err = frame.Write(c, out, wire.BrokerFrameMax)
+	}
+	if err != nil {
+		b.log.Warn("write", "err", err.Error())
+		return false
+	}
+	return true
+}
+
+// forbidden refuses a message meant for the other socket, and logs it:
+// a peer that sends one is either broken or trying to reach authority it
+// was not given.
+func (b *Broker) forbidden(c net.Conn, peer sockets.Peer, socket string, v strict.Variant) {
+	b.log.Warn("message refused: not accepted on this socket; see docs/runbook.md#socket-forbidden",
+		"socket", socket, "message", v.Tag(), "uid", peer.UID(), "pid", peer.PID())
+	b.send(c, &wire.Error{Op: v.Tag(), Kind: wire.Forbidden, Msg: v.Tag() + " is not accepted on " + socket})
+}

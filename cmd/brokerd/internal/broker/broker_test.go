@@ -1,0 +1,224 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+const grants = `
+[[grant]]
+id = "notes-read"
+tool = "read_file"
+paths = ["/home/owner/notes"]
+max_taint = "secret"
+mode = "auto"
+
+[[grant]]
+id = "downloads-read"
+tool = "read_file"
+paths = ["/home/owner/Downloads"]
+max_taint = "secret"
+mode = "ask"
+
+[[grant]]
+id = "keys-deny"
+tool = "read_file"
+paths = ["/home/owner/.ssh"]
+max_taint = "secret"
+mode = "deny"
+`
+
+type harness struct {
+	cfg  Config
+	stop func()
+}
+
+func start(t *testing.T, grantText string) *harness {
+	t.Helper()
+	root := t.TempDir()
+	cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
+		BrokerSocketDir: filepath.Join(root, "run", "broker"), AdminSocketDir: filepath.Join(root, "run", "admin"), ApprovalTTLMS: 60000}
+	for _, d := range []string{cfg.StateDir + "/audit", cfg.GrantsDir} {
+		os.MkdirAll(d, 0o700)
+	}
+	os.WriteFile(filepath.Join(cfg.GrantsDir, "grants.toml"), []byte(grantText), 0o600)
+	for _, d := range []string{cfg.BrokerSocketDir, cfg.AdminSocketDir} {
+		if err := sockets.MakeDir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, slog.New(slog.DiscardHandler), cfg, false) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(cfg.AdminSocketDir, AdminSocket)); err == nil {
+			break
+		}
+		if i > 500 {
+			t.Fatal("brokerd did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h := &harness{cfg: cfg}
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			h.stop()
+		}
+	})
+	return h
+}
+
+type conn struct {
+	t *testing.T
+	c net.Conn
+}
+
+func (h *harness) dial(t *testing.T, socketDir, name string) *conn {
+	c, err := net.Dial("unix", filepath.Join(socketDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &conn{t, c}
+}
+
+func (c *conn) send(v strict.Variant) {
+	b, _ := wire.BrokerMessages.Encode(v)
+	if err := frame.Write(c.c, b, wire.BrokerFrameMax); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *conn) recv() strict.Variant {
+	c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := frame.Read(c.c, wire.BrokerFrameMax)
+	if err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	v, err := wire.BrokerMessages.Decode(b)
+	if err != nil {
+		c.t.Fatalf("decode %s: %v", b, err)
+	}
+	return v
+}
+
+func (h *harness) call(t *testing.T, tool, args string) *conn {
+	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
+	c.send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: tool, Arguments: []byte(args)})
+	return c
+}
+
+func result(t *testing.T, c *conn) *wire.ToolResult {
+	t.Helper()
+	r, ok := c.recv().(*wire.ToolResult)
+	if !ok {
+		t.Fatal("want a tool_result")
+	}
+	return r
+}
+
+func TestDecisions(t *testing.T) {
+	h := start(t, grants)
+	for _, tt := range []struct{ tool, args, status, want string }{
+		{"read_file", `{"path":"/home/owner/notes/a.md"}`, "failed", "tool containers are not available"},
+		{"call_tool", `{"name":"read_file","arguments":{"path":"/home/owner/notes/a.md"}}`, "failed", "tool containers are not available"},
+		{"read_file", `{"path":"/etc/shadow"}`, "denied", "no grant allows it"},
+		{"read_file", `{"path":"/home/owner/.ssh/id_ed25519"}`, "denied", `denied by grant "keys-deny"`},
+		{"read_file", `{"path":"/home/owner/notes/../.ssh/id"}`, "denied", "invalid arguments"},
+		{"exec", `{}`, "denied", "no tool of that name"},
+	} {
+		r := result(t, h.call(t, tt.tool, tt.args))
+		if string(r.Status) != tt.status || !strings.Contains(r.Output, tt.want) {
+			t.Errorf("%s %s = %+v, want %s containing %q", tt.tool, tt.args, r, tt.status, tt.want)
+		}
+	}
+	h.stop()
+	rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit"))
+	if !rep.OK() || rep.Records != 6 {
+		t.Errorf("audit after 6 requests: %s (%d records), want 6 decision records", rep.Summary(), rep.Records)
+	}
+}
+
+func TestApproveAndRefuse(t *testing.T) {
+	h := start(t, grants)
+	for _, answer := range []string{"refuse", "approve"} {
+		c := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
+		p, ok := c.recv().(*wire.ToolPending)
+		if !ok || p.Tool != "read_file" {
+			t.Fatalf("first answer = %#v, want tool_pending", p)
+		}
+		admin := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
+		admin.send(&wire.ListApprovals{})
+		list := admin.recv().(*wire.Approvals)
+		if len(list.Calls) != 1 || list.Calls[0].ID != p.ID || string(list.Calls[0].Arguments) != `{"path":"/home/owner/Downloads/report.pdf"}` {
+			t.Fatalf("approvals = %+v", list)
+		}
+		if answer == "refuse" {
+			admin.send(&wire.Refuse{ID: p.ID, Reason: "not now"})
+		} else {
+			admin.send(&wire.Approve{ID: p.ID})
+		}
+		if a, ok := admin.recv().(*wire.Answered); !ok || a.ID != p.ID {
+			t.Fatalf("admin answer = %#v", a)
+		}
+		r := result(t, c)
+		want := map[string]string{"refuse": "refused by the owner: not now", "approve": "tool containers are not available"}[answer]
+		if !strings.Contains(r.Output, want) {
+			t.Errorf("after %s: %+v, want %q", answer, r, want)
+		}
+		admin.send(&wire.Approve{ID: p.ID})
+		if e, ok := admin.recv().(*wire.Error); !ok || !strings.Contains(e.Msg, "not pending") {
+			t.Errorf("a second answer = %#v, want not pending", e)
+		}
+	}
+	h.stop()
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); !rep.OK() || rep.Records != 4 {
+		t.Errorf("audit: %s (%d records), want 2 asks and 2 answers", rep.Summary(), rep.Records)
+	}
+}
+
+// TestSocketsRefuseEachOthersMessages: a forged approval from loopd's side
+// on broker.sock, and a tool request on admin.sock, are both refused.
+func TestSocketsRefuseEachOthersMessages(t *testing.T) {
+	h := start(t, grants)
+	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
+	c.send(&wire.Approve{ID: 1})
+	if e, ok := c.recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
+		t.Errorf("approve on broker.sock = %#v, want forbidden", e)
+	}
+	a := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
+	a.send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/home/owner/notes/a"}`)})
+	if e, ok := a.recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
+		t.Errorf("tool_request on admin.sock = %#v, want forbidden", e)
+	}
+	h.stop()
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); rep.Records != 0 {
+		t.Errorf("refused messages made %d audit records, want none (they are no decisions)", rep.Records)
+	}
+}
+
+func TestInvalidGrantsDenyAll(t *testing.T) {
+	h := start(t, grants+"\n[[grant]]\nid = \"bad\"\ntool = \"read_file\"\npaths = [\"/\"]\nmax_taint = \"secret\"\nmode = \"auto\"\n")
+	r := result(t, h.call(t, "read_file", `{"path":"/home/owner/notes/a.md"}`))
+	if r.Status != wire.StatusDenied || !strings.Contains(r.Output, "grants are invalid") {
+		t.Errorf("with an invalid grant file: %+v", r)
+	}
+}

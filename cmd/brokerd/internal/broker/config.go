@@ -1,0 +1,71 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/config"
+)
+
+// Config is brokerd.toml; deploy/brokerd.toml is the documented example.
+type Config struct {
+	StateDir  string `toml:"state_dir"`  // audit/ and broker/sessions/ live here
+	GrantsDir string `toml:"grants_dir"` // the owner's grants; read-only to brokerd
+
+	BrokerSocketDir string   `toml:"broker_socket_dir"` // holds broker.sock (loopd connects)
+	BrokerAllowUIDs []uint32 `toml:"broker_allow_uids"`
+	AdminSocketDir  string   `toml:"admin_socket_dir"` // holds admin.sock (bxctl connects)
+	AdminAllowUIDs  []uint32 `toml:"admin_allow_uids"`
+
+	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
+	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
+	// ResultCap caps one tool result sent back to loopd, in bytes.
+	ResultCap int `toml:"result_cap"`
+}
+
+// Defaults.
+const (
+	DefaultApprovalTTL = 15 * time.Minute
+	DefaultResultCap   = 64 << 10
+)
+
+// Load reads and checks brokerd.toml.
+func Load(path string) (Config, error) {
+	var c Config
+	if err := config.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	for name, p := range map[string]string{"state_dir": c.StateDir, "grants_dir": c.GrantsDir,
+		"broker_socket_dir": c.BrokerSocketDir, "admin_socket_dir": c.AdminSocketDir} {
+		if !filepath.IsAbs(p) {
+			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
+		}
+	}
+	if filepath.Clean(c.BrokerSocketDir) == filepath.Clean(c.AdminSocketDir) {
+		// One directory would give whoever may reach broker.sock the
+		// approving socket too.
+		return Config{}, fmt.Errorf("config %s: broker_socket_dir and admin_socket_dir must differ", path)
+	}
+	if c.ApprovalTTLMS < 0 || c.ApprovalTTLMS > int64(24*time.Hour/time.Millisecond) {
+		return Config{}, fmt.Errorf("config %s: approval_ttl_ms must be between 0 (the default, 15 minutes) and one day", path)
+	}
+	if c.ResultCap < 0 {
+		return Config{}, fmt.Errorf("config %s: result_cap must not be negative", path)
+	}
+	return c, nil
+}
+
+func (c Config) ttl() time.Duration {
+	if c.ApprovalTTLMS == 0 {
+		return DefaultApprovalTTL
+	}
+	return time.Duration(c.ApprovalTTLMS) * time.Millisecond
+}
+
+func (c Config) resultCap() int {
+	if c.ResultCap == 0 {
+		return DefaultResultCap
+	}
+	return c.ResultCap
+}

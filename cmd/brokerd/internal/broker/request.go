@@ -1,0 +1,210 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// serveBroker handles one connection on broker.sock: one tool request.
+func (b *Broker) serveBroker(ctx context.Context, peer sockets.Peer, c net.Conn) {
+	v, err := readOne(c)
+	if err != nil {
+		b.log.Warn("broker.sock: bad request", "uid", peer.UID(), "err", err.Error())
+		b.send(c, &wire.Error{Op: "tool_request", Kind: wire.Invalid, Msg: "the request did not decode: " + err.Error()})
+		return
+	}
+	req, ok := v.(*wire.ToolRequest)
+	if !ok {
+		b.forbidden(c, peer, BrokerSocket, v)
+		return
+	}
+	if err := wire.CheckSessionID(req.Session); err != nil {
+		b.send(c, &wire.Error{Op: "tool_request", Kind: wire.Invalid, Msg: err.Error()})
+		return
+	}
+	b.send(c, b.handle(ctx, c, req))
+}
+
+func denied(msg string) *wire.ToolResult {
+	return &wire.ToolResult{Status: wire.StatusDenied, Output: msg, Class: dataclass.Public}
+}
+
+// unavailable is the answer when the decision cannot be recorded.
+func unavailable(err error) *wire.ToolResult {
+	return denied("audit_unavailable: the decision could not be recorded, so nothing runs (" + err.Error() + "); see docs/runbook.md#audit-unavailable")
+}
+
+// handle decides one request and carries it to its end.
+func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) *wire.ToolResult {
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments}
+	gs, gerr := grant.LoadDir(b.cfg.GrantsDir)
+	if gerr != nil {
+		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
+	}
+	var (
+		dec  policy.Decision
+		ask  *policy.Ask
+		den  *policy.Denial
+		gone error
+	)
+	seq, err := b.ledger.Decide(req.Session, func(s policy.Session, unreadable error) audit.DecisionRecord {
+		if unreadable != nil {
+			gone = unreadable
+			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Outcome: audit.Denied, Reason: audit.StateUnreadable}
+		}
+		dec, ask, den = policy.Decide(gs, preq, s, b.now())
+		switch {
+		case den != nil:
+			return denialRecord(den, req.Arguments)
+		case ask != nil:
+			g := ask.Grant
+			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Outcome: audit.Ask, Grant: grantRef(&g)}
+		}
+		g := dec.Grant()
+		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Outcome: audit.Allowed, Grant: grantRef(&g)}
+	})
+	switch {
+	case err != nil:
+		return unavailable(err)
+	case gone != nil:
+		return denied(fmt.Sprintf("state_unreadable: this session's state cannot be read, so it is treated as secret and untrusted (%v); see docs/runbook.md#session-state", gone))
+	case den != nil:
+		return denied(den.Error())
+	case ask != nil:
+		return b.await(ctx, c, req, preq, seq, ask)
+	}
+	return b.run(ctx, seq, dec)
+}
+
+func toolOf(t string) string {
+	if t == "" {
+		return "call_tool"
+	}
+	return t
+}
+
+// await parks an ask until the owner answers, it expires, or loopd goes.
+func (b *Broker) await(ctx context.Context, c net.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, ask *policy.Ask) *wire.ToolResult {
+	args, _ := ask.Args.MarshalJSON()
+	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args})
+	if err != nil {
+		return denied("the call could not be parked for approval: " + err.Error())
+	}
+	if !b.send(c, &wire.ToolPending{ID: seq, Tool: ask.Tool, Expires: e.Expires.UTC().Format(time.RFC3339)}) {
+		b.pending.Withdraw(seq)
+	}
+	// loopd closing its connection withdraws the call.
+	closed := make(chan struct{})
+	go func() {
+		var one [1]byte
+		c.SetReadDeadline(time.Time{})
+		c.Read(one[:])
+		close(closed)
+	}()
+	var a pending.Answer
+	select {
+	case a = <-answers:
+	case <-closed:
+		b.pending.Withdraw(seq)
+		a = <-answers
+	case <-ctx.Done():
+		b.pending.Withdraw(seq)
+		a = <-answers
+	}
+	return b.answered(ctx, req, preq, seq, a)
+}
+
+// answered records the owner's answer (or its absence) and acts on it.
+func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq policy.Request, seq int64, a pending.Answer) *wire.ToolResult {
+	if a.Kind != pending.Approved {
+		answer, reason := audit.AnswerExpired, audit.Expired
+		msg := "the approval expired unanswered"
+		if a.Kind == pending.Refused {
+			answer, reason, msg = audit.AnswerRefused, audit.Refused, "refused by the owner"
+			if a.Reason != "" {
+				msg += ": " + a.Reason
+			}
+		}
+		_, err := b.ledger.Answer(seq, func(policy.Session, error) audit.Approval {
+			return audit.Approval{Answer: answer, Outcome: audit.Denied, Reason: reason, Detail: a.Reason}
+		})
+		if err != nil {
+			return unavailable(err)
+		}
+		return denied(msg)
+	}
+	gs, _ := grant.LoadDir(b.cfg.GrantsDir)
+	var dec policy.Decision
+	var den *policy.Denial
+	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
+		if unreadable != nil {
+			return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: audit.StateUnreadable}
+		}
+		dec, den = policy.Redecide(gs, preq, s, b.now())
+		if den != nil {
+			r := denialRecord(den, preq.Arguments)
+			return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: r.Reason, Detail: r.Detail, Grant: r.Grant}
+		}
+		g := dec.Grant()
+		return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Allowed, Grant: grantRef(&g)}
+	})
+	switch {
+	case err != nil:
+		return unavailable(err)
+	case den != nil:
+		return denied("approved, but the grants or the session changed since: " + den.Error())
+	case !dec.Valid():
+		return denied("state_unreadable: this session's state cannot be read; see docs/runbook.md#session-state")
+	}
+	return b.run(ctx, seq, dec)
+}
+
+// run runs an allowed call and records its result by hash and size. A
+// failure to run carries fixed text only and raises no taint.
+func (b *Broker) run(ctx context.Context, seq int64, d policy.Decision) *wire.ToolResult {
+	if d.Builtin() {
+		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
+			Output: "the memory tools run in memoryd, which this version of brokerd cannot reach yet; see docs/runbook.md#runner-unavailable"}
+	}
+	out, err := b.runner.Run(ctx, d)
+	if err != nil {
+		b.log.Warn("run failed", "decision", seq, "err", err.Error())
+		// Runner errors are fixed text (package runner), never output.
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Class: dataclass.Public}
+	}
+	text, _ := capText(out.Stdout, b.cfg.resultCap())
+	sum := sha256.Sum256([]byte(out.Stdout))
+	if _, err := b.ledger.Result(audit.Result{Decision: seq, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(out.Stdout)),
+		Exit: out.Exit, Class: d.Class(), Untrusted: d.Untrusted()}); err != nil {
+		// The output is not released unless its result is on record: the
+		// session's taint must rise before anything of it is seen.
+		return unavailable(err)
+	}
+	status := wire.StatusRan
+	if out.Exit != 0 {
+		status = wire.StatusFailed
+	}
+	return &wire.ToolResult{Status: status, Output: text, Class: d.Class(), Untrusted: d.Untrusted()}
+}
+
+func capText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n], true
+}

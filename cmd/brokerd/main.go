@@ -1,0 +1,30 @@
+// Command brokerd decides every tool call loopd asks for, against the
+// grant files only the owner writes; records each decision in the
+// hash-chained audit log before anything runs; parks calls that need the
+// owner's approval; and runs allowed calls. See package broker for its
+// invariants.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/broker"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+)
+
+func main() {
+	var acceptBreak bool
+	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
+		cfg, err := broker.Load(f.Config)
+		if err != nil {
+			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		}
+		return broker.Run(ctx, log, cfg, acceptBreak)
+	}, func(fs *flag.FlagSet) {
+		fs.BoolVar(&acceptBreak, "accept-break", false, "record the owner's acceptance of the audit log's first break, then start (see docs/runbook.md#audit-chain-broken)")
+	}))
+}
