@@ -35,11 +35,11 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 	return bin, state, srv
 }
 
-// buildStack builds bxctl, loopd and inferproxy into one directory.
+// buildStack builds the role binaries into one directory.
 func buildStack(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	for _, role := range []string{"bxctl", "loopd", "inferproxy"} {
+	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, role), "wntrmute.dev/boxmaker/cmd/"+role)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

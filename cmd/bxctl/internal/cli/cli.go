@@ -33,11 +33,15 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"audit":    {"verify the audit log's hash chain", runAudit},
-	"selftest": {"check a llama-server against the inference contract", runSelftest},
-	"grants":   {"check a grant directory offline", runGrants},
-	"up":       {"run the local stack from a state directory", runUp},
-	"chat":     {"talk to Boxmaker from the terminal", runChat},
+	"approvals": {"list the tool calls waiting for your approval", runApprovals},
+	"approve":   {"approve a waiting tool call by its id", runApprove},
+	"refuse":    {"refuse a waiting tool call by its id", runRefuse},
+	"deny":      {"another name for refuse", runRefuse},
+	"audit":     {"verify the audit log's hash chain", runAudit},
+	"selftest":  {"check a llama-server against the inference contract", runSelftest},
+	"grants":    {"check a grant directory offline", runGrants},
+	"up":        {"run the local stack from a state directory", runUp},
+	"chat":      {"talk to Boxmaker from the terminal", runChat},
 }
 
 // Main runs bxctl with args (without the program name) and returns the

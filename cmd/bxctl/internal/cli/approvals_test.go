@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// fakeAdmin answers every admin.sock message with answer and records what
+// it was sent.
+func fakeAdmin(t *testing.T, answer strict.Variant) (string, chan strict.Variant) {
+	t.Helper()
+	state := t.TempDir()
+	dir := socketDir(state, "admin")
+	if err := sockets.MakeDir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "admin.sock", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan strict.Variant, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		ln.Serve(ctx, func(_ context.Context, _ sockets.Peer, c net.Conn) {
+			b, err := frame.Read(c, wire.BrokerFrameMax)
+			if err != nil {
+				return
+			}
+			v, _ := wire.BrokerMessages.Decode(b)
+			got <- v
+			out, _ := wire.BrokerMessages.Encode(answer)
+			frame.Write(c, out, wire.BrokerFrameMax)
+		})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return state, got
+}
+
+// TestApprovalsShowEverything: a path holding U+202E (which reverses what
+// follows), "\u002f" spelled out, and a newline is shown so that each is
+// visible and none changes what the owner reads.
+func TestApprovalsShowEverything(t *testing.T) {
+	args := `{"path":"/home/o/\u202egdp.exe\n\\u002fetc/passwd"}`
+	state, _ := fakeAdmin(t, &wire.Approvals{Calls: []wire.PendingCall{{ID: 7, Session: "s1", Tool: "read_file", Arguments: []byte(args), Expires: "2026-11-30T10:00:00Z"}}})
+	code, out, stderr := run("approvals", "--state", state)
+	if code != ExitOK {
+		t.Fatalf("approvals = %d, %s", code, stderr)
+	}
+	for _, r := range out {
+		if r == '\u202e' {
+			t.Fatalf("output holds a raw U+202E: %q", out)
+		}
+	}
+	for _, want := range []string{"approval 7: read_file in session s1", `\u202egdp.exe`, `\n`, `\\u002fetc`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "\n") != 3 {
+		t.Errorf("the argument's newline reached the screen:\n%s", out)
+	}
+}
+
+func TestApproveAndRefuseSendTheID(t *testing.T) {
+	state, got := fakeAdmin(t, &wire.Answered{ID: 7, Outcome: "approved", Msg: "approved"})
+	if code, out, _ := run("approve", "--state", state, "7"); code != ExitOK || !strings.Contains(out, "approval 7: approved") {
+		t.Errorf("approve = %d %q", code, out)
+	}
+	if a, ok := (<-got).(*wire.Approve); !ok || a.ID != 7 {
+		t.Errorf("brokerd got %#v", a)
+	}
+	if code, _, _ := run("deny", "--state", state, "7", "not", "now"); code != ExitOK {
+		t.Errorf("deny = %d", code)
+	}
+	if r, ok := (<-got).(*wire.Refuse); !ok || r.ID != 7 || r.Reason != "not now" {
+		t.Errorf("brokerd got %#v", r)
+	}
+	for _, bad := range [][]string{{"approve"}, {"approve", "y"}, {"approve", "0"}, {"approve", "7", "8"}, {"refuse"}} {
+		if code, _, _ := run(append(bad, "--state", state)...); code != ExitUsage {
+			t.Errorf("bxctl %v = %d, want usage", bad, code)
+		}
+	}
+	if code, _, stderr := run("approvals", "--state", filepath.Join(t.TempDir(), "none")); code != ExitFailed || !strings.Contains(stderr, "brokerd is not running") {
+		t.Errorf("approvals without brokerd = %d %q", code, stderr)
+	}
+}
