@@ -17,14 +17,18 @@ import (
 )
 
 func main() {
-	var acceptBreak bool
+	var acceptBreak, rebuild bool
 	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := broker.Load(f.Config)
 		if err != nil {
 			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
 		}
+		if rebuild {
+			return broker.RebuildState(log, cfg)
+		}
 		return broker.Run(ctx, log, cfg, acceptBreak)
 	}, func(fs *flag.FlagSet) {
 		fs.BoolVar(&acceptBreak, "accept-break", false, "record the owner's acceptance of the audit log's first break, then start (see docs/runbook.md#audit-chain-broken)")
+		fs.BoolVar(&rebuild, "rebuild-state", false, "rewrite every session's state file from the audit log, then exit (brokerd must be stopped)")
 	}))
 }

@@ -127,3 +127,16 @@ func (b *Broker) forbidden(c net.Conn, peer sockets.Peer, socket string, v stric
 		"socket", socket, "message", v.Tag(), "uid", peer.UID(), "pid", peer.PID())
 	b.send(c, &wire.Error{Op: v.Tag(), Kind: wire.Forbidden, Msg: v.Tag() + " is not accepted on " + socket})
 }
+
+// RebuildState rewrites every session's state file from the audit log
+// alone (brokerd -rebuild-state, with brokerd stopped: the ledger's lock
+// refuses it otherwise).
+func RebuildState(log *slog.Logger, cfg Config) error {
+	rep, err := ledger.Rebuild(filepath.Join(cfg.StateDir, "audit"), filepath.Join(cfg.StateDir, "broker", "sessions"))
+	if err != nil {
+		return err
+	}
+	log.Info("session state rebuilt from the audit log", "written", len(rep.Written), "unchanged", len(rep.Unchanged),
+		"extra", rep.Extra, "orphans", rep.Orphans)
+	return nil
+}

@@ -47,9 +47,15 @@ type harness struct {
 
 func start(t *testing.T, grantText string) *harness {
 	t.Helper()
+	return startWith(t, grantText, func(*Config) {})
+}
+
+func startWith(t *testing.T, grantText string, edit func(*Config)) *harness {
+	t.Helper()
 	root := t.TempDir()
 	cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
 		BrokerSocketDir: filepath.Join(root, "run", "broker"), AdminSocketDir: filepath.Join(root, "run", "admin"), ApprovalTTLMS: 60000}
+	edit(&cfg)
 	for _, d := range []string{cfg.StateDir + "/audit", cfg.GrantsDir} {
 		os.MkdirAll(d, 0o700)
 	}

@@ -18,6 +18,10 @@ type Config struct {
 	AdminSocketDir  string   `toml:"admin_socket_dir"` // holds admin.sock (bxctl connects)
 	AdminAllowUIDs  []uint32 `toml:"admin_allow_uids"`
 
+	// MemtoolSocket is memoryd's memtool.sock, where decided memory tool
+	// calls go. Empty: memory tools fail with a runbook pointer.
+	MemtoolSocket string `toml:"memtool_socket"`
+
 	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
 	// ResultCap caps one tool result sent back to loopd, in bytes.
@@ -41,6 +45,9 @@ func Load(path string) (Config, error) {
 		if !filepath.IsAbs(p) {
 			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
 		}
+	}
+	if c.MemtoolSocket != "" && !filepath.IsAbs(c.MemtoolSocket) {
+		return Config{}, fmt.Errorf("config %s: memtool_socket must be an absolute path, got %q", path, c.MemtoolSocket)
 	}
 	if filepath.Clean(c.BrokerSocketDir) == filepath.Clean(c.AdminSocketDir) {
 		// One directory would give whoever may reach broker.sock the

@@ -85,7 +85,7 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 	case ask != nil:
 		return b.await(ctx, c, req, preq, seq, ask)
 	}
-	return b.run(ctx, seq, dec)
+	return b.run(ctx, req.Session, seq, dec)
 }
 
 func toolOf(t string) string {
@@ -168,15 +168,14 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 	case !dec.Valid():
 		return denied("state_unreadable: this session's state cannot be read; see docs/runbook.md#session-state")
 	}
-	return b.run(ctx, seq, dec)
+	return b.run(ctx, req.Session, seq, dec)
 }
 
 // run runs an allowed call and records its result by hash and size. A
 // failure to run carries fixed text only and raises no taint.
-func (b *Broker) run(ctx context.Context, seq int64, d policy.Decision) *wire.ToolResult {
+func (b *Broker) run(ctx context.Context, session string, seq int64, d policy.Decision) *wire.ToolResult {
 	if d.Builtin() {
-		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
-			Output: "the memory tools run in memoryd, which this version of brokerd cannot reach yet; see docs/runbook.md#runner-unavailable"}
+		return b.memory(ctx, session, seq, d)
 	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {
@@ -184,19 +183,23 @@ func (b *Broker) run(ctx context.Context, seq int64, d policy.Decision) *wire.To
 		// Runner errors are fixed text (package runner), never output.
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Class: dataclass.Public}
 	}
-	text, _ := capText(out.Stdout, b.cfg.resultCap())
-	sum := sha256.Sum256([]byte(out.Stdout))
-	if _, err := b.ledger.Result(audit.Result{Decision: seq, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(out.Stdout)),
-		Exit: out.Exit, Class: d.Class(), Untrusted: d.Untrusted()}); err != nil {
-		// The output is not released unless its result is on record: the
-		// session's taint must rise before anything of it is seen.
-		return unavailable(err)
-	}
 	status := wire.StatusRan
 	if out.Exit != 0 {
 		status = wire.StatusFailed
 	}
-	return &wire.ToolResult{Status: status, Output: text, Class: d.Class(), Untrusted: d.Untrusted()}
+	return b.release(seq, out.Stdout, out.Exit, status, d.Class(), d.Untrusted())
+}
+
+// release records a result by hash and size and only then hands it back:
+// the session's taint must rise before anything of the output is seen.
+func (b *Broker) release(seq int64, output string, exit int, status wire.ToolStatus, class dataclass.Class, untrusted bool) *wire.ToolResult {
+	sum := sha256.Sum256([]byte(output))
+	if _, err := b.ledger.Result(audit.Result{Decision: seq, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(output)),
+		Exit: exit, Class: class, Untrusted: untrusted}); err != nil {
+		return unavailable(err)
+	}
+	text, _ := capText(output, b.cfg.resultCap())
+	return &wire.ToolResult{Status: status, Output: text, Class: class, Untrusted: untrusted}
 }
 
 func capText(s string, n int) (string, bool) {

@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// fakeMemoryd answers every memory call with a recall hit from an
+// untrusted session, and passes on what it was sent.
+func fakeMemoryd(t *testing.T) (string, chan *wire.MemoryCall) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "memtool")
+	if err := sockets.MakeDir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "memtool.sock", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *wire.MemoryCall, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		ln.Serve(ctx, func(_ context.Context, _ sockets.Peer, c net.Conn) {
+			b, err := frame.Read(c, wire.BrokerFrameMax)
+			if err != nil {
+				return
+			}
+			v, err := wire.MemoryMessages.Decode(b)
+			if err != nil {
+				return
+			}
+			got <- v.(*wire.MemoryCall)
+			out, _ := wire.MemoryMessages.Encode(&wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true})
+			frame.Write(c, out, wire.BrokerFrameMax)
+		})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Path(), got
+}
+
+func TestMemoryToolsForwarded(t *testing.T) {
+	sock, got := fakeMemoryd(t)
+	h := startWith(t, grants, func(c *Config) { c.MemtoolSocket = sock })
+	r := result(t, h.call(t, "recall", `{"query":"tea","k":3}`))
+	if r.Status != wire.StatusRan || r.Output != "memory-tainted: the owner likes tea" || r.Class != dataclass.Secret || !r.Untrusted {
+		t.Errorf("recall = %+v, want memoryd's answer with its label", r)
+	}
+	m := <-got
+	if m.Tool != "recall" || m.Session != "s1" || m.Taint != dataclass.Private || m.Untrusted {
+		t.Errorf("memoryd got %+v, want the session's own state (private, trusted)", m)
+	}
+	// The hit's label raised the session: the next call carries it.
+	result(t, h.call(t, "recall", `{"query":"again","k":1}`))
+	if m := <-got; m.Taint != dataclass.Secret || !m.Untrusted {
+		t.Errorf("second call's state = %+v, want secret and untrusted after an untrusted secret hit", m)
+	}
+	h.stop()
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); !rep.OK() || rep.Records != 4 {
+		t.Errorf("audit: %s (%d records), want 2 decisions and 2 results", rep.Summary(), rep.Records)
+	}
+	b, _ := os.ReadFile(filepath.Join(h.cfg.StateDir, "broker", "sessions", "s1.json"))
+	if !strings.Contains(string(b), `"taint":"secret"`) || !strings.Contains(string(b), `"untrusted":true`) {
+		t.Errorf("state file = %s", b)
+	}
+}
+
+func TestMemoryWithoutMemoryd(t *testing.T) {
+	h := start(t, grants)
+	r := result(t, h.call(t, "memory", `{"action":"note","text":"x"}`))
+	if r.Status == wire.StatusRan || !strings.Contains(r.Output, "see docs/runbook.md#runner-unavailable") {
+		t.Errorf("memory without memoryd = %+v", r)
+	}
+}
+
+func TestRebuildStateMatchesLive(t *testing.T) {
+	sock, got := fakeMemoryd(t)
+	h := startWith(t, grants, func(c *Config) { c.MemtoolSocket = sock })
+	result(t, h.call(t, "recall", `{"query":"tea","k":3}`))
+	<-got
+	h.stop()
+	file := filepath.Join(h.cfg.StateDir, "broker", "sessions", "s1.json")
+	live, _ := os.ReadFile(file)
+	os.Remove(file)
+	if err := RebuildState(slog.New(slog.DiscardHandler), h.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt, _ := os.ReadFile(file); string(rebuilt) != string(live) || len(live) == 0 {
+		t.Errorf("rebuilt state %q, live %q", rebuilt, live)
+	}
+}
