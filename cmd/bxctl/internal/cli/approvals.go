@@ -56,13 +56,16 @@ func admin(ctx context.Context, state string, v strict.Variant) (strict.Variant,
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("approvals", stderr)
 	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
 		return ExitUsage
 	}
 	state, err := resolveState(*stateFlag)
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl approvals: %v\n", err)
 		return ExitUsage
+	}
+	if fs.NArg() == 1 {
+		return showApproval(ctx, state, fs.Arg(0), stdout, stderr)
 	}
 	out, err := admin(ctx, state, &wire.ListApprovals{})
 	if err != nil {
@@ -79,10 +82,37 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return ExitOK
 	}
 	for _, c := range list.Calls {
-		fmt.Fprintf(stdout, "approval %d: %s in session %s, expires %s\n  arguments: %s\n",
-			c.ID, escape.Line(c.Tool), escape.Line(c.Session), escape.Line(c.Expires), escape.JSON(string(c.Arguments)))
+		printCall(stdout, c)
 	}
 	fmt.Fprintln(stdout, "answer with: bxctl approve ID   or   bxctl refuse ID [reason]")
+	return ExitOK
+}
+
+func printCall(w io.Writer, c wire.PendingCall) {
+	fmt.Fprintf(w, "approval %d: %s in session %s, expires %s\n  arguments: %s\n",
+		c.ID, escape.Line(c.Tool), escape.Line(c.Session), escape.Line(c.Expires), escape.JSON(string(c.Arguments)))
+}
+
+// showApproval is `bxctl approvals ID`: one waiting call, fetched from
+// brokerd by its id (an id seen in the chat is checked here, at the
+// source, before the owner answers it).
+func showApproval(ctx context.Context, state, arg string, stdout, stderr io.Writer) int {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id < 1 {
+		fmt.Fprintf(stderr, "bxctl approvals: %q is not an approval id\n", arg)
+		return ExitUsage
+	}
+	out, err := admin(ctx, state, &wire.GetApproval{ID: id})
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl approvals: %v\n", err)
+		return ExitFailed
+	}
+	a, ok := out.(*wire.Approval)
+	if !ok {
+		fmt.Fprintf(stderr, "bxctl approvals: brokerd answered %s\n", out.Tag())
+		return ExitFailed
+	}
+	printCall(stdout, a.Call)
 	return ExitOK
 }
 

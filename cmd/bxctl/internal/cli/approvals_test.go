@@ -95,3 +95,14 @@ func TestApproveAndRefuseSendTheID(t *testing.T) {
 		t.Errorf("approvals without brokerd = %d %q", code, stderr)
 	}
 }
+
+func TestApprovalByID(t *testing.T) {
+	state, got := fakeAdmin(t, &wire.Approval{Call: wire.PendingCall{ID: 9, Session: "s1", Tool: "shell", Arguments: []byte(`{"command":"ls"}`), Expires: "2026-11-30T10:00:00Z"}})
+	code, out, _ := run("approvals", "--state", state, "9")
+	if code != ExitOK || !strings.Contains(out, "approval 9: shell in session s1") || !strings.Contains(out, `{"command":"ls"}`) {
+		t.Errorf("approvals 9 = %d %q", code, out)
+	}
+	if g, ok := (<-got).(*wire.GetApproval); !ok || g.ID != 9 {
+		t.Errorf("brokerd got %#v, want get_approval 9", g)
+	}
+}
