@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/frame"
@@ -20,35 +21,21 @@ import (
 // untrusted session, and passes on what it was sent.
 func fakeMemoryd(t *testing.T) (string, chan *wire.MemoryCall) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "memtool")
-	if err := sockets.MakeDir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "memtool.sock", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan *wire.MemoryCall, 2)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		ln.Serve(ctx, func(_ context.Context, _ sockets.Peer, c net.Conn) {
-			b, err := frame.Read(c, wire.BrokerFrameMax)
-			if err != nil {
-				return
-			}
-			v, err := wire.MemoryMessages.Decode(b)
-			if err != nil {
-				return
-			}
-			got <- v.(*wire.MemoryCall)
-			out, _ := wire.MemoryMessages.Encode(&wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true})
-			frame.Write(c, out, wire.BrokerFrameMax)
-		})
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Path(), got
+	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), "memtool.sock", func(_ context.Context, _ sockets.Peer, c net.Conn) {
+		b, err := frame.Read(c, wire.BrokerFrameMax)
+		if err != nil {
+			return
+		}
+		v, err := wire.MemoryMessages.Decode(b)
+		if err != nil {
+			return
+		}
+		got <- v.(*wire.MemoryCall)
+		out, _ := wire.MemoryMessages.Encode(&wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true})
+		frame.Write(c, out, wire.BrokerFrameMax)
+	})
+	return path, got
 }
 
 func TestMemoryToolsForwarded(t *testing.T) {

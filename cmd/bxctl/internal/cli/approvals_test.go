@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -19,31 +19,17 @@ import (
 func fakeAdmin(t *testing.T, answer strict.Variant) (string, chan strict.Variant) {
 	t.Helper()
 	state := t.TempDir()
-	dir := socketDir(state, "admin")
-	if err := sockets.MakeDir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "admin.sock", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan strict.Variant, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		ln.Serve(ctx, func(_ context.Context, _ sockets.Peer, c net.Conn) {
-			b, err := frame.Read(c, wire.BrokerFrameMax)
-			if err != nil {
-				return
-			}
-			v, _ := wire.BrokerMessages.Decode(b)
-			got <- v
-			out, _ := wire.BrokerMessages.Encode(answer)
-			frame.Write(c, out, wire.BrokerFrameMax)
-		})
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	sockettest.Serve(t, socketDir(state, "admin"), "admin.sock", func(_ context.Context, _ sockets.Peer, c net.Conn) {
+		b, err := frame.Read(c, wire.BrokerFrameMax)
+		if err != nil {
+			return
+		}
+		v, _ := wire.BrokerMessages.Decode(b)
+		got <- v
+		out, _ := wire.BrokerMessages.Encode(answer)
+		frame.Write(c, out, wire.BrokerFrameMax)
+	})
 	return state, got
 }
 

@@ -2,13 +2,13 @@ package broker
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
@@ -19,38 +19,24 @@ import (
 // fakeBroker answers each request with the given frames (nil: say nothing).
 func fakeBroker(t *testing.T, answers ...strict.Variant) (string, chan *wire.ToolRequest) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "broker")
-	if err := sockets.MakeDir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "broker.sock", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan *wire.ToolRequest, 4)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		ln.Serve(ctx, func(ctx context.Context, _ sockets.Peer, c net.Conn) {
-			b, err := frame.Read(c, wire.BrokerFrameMax)
-			if err != nil {
-				return
-			}
-			v, err := wire.BrokerMessages.Decode(b)
-			if err != nil {
-				return
-			}
-			got <- v.(*wire.ToolRequest)
-			for _, a := range answers {
-				out, _ := wire.BrokerMessages.Encode(a)
-				frame.Write(c, out, wire.BrokerFrameMax)
-			}
-			<-ctx.Done()
-		})
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Path(), got
+	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "broker"), "broker.sock", func(ctx context.Context, _ sockets.Peer, c net.Conn) {
+		b, err := frame.Read(c, wire.BrokerFrameMax)
+		if err != nil {
+			return
+		}
+		v, err := wire.BrokerMessages.Decode(b)
+		if err != nil {
+			return
+		}
+		got <- v.(*wire.ToolRequest)
+		for _, a := range answers {
+			out, _ := wire.BrokerMessages.Encode(a)
+			frame.Write(c, out, wire.BrokerFrameMax)
+		}
+		<-ctx.Done()
+	})
+	return path, got
 }
 
 var req = Request{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/x"}`)}
