@@ -78,6 +78,11 @@ type Request struct {
 	// "required"; a session never does, because the grammar would force a
 	// call into a declared tool whatever the model meant.
 	ToolChoice string
+	// MaxTokens, if not 0, replaces the client's max_tokens for this
+	// request, and Sampling, if not nil, its sampling: the self-test bounds
+	// and fixes its own short conversations this way; a session never does.
+	MaxTokens int
+	Sampling  *Sampling
 	// OnEvent, if not nil, is called on Complete's goroutine for every
 	// streamed fragment and progress event, in stream order. It must return
 	// quickly: while it runs the stream is not read, and the idle limit
@@ -133,6 +138,13 @@ func (c *Client) chatBody(req Request) ([]byte, error) {
 	for _, t := range req.Tools {
 		hint += 128 + len(t.Function.Description) + len(t.Function.Parameters)
 	}
+	sampling, maxTokens := c.sampling, c.maxTokens
+	if req.Sampling != nil {
+		sampling = *req.Sampling
+	}
+	if req.MaxTokens > 0 {
+		maxTokens = req.MaxTokens
+	}
 	return marshalJSON(chatRequest{
 		Model:            c.model,
 		Messages:         req.Messages,
@@ -143,10 +155,10 @@ func (c *Client) chatBody(req Request) ([]byte, error) {
 		ReturnProgress:   true,
 		ReasoningControl: true,
 		IDSlot:           c.slot,
-		Temperature:      c.sampling.Temperature,
-		TopP:             c.sampling.TopP,
-		TopK:             c.sampling.TopK,
-		MaxTokens:        c.maxTokens,
+		Temperature:      sampling.Temperature,
+		TopP:             sampling.TopP,
+		TopK:             sampling.TopK,
+		MaxTokens:        maxTokens,
 	}, hint)
 }
 

@@ -193,6 +193,17 @@ func settingsCheck(p *llama.Props, slots []llama.Slot, slotsErr error, exp Expec
 	return c
 }
 
+// The self-test's conversations are short and deterministic whatever the
+// client's settings: greedy sampling (so a reply re-tokenises as it was
+// sampled) and bounded replies (a tiny model never stops by itself, and
+// two long turns would overflow a small slot). The tool call gets room
+// for a thinking model to reason first.
+var (
+	greedy        = &llama.Sampling{Temperature: 0, TopP: 1, TopK: 1}
+	toolMaxTokens = 1024
+	turnMaxTokens = 256
+)
+
 var clockTool = llama.NewTool("clock", "Returns the current time. Takes no arguments.", json.RawMessage(`{"type":"object","properties":{},"required":[]}`))
 
 // toolCallCheck: the model calls a declared tool and the server's parser
@@ -206,6 +217,8 @@ func toolCallCheck(ctx context.Context, c *llama.Client) Check {
 		},
 		Tools:      []llama.Tool{clockTool},
 		ToolChoice: "required",
+		MaxTokens:  toolMaxTokens,
+		Sampling:   greedy,
 	}, llama.SlotState{})
 	if err != nil {
 		ck.Detail = fmt.Sprintf("completion failed: %v; see docs/runbook.md#selftest-tool-call", err)
@@ -242,7 +255,7 @@ func cacheCheck(ctx context.Context, c *llama.Client) Check {
 		{Role: llama.RoleSystem, Content: "You are a self-test. Answer in one short sentence."},
 		{Role: llama.RoleUser, Content: "Say hello."},
 	}
-	first, err := c.Complete(ctx, llama.Request{Messages: msgs}, llama.SlotState{})
+	first, err := c.Complete(ctx, llama.Request{Messages: msgs, MaxTokens: turnMaxTokens, Sampling: greedy}, llama.SlotState{})
 	if err != nil {
 		ck.Detail = fmt.Sprintf("turn 1 failed: %v; see docs/runbook.md#selftest-cache", err)
 		return ck
@@ -252,7 +265,7 @@ func cacheCheck(ctx context.Context, c *llama.Client) Check {
 		return ck
 	}
 	msgs = append(msgs, first.Message, llama.Message{Role: llama.RoleUser, Content: "Say it again."})
-	second, err := c.Complete(ctx, llama.Request{Messages: msgs}, first.Slot)
+	second, err := c.Complete(ctx, llama.Request{Messages: msgs, MaxTokens: turnMaxTokens, Sampling: greedy}, first.Slot)
 	if err != nil {
 		ck.Detail = fmt.Sprintf("turn 2 failed: %v; see docs/runbook.md#selftest-cache", err)
 		return ck

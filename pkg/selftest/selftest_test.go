@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -57,6 +58,19 @@ func TestAllPass(t *testing.T) {
 	}
 	if d := byName(r)[CheckCache].Detail; !strings.Contains(d, "(gap 1)") {
 		t.Errorf("cache detail = %q, want the gap of 1 a real server shows", d)
+	}
+	// Whatever the client's settings, the self-test's own requests are
+	// greedy and bounded.
+	for i, body := range srv.Requests(0) {
+		var sent struct {
+			Temperature float64 `json:"temperature"`
+			TopK        int     `json:"top_k"`
+			MaxTokens   int     `json:"max_tokens"`
+		}
+		json.Unmarshal(body, &sent)
+		if sent.Temperature != 0 || sent.TopK != 1 || (sent.MaxTokens != toolMaxTokens && sent.MaxTokens != turnMaxTokens) {
+			t.Errorf("request %d: temperature %v, top_k %d, max_tokens %d; want greedy and bounded", i, sent.Temperature, sent.TopK, sent.MaxTokens)
+		}
 	}
 }
 

@@ -46,7 +46,7 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return ExitFailed
 		}
 	}
-	c, err := llama.New(llama.Config{BaseURL: *url, Model: name, IDSlot: *slot, MaxTokens: 64})
+	c, err := llama.New(llama.Config{BaseURL: *url, Model: name, IDSlot: *slot})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl selftest: %v\n", err)
 		return ExitUsage
