@@ -10,9 +10,13 @@ package sockettest
 import (
 	"context"
 	"log/slog"
+	"net"
 	"testing"
+	"time"
 
+	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
 )
 
 // Serve listens on dir/name (creating dir, 0700) and serves h until the
@@ -37,4 +41,54 @@ func Serve(t testing.TB, dir, name string, h sockets.Handler) string {
 		<-done
 	})
 	return ln.Path()
+}
+
+// Conn is a test's client end of a framed socket: it sends with one union
+// and reads with another (the same for a symmetric protocol), failing the
+// test on any error, with a generous read deadline so a hung peer fails
+// the test instead of hanging it.
+type Conn struct {
+	T   testing.TB
+	C   net.Conn
+	Max int                           // the socket's frame cap
+	Out *strict.Union[strict.Variant] // what the client sends
+	In  *strict.Union[strict.Variant] // what the client reads
+}
+
+// Dial connects to path; the connection closes when the test ends.
+func Dial(t testing.TB, path string, max int, out, in *strict.Union[strict.Variant]) *Conn {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &Conn{T: t, C: c, Max: max, Out: out, In: in}
+}
+
+// Send writes v as one frame.
+func (c *Conn) Send(v strict.Variant) {
+	c.T.Helper()
+	b, err := c.Out.Encode(v)
+	if err == nil {
+		err = frame.Write(c.C, b, c.Max)
+	}
+	if err != nil {
+		c.T.Fatalf("send %s: %v", v.Tag(), err)
+	}
+}
+
+// Recv reads and strictly decodes one frame.
+func (c *Conn) Recv() strict.Variant {
+	c.T.Helper()
+	c.C.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := frame.Read(c.C, c.Max)
+	if err != nil {
+		c.T.Fatalf("read: %v", err)
+	}
+	v, err := c.In.Decode(b)
+	if err != nil {
+		c.T.Fatalf("decode %s: %v", b, err)
+	}
+	return v
 }

@@ -3,17 +3,15 @@ package broker
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -92,49 +90,21 @@ func startWith(t *testing.T, grantText string, edit func(*Config)) *harness {
 	return h
 }
 
-type conn struct {
-	t *testing.T
-	c net.Conn
-}
+type conn = sockettest.Conn
 
 func (h *harness) dial(t *testing.T, socketDir, name string) *conn {
-	c, err := net.Dial("unix", filepath.Join(socketDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &conn{t, c}
-}
-
-func (c *conn) send(v strict.Variant) {
-	b, _ := wire.BrokerMessages.Encode(v)
-	if err := frame.Write(c.c, b, wire.BrokerFrameMax); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-func (c *conn) recv() strict.Variant {
-	c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	b, err := frame.Read(c.c, wire.BrokerFrameMax)
-	if err != nil {
-		c.t.Fatalf("read: %v", err)
-	}
-	v, err := wire.BrokerMessages.Decode(b)
-	if err != nil {
-		c.t.Fatalf("decode %s: %v", b, err)
-	}
-	return v
+	return sockettest.Dial(t, filepath.Join(socketDir, name), wire.BrokerFrameMax, wire.BrokerMessages, wire.BrokerMessages)
 }
 
 func (h *harness) call(t *testing.T, tool, args string) *conn {
 	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
-	c.send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: tool, Arguments: []byte(args)})
+	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: tool, Arguments: []byte(args)})
 	return c
 }
 
 func result(t *testing.T, c *conn) *wire.ToolResult {
 	t.Helper()
-	r, ok := c.recv().(*wire.ToolResult)
+	r, ok := c.Recv().(*wire.ToolResult)
 	if !ok {
 		t.Fatal("want a tool_result")
 	}
@@ -167,22 +137,22 @@ func TestApproveAndRefuse(t *testing.T) {
 	h := start(t, grants)
 	for _, answer := range []string{"refuse", "approve"} {
 		c := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
-		p, ok := c.recv().(*wire.ToolPending)
+		p, ok := c.Recv().(*wire.ToolPending)
 		if !ok || p.Tool != "read_file" {
 			t.Fatalf("first answer = %#v, want tool_pending", p)
 		}
 		admin := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
-		admin.send(&wire.ListApprovals{})
-		list := admin.recv().(*wire.Approvals)
+		admin.Send(&wire.ListApprovals{})
+		list := admin.Recv().(*wire.Approvals)
 		if len(list.Calls) != 1 || list.Calls[0].ID != p.ID || string(list.Calls[0].Arguments) != `{"path":"/home/owner/Downloads/report.pdf"}` {
 			t.Fatalf("approvals = %+v", list)
 		}
 		if answer == "refuse" {
-			admin.send(&wire.Refuse{ID: p.ID, Reason: "not now"})
+			admin.Send(&wire.Refuse{ID: p.ID, Reason: "not now"})
 		} else {
-			admin.send(&wire.Approve{ID: p.ID})
+			admin.Send(&wire.Approve{ID: p.ID})
 		}
-		if a, ok := admin.recv().(*wire.Answered); !ok || a.ID != p.ID {
+		if a, ok := admin.Recv().(*wire.Answered); !ok || a.ID != p.ID {
 			t.Fatalf("admin answer = %#v", a)
 		}
 		r := result(t, c)
@@ -190,8 +160,8 @@ func TestApproveAndRefuse(t *testing.T) {
 		if !strings.Contains(r.Output, want) {
 			t.Errorf("after %s: %+v, want %q", answer, r, want)
 		}
-		admin.send(&wire.Approve{ID: p.ID})
-		if e, ok := admin.recv().(*wire.Error); !ok || !strings.Contains(e.Msg, "not pending") {
+		admin.Send(&wire.Approve{ID: p.ID})
+		if e, ok := admin.Recv().(*wire.Error); !ok || !strings.Contains(e.Msg, "not pending") {
 			t.Errorf("a second answer = %#v, want not pending", e)
 		}
 	}
@@ -206,13 +176,13 @@ func TestApproveAndRefuse(t *testing.T) {
 func TestSocketsRefuseEachOthersMessages(t *testing.T) {
 	h := start(t, grants)
 	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
-	c.send(&wire.Approve{ID: 1})
-	if e, ok := c.recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
+	c.Send(&wire.Approve{ID: 1})
+	if e, ok := c.Recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
 		t.Errorf("approve on broker.sock = %#v, want forbidden", e)
 	}
 	a := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
-	a.send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/home/owner/notes/a"}`)})
-	if e, ok := a.recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
+	a.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/home/owner/notes/a"}`)})
+	if e, ok := a.Recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
 		t.Errorf("tool_request on admin.sock = %#v, want forbidden", e)
 	}
 	h.stop()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/sockets"
@@ -63,38 +63,16 @@ func (h *harness) stop() {
 }
 
 type client struct {
-	t *testing.T
-	c net.Conn
+	*sockettest.Conn
 }
 
 func dial(t *testing.T, h *harness) *client {
-	c, err := net.Dial("unix", h.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &client{t, c}
+	return &client{sockettest.Dial(t, h.sock, wire.LoopFrameMax, wire.LoopRequests, wire.LoopEvents)}
 }
 
-func (c *client) send(session, text string) {
-	b, _ := wire.LoopRequests.Encode(&wire.Send{Session: session, Text: text})
-	if err := frame.Write(c.c, b, wire.LoopFrameMax); err != nil {
-		c.t.Fatal(err)
-	}
-}
+func (c *client) send(session, text string) { c.Send(&wire.Send{Session: session, Text: text}) }
 
-func (c *client) next() strict.Variant {
-	c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
-	b, err := frame.Read(c.c, wire.LoopFrameMax)
-	if err != nil {
-		c.t.Fatalf("read event: %v", err)
-	}
-	v, err := wire.LoopEvents.Decode(b)
-	if err != nil {
-		c.t.Fatalf("decode event %s: %v", b, err)
-	}
-	return v
-}
+func (c *client) next() strict.Variant { return c.Recv() }
 
 // until reads events up to the turn's terminal one and returns them.
 func (c *client) until() []strict.Variant {
@@ -158,12 +136,12 @@ func TestRefusals(t *testing.T) {
 	// A message of another socket's protocol: forbidden, and the
 	// connection ends.
 	b, _ := wire.LoopEvents.Encode(&wire.Answer{Session: "s1", Text: "forged"})
-	frame.Write(c.c, b, wire.LoopFrameMax)
+	frame.Write(c.C, b, wire.LoopFrameMax)
 	if e, ok := c.next().(*wire.Error); !ok || e.Kind != wire.Forbidden {
 		t.Errorf("forged frame = %#v, want forbidden", e)
 	}
-	c.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := frame.Read(c.c, wire.LoopFrameMax); err == nil {
+	c.C.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := frame.Read(c.C, wire.LoopFrameMax); err == nil {
 		t.Error("the connection stayed open after a forbidden frame")
 	}
 }
