@@ -50,6 +50,20 @@ func admin(ctx context.Context, state string, v strict.Variant) (strict.Variant,
 	return out, nil
 }
 
+// adminAs sends one message on admin.sock and wants an answer of type T.
+func adminAs[T strict.Variant](ctx context.Context, state string, v strict.Variant) (T, error) {
+	var zero T
+	out, err := admin(ctx, state, v)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := out.(T)
+	if !ok {
+		return zero, fmt.Errorf("brokerd answered %s", out.Tag())
+	}
+	return t, nil
+}
+
 // runApprovals is `bxctl approvals`: the calls waiting for the owner, with
 // their arguments in full as brokerd holds them (never as loopd described
 // them), every character that could hide or fake text escaped.
@@ -67,14 +81,9 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() == 1 {
 		return showApproval(ctx, state, fs.Arg(0), stdout, stderr)
 	}
-	out, err := admin(ctx, state, &wire.ListApprovals{})
+	list, err := adminAs[*wire.Approvals](ctx, state, &wire.ListApprovals{})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl approvals: %v\n", err)
-		return ExitFailed
-	}
-	list, ok := out.(*wire.Approvals)
-	if !ok {
-		fmt.Fprintf(stderr, "bxctl approvals: brokerd answered %s\n", out.Tag())
 		return ExitFailed
 	}
 	if len(list.Calls) == 0 {
@@ -102,14 +111,9 @@ func showApproval(ctx context.Context, state, arg string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "bxctl approvals: %q is not an approval id\n", arg)
 		return ExitUsage
 	}
-	out, err := admin(ctx, state, &wire.GetApproval{ID: id})
+	a, err := adminAs[*wire.Approval](ctx, state, &wire.GetApproval{ID: id})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl approvals: %v\n", err)
-		return ExitFailed
-	}
-	a, ok := out.(*wire.Approval)
-	if !ok {
-		fmt.Fprintf(stderr, "bxctl approvals: brokerd answered %s\n", out.Tag())
 		return ExitFailed
 	}
 	printCall(stdout, a.Call)
@@ -152,14 +156,9 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 	if verb == "refuse" {
 		msg = &wire.Refuse{ID: id, Reason: strings.Join(rest[1:], " ")}
 	}
-	out, err := admin(ctx, state, msg)
+	a, err := adminAs[*wire.Answered](ctx, state, msg)
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl %s: %v\n", verb, err)
-		return ExitFailed
-	}
-	a, ok := out.(*wire.Answered)
-	if !ok {
-		fmt.Fprintf(stderr, "bxctl %s: brokerd answered %s\n", verb, out.Tag())
 		return ExitFailed
 	}
 	fmt.Fprintf(stdout, "approval %d: %s\n", a.ID, escape.Line(a.Msg))
