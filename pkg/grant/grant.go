@@ -291,17 +291,10 @@ func (g *Grant) parseTool(s Spec) error {
 		if len(s.Paths) == 0 {
 			return fmt.Errorf("%s needs paths, at least one", s.Tool)
 		}
-		for _, p := range s.Paths {
-			gp, err := parseGrantPath(p)
-			if err != nil {
-				return err
-			}
-			if slices.Contains(g.paths, gp) {
-				return fmt.Errorf("path %q is listed twice", gp)
-			}
-			g.paths = append(g.paths, gp)
+		var err error
+		if g.paths, err = parseList("path", s.Paths, parseGrantPath); err != nil {
+			return err
 		}
-		slices.SortFunc(g.paths, func(a, b toolargs.Path) int { return strings.Compare(a.String(), b.String()) })
 	case Hosts:
 		if s.Paths != nil {
 			return fmt.Errorf("%s takes hosts, not paths", s.Tool)
@@ -309,17 +302,10 @@ func (g *Grant) parseTool(s Spec) error {
 		if len(s.Hosts) == 0 {
 			return fmt.Errorf("%s needs hosts, at least one", s.Tool)
 		}
-		for _, h := range s.Hosts {
-			n, err := hostrule.ParseName(h)
-			if err != nil {
-				return err
-			}
-			if slices.Contains(g.hosts, n) {
-				return fmt.Errorf("host %q is listed twice", n)
-			}
-			g.hosts = append(g.hosts, n)
+		var err error
+		if g.hosts, err = parseList("host", s.Hosts, hostrule.ParseName); err != nil {
+			return err
 		}
-		slices.SortFunc(g.hosts, func(a, b hostrule.Name) int { return strings.Compare(a.String(), b.String()) })
 	}
 	return nil
 }
@@ -382,4 +368,26 @@ func (g *Grant) canonicalForm() canonicalGrant {
 		c.Expires = g.expires.UTC().Format(time.RFC3339Nano)
 	}
 	return c
+}
+
+// parseList parses each of a grant's paths or hosts, refuses a repeat, and
+// sorts them, so that a grant's canonical form (and hash) does not depend
+// on the order the owner wrote them in.
+func parseList[T interface {
+	comparable
+	String() string
+}](what string, in []string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, v := range in {
+		t, err := parse(v)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("%s %q is listed twice", what, t)
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
 }
