@@ -7,6 +7,14 @@ FUZZTIME ?= 60s
 # The gate must not reach the network: everything it needs was fetched by
 # `make setup`, and the module cache itself serves as the only proxy.
 OFFLINE := GOPROXY=file://$(shell go env GOMODCACHE)/cache/download GOSUMDB=off
+# The build tags of Podman's bindings (brokerd's runner), for every
+# command that compiles the whole tree; cmd/brokerd/tags.txt is the one
+# list (internal/archtest reads it too).
+empty :=
+space := $(empty) $(empty)
+comma := ,
+BUILD_TAGS := $(strip $(shell cat cmd/brokerd/tags.txt 2>/dev/null))
+TAGS := $(if $(BUILD_TAGS),-tags $(subst $(space),$(comma),$(BUILD_TAGS)))
 
 .PHONY: test setup gate fmt vet staticcheck race deps fuzz build up clean
 
@@ -22,16 +30,17 @@ fmt:
 	if [ -n "$$out" ]; then echo "gofmt: these files are not formatted:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(OFFLINE) go vet ./...
+	$(OFFLINE) go vet $(TAGS) ./...
 
 staticcheck:
-	$(OFFLINE) go run $(STATICCHECK) ./...
+	$(OFFLINE) go run $(STATICCHECK) $(TAGS) ./...
 
 # Every test, with the race detector, including the architecture checks in
 # internal/archtest (file length, imports, package docs, runbook anchors,
-# per-binary dependency lists, documented modules).
+# per-binary dependency lists, documented modules), and the real-container
+# tests against the Podman that scripts/setup built (internal/podmantest).
 race:
-	$(OFFLINE) CGO_ENABLED=1 go test -race -count=1 ./...
+	$(OFFLINE) CGO_ENABLED=1 go test $(TAGS) -race -count=1 ./...
 
 # Rewrite cmd/*/deps.txt after reviewing a dependency change.
 deps:
@@ -42,7 +51,7 @@ fuzz:
 	scripts/fuzz $(FUZZTIME)
 
 build:
-	CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/...
+	CGO_ENABLED=0 go build $(TAGS) -trimpath -o bin/ ./cmd/...
 
 # The main job: every role that exists, from ./.boxmaker (or $BOXMAKER_STATE),
 # against llama-server at $LLAMA (default 127.0.0.1:8080). Chat with

@@ -86,7 +86,7 @@ func TestStackApproval(t *testing.T) {
 		}
 	}
 	log, _ := os.ReadFile(filepath.Join(state, "sessions", "s1", "0.jsonl"))
-	if !strings.Contains(string(log), "tool containers are not available") || !strings.Contains(string(log), `"status":"error"`) {
+	if !strings.Contains(string(log), "tool containers are not configured") || !strings.Contains(string(log), `"status":"error"`) {
 		t.Errorf("session log lacks the runner's refusal:\n%s", log)
 	}
 	out, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "audit"))

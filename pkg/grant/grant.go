@@ -33,6 +33,7 @@
 //	paths = ["/home/owner/notes"]     # read_file, write_file, shell
 //	# hosts = ["example.com"]         # http_fetch
 //	# writable = true                 # shell only: mount the workdir read-write
+//	# secret = "GITHUB_TOKEN"         # shell only: the one secret its container gets
 //	max_taint = "private"             # highest session taint it applies under
 //	result_class = "private"          # class of results (default private)
 //	untrusted = false                 # results are untrusted (default true)
@@ -41,8 +42,9 @@
 //
 // Which tool takes which constraint is fixed here ([ConstraintOf]), not
 // chosen per grant. The memory tools (recall, ask_memory, memory) have a
-// policy built into brokerd and no grant may name them; secret and
-// patterns are refused until secrets land. See deploy/grants/README.md.
+// policy built into brokerd and no grant may name them; patterns are
+// refused. A secret is named, never held: brokerd's config says where the
+// value of each name lives. See deploy/grants/README.md.
 package grant
 
 import (
@@ -133,6 +135,7 @@ type Spec struct {
 	Paths       []string `toml:"paths"`
 	Hosts       []string `toml:"hosts"`
 	Writable    *bool    `toml:"writable"`
+	Secret      string   `toml:"secret"`
 	MaxTaint    string   `toml:"max_taint"`
 	ResultClass string   `toml:"result_class"`
 	Untrusted   *bool    `toml:"untrusted"`
@@ -148,6 +151,7 @@ type Grant struct {
 	paths       []toolargs.Path
 	hosts       []hostrule.Name
 	writable    bool
+	secret      string
 	maxTaint    dataclass.Class
 	resultClass dataclass.Class
 	untrusted   bool
@@ -176,6 +180,10 @@ func (g Grant) Hosts() []hostrule.Name { return slices.Clone(g.hosts) }
 // Writable reports whether a shell grant mounts its workdir read-write.
 func (g Grant) Writable() bool { return g.writable }
 
+// Secret is the name of the one secret a shell grant injects into the
+// call's container, and "" for none.
+func (g Grant) Secret() string { return g.secret }
+
 // MaxTaint is the highest session taint under which the grant applies.
 func (g Grant) MaxTaint() dataclass.Class { return g.maxTaint }
 
@@ -202,16 +210,20 @@ func (g Grant) ActiveAt(now time.Time) bool {
 // this order, defaults written out, paths and hosts sorted, expires in
 // UTC, and no file name:
 //
-//	{"id":…,"tool":…,"paths":[…]|"hosts":[…],["writable":…,]"max_taint":…,
-//	 "result_class":…,"untrusted":…,["expires":…,]"mode":…}
+//	{"id":…,"tool":…,"paths":[…]|"hosts":[…],["writable":…,]["secret":…,]
+//	 "max_taint":…,"result_class":…,"untrusted":…,["expires":…,]"mode":…}
 //
-// writable appears for shell grants only, expires only when set.
+// writable appears for shell grants only, secret and expires only when set.
 func (g Grant) Canonical() []byte { return slices.Clone(g.canonical) }
 
 // SHA256 is the lowercase hex SHA-256 of [Grant.Canonical].
 func (g Grant) SHA256() string { return g.sum }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// SecretPattern is what a secret's name looks like: the toolkit writes
+// the value to a file of that name in the container's private tmpfs.
+var SecretPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 // New parses one grant. file labels it (and errors are not prefixed with
 // it: [ParseFile] does that).
@@ -283,6 +295,15 @@ func (g *Grant) parseTool(s Spec) error {
 		return fmt.Errorf("%s does not take writable (only shell does; read_file never writes and write_file always does)", s.Tool)
 	}
 	g.writable = s.Writable != nil && *s.Writable
+	if s.Secret != "" {
+		if s.Tool != toolargs.ShellName {
+			return fmt.Errorf("%s does not take secret (only shell does: the toolkit hands the secret to the command as a file)", s.Tool)
+		}
+		if !SecretPattern.MatchString(s.Secret) {
+			return fmt.Errorf("secret %q must be 1 to 64 uppercase letters, digits or '_', starting with a letter (a name from brokerd's [secrets], not a value)", s.Secret)
+		}
+		g.secret = s.Secret
+	}
 	switch c {
 	case Paths:
 		if s.Hosts != nil {
@@ -350,6 +371,7 @@ type canonicalGrant struct {
 	Paths       []toolargs.Path `json:"paths,omitempty"`
 	Hosts       []hostrule.Name `json:"hosts,omitempty"`
 	Writable    *bool           `json:"writable,omitempty"`
+	Secret      string          `json:"secret,omitempty"`
 	MaxTaint    dataclass.Class `json:"max_taint"`
 	ResultClass dataclass.Class `json:"result_class"`
 	Untrusted   bool            `json:"untrusted"`
@@ -358,7 +380,7 @@ type canonicalGrant struct {
 }
 
 func (g *Grant) canonicalForm() canonicalGrant {
-	c := canonicalGrant{ID: g.id, Tool: g.tool, Paths: g.paths, Hosts: g.hosts,
+	c := canonicalGrant{ID: g.id, Tool: g.tool, Paths: g.paths, Hosts: g.hosts, Secret: g.secret,
 		MaxTaint: g.maxTaint, ResultClass: g.resultClass, Untrusted: g.untrusted, Mode: g.mode}
 	if g.tool == toolargs.ShellName {
 		w := g.writable

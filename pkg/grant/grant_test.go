@@ -34,6 +34,14 @@ paths = ["/home/owner/src"]
 writable = true
 max_taint = "secret"
 mode = "deny"
+
+[[grant]]
+id = "shell-gh"
+tool = "shell"
+paths = ["/home/owner/src"]
+secret = "GITHUB_TOKEN"
+max_taint = "private"
+mode = "ask"
 `
 
 func TestParseFileAccepts(t *testing.T) {
@@ -41,10 +49,10 @@ func TestParseFileAccepts(t *testing.T) {
 	if len(ps) > 0 {
 		t.Fatalf("ParseFile: %v", ps)
 	}
-	if len(gs) != 3 {
-		t.Fatalf("got %d grants, want 3", len(gs))
+	if len(gs) != 4 {
+		t.Fatalf("got %d grants, want 4", len(gs))
 	}
-	r, f, s := gs[0], gs[1], gs[2]
+	r, f, s, gh := gs[0], gs[1], gs[2], gs[3]
 	if r.ID() != "notes-read" || r.Tool() != "read_file" || r.Mode() != Auto || r.MaxTaint() != dataclass.Private || r.File() != "g.toml" {
 		t.Errorf("read grant = %+v", r)
 	}
@@ -67,8 +75,14 @@ func TestParseFileAccepts(t *testing.T) {
 	if !f.ActiveAt(exp.Add(-time.Nanosecond)) || f.ActiveAt(exp) || f.ActiveAt(exp.Add(time.Second)) {
 		t.Error("a grant must match strictly before its expiry and never at or after it")
 	}
-	if !s.Writable() || s.Mode() != Deny {
+	if !s.Writable() || s.Mode() != Deny || s.Secret() != "" {
 		t.Errorf("shell grant = %+v", s)
+	}
+	if gh.Secret() != "GITHUB_TOKEN" || !strings.Contains(string(gh.Canonical()), `"secret":"GITHUB_TOKEN"`) {
+		t.Errorf("secret grant: Secret() = %q, canonical %s", gh.Secret(), gh.Canonical())
+	}
+	if strings.Contains(string(s.Canonical()), `"secret":`) {
+		t.Errorf("a grant without a secret writes one in its canonical form: %s", s.Canonical())
 	}
 }
 
@@ -111,12 +125,17 @@ func TestParseFileRefuses(t *testing.T) {
 		{"host uppercase", grant(`tool = "http_fetch"`, `hosts = ["Example.com"]`, `max_taint = "private"`, `mode = "ask"`), "g1", "lowercase"},
 		{"host url", grant(`tool = "http_fetch"`, `hosts = ["https://example.com"]`, `max_taint = "private"`, `mode = "ask"`), "g1", "not a URL"},
 		{"host twice", grant(`tool = "http_fetch"`, `hosts = ["a.com", "a.com"]`, `max_taint = "private"`, `mode = "ask"`), "g1", "listed twice"},
-		{"secret key", rf(`secret = "credential:token"`), "g1", "secret is not allowed yet"},
-		{"secret table", rf(`secret = { name = "x" }`), "g1", "secret is not allowed yet"},
+		{"secret on read_file", rf(`secret = "TOKEN"`), "g1", "read_file does not take secret"},
+		{"secret on http_fetch", grant(`tool = "http_fetch"`, `hosts = ["a.com"]`, `secret = "TOKEN"`, `max_taint = "private"`, `mode = "ask"`), "g1", "http_fetch does not take secret"},
+		{"secret backend ref", grant(`tool = "shell"`, `paths = ["/x"]`, `secret = "credential:token"`, `max_taint = "private"`, `mode = "ask"`), "g1", "uppercase letters"},
+		{"secret lowercase", grant(`tool = "shell"`, `paths = ["/x"]`, `secret = "token"`, `max_taint = "private"`, `mode = "ask"`), "g1", "uppercase letters"},
+		{"secret path", grant(`tool = "shell"`, `paths = ["/x"]`, `secret = "../TOKEN"`, `max_taint = "private"`, `mode = "ask"`), "g1", "uppercase letters"},
+		{"secret too long", grant(`tool = "shell"`, `paths = ["/x"]`, `secret = "A`+strings.Repeat("B", 64)+`"`, `max_taint = "private"`, `mode = "ask"`), "g1", "uppercase letters"},
+		{"secret table", rf(`secret = { name = "x" }`), "g1", "secret must be a string"},
 		{"patterns key", rf(`patterns = ["ls *"]`), "g1", "patterns are not allowed"},
 		{"unknown key", rf(`class = "private"`), "g1", `unknown key "class"`},
 		{"case differs", grant(`Tool = "read_file"`, `paths = ["/x"]`, `max_taint = "private"`, `mode = "auto"`), "g1", `case differs from the declared key "tool"`},
-		{"case differs secret", rf(`Secret = "x"`), "g1", "secret is not allowed yet"},
+		{"case differs secret", rf(`Secret = "x"`), "g1", `case differs from the declared key "secret"`},
 		{"duplicate key", rf(`mode = "deny"`), "g1", "already been defined"},
 		{"duplicate quoted key", rf(`"mode" = "deny"`), "g1", "already been defined"},
 		{"same key in two cases", rf(`MODE = "deny"`), "g1", `case differs from the declared key "mode"`},

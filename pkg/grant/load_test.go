@@ -34,14 +34,14 @@ func TestLoadDir(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadDir: %v", err)
 	}
-	if !set.Valid() || set.Len() != 5 || len(set.Files()) != 2 {
+	if !set.Valid() || set.Len() != 6 || len(set.Files()) != 2 {
 		t.Fatalf("set: valid %v, %d grants, files %v", set.Valid(), set.Len(), set.Files())
 	}
 	var ids []string
 	for _, g := range set.Grants() {
 		ids = append(ids, g.ID())
 	}
-	if got := strings.Join(ids, " "); got != "a1 a2 notes-read fetch.docs_1 shell-src" {
+	if got := strings.Join(ids, " "); got != "a1 a2 notes-read fetch.docs_1 shell-src shell-gh" {
 		t.Errorf("grant order = %s, want file order", got)
 	}
 	if set.Files()[0] != filepath.Join(dir, "a.toml") {
@@ -234,6 +234,7 @@ func specOf(t *testing.T, g Grant) Spec {
 	if g.Tool() == "shell" {
 		w := g.Writable()
 		s.Writable = &w
+		s.Secret = g.Secret()
 	}
 	if e, ok := g.Expires(); ok {
 		s.Expires = e.Format("2006-01-02T15:04:05.999999999Z07:00")

@@ -19,14 +19,13 @@ import (
 // keyKinds is the type of every key a [[grant]] table may hold.
 var keyKinds = map[string]string{
 	"id": "string", "tool": "string", "max_taint": "string", "result_class": "string",
-	"expires": "string", "mode": "string",
+	"expires": "string", "mode": "string", "secret": "string",
 	"writable": "bool", "untrusted": "bool",
 	"paths": "strings", "hosts": "strings",
 }
 
 // refused are keys the brief names but that grants may not set yet.
 var refused = map[string]string{
-	"secret":   "secret is not allowed yet: no grant may inject a secret until the secret work lands",
 	"patterns": "patterns are not allowed: matching commands or arguments by pattern is a false comfort, and the container is the boundary",
 }
 

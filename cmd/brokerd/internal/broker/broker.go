@@ -33,6 +33,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/daemon"
 	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -78,7 +79,11 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 	if err != nil {
 		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
 	}
-	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: runner.Refusing{}, now: time.Now}
+	run, err := startRunner(ctx, log, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: run, now: time.Now}
 	bl, err := sockets.Listen(sockets.Config{Dir: cfg.BrokerSocketDir, Name: BrokerSocket, AllowUIDs: cfg.BrokerAllowUIDs,
 		// A call may wait a day for the owner with nothing to read.
 		IdleTimeout: 25 * time.Hour, Logger: log})
@@ -126,6 +131,41 @@ func (b *Broker) forbidden(c net.Conn, peer sockets.Peer, socket string, v stric
 	b.log.Warn("message refused: not accepted on this socket; see docs/runbook.md#socket-forbidden",
 		"socket", socket, "message", v.Tag(), "uid", peer.UID(), "pid", peer.PID())
 	b.send(c, &wire.Error{Op: v.Tag(), Kind: wire.Forbidden, Msg: v.Tag() + " is not accepted on " + socket})
+}
+
+// startRunner makes the runner brokerd.toml asks for: with a [runner]
+// table, Podman, checked (the service answers, the tool image is there,
+// a container gets every limit) and swept of this brokerd's leftover
+// containers; without one, the refusing runner.
+func startRunner(ctx context.Context, log *slog.Logger, cfg Config) (runner.Runner, error) {
+	if cfg.Runner == nil {
+		log.Warn("no [runner] in the config: every allowed tool call fails; see docs/runbook.md#runner-unavailable")
+		return runner.Refusing{}, nil
+	}
+	store := secret.NewStore(log)
+	secrets := func(name string) (secret.Value, error) {
+		ref, ok := cfg.Secrets[name]
+		if !ok {
+			return secret.Value{}, fmt.Errorf("no entry %q under [secrets]", name)
+		}
+		return store.Load(ref)
+	}
+	p, err := runner.New(*cfg.Runner, runner.Instance(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "run"), secrets, log)
+	if err != nil {
+		return nil, err
+	}
+	n, err := p.Sweep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		log.Warn("removed tool containers left by an earlier brokerd", "count", n)
+	}
+	if err := p.Check(ctx); err != nil {
+		return nil, err
+	}
+	log.Info("tool containers ready", "podman", cfg.Runner.PodmanSocket, "image", cfg.Runner.ToolImage)
+	return p, nil
 }
 
 // RebuildState rewrites every session's state file from the audit log

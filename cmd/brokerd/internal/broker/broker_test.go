@@ -114,8 +114,8 @@ func result(t *testing.T, c *conn) *wire.ToolResult {
 func TestDecisions(t *testing.T) {
 	h := start(t, grants)
 	for _, tt := range []struct{ tool, args, status, want string }{
-		{"read_file", `{"path":"/home/owner/notes/a.md"}`, "failed", "tool containers are not available"},
-		{"call_tool", `{"name":"read_file","arguments":{"path":"/home/owner/notes/a.md"}}`, "failed", "tool containers are not available"},
+		{"read_file", `{"path":"/home/owner/notes/a.md"}`, "failed", "tool containers are not configured"},
+		{"call_tool", `{"name":"read_file","arguments":{"path":"/home/owner/notes/a.md"}}`, "failed", "tool containers are not configured"},
 		{"read_file", `{"path":"/etc/shadow"}`, "denied", "no grant allows it"},
 		{"read_file", `{"path":"/home/owner/.ssh/id_ed25519"}`, "denied", `denied by grant "keys-deny"`},
 		{"read_file", `{"path":"/home/owner/notes/../.ssh/id"}`, "denied", "invalid arguments"},
@@ -156,7 +156,7 @@ func TestApproveAndRefuse(t *testing.T) {
 			t.Fatalf("admin answer = %#v", a)
 		}
 		r := result(t, c)
-		want := map[string]string{"refuse": "refused by the owner: not now", "approve": "tool containers are not available"}[answer]
+		want := map[string]string{"refuse": "refused by the owner: not now", "approve": "tool containers are not configured"}[answer]
 		if !strings.Contains(r.Output, want) {
 			t.Errorf("after %s: %+v, want %q", answer, r, want)
 		}

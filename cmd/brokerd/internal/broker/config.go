@@ -3,9 +3,13 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/config"
+	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/secret"
 )
 
 // Config is brokerd.toml; deploy/brokerd.toml is the documented example.
@@ -26,6 +30,13 @@ type Config struct {
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
 	// ResultCap caps one tool result sent back to loopd, in bytes.
 	ResultCap int `toml:"result_cap"`
+
+	// Runner is where tool containers run. Absent: every allowed tool
+	// call fails with a runbook pointer (runner-unavailable).
+	Runner *runner.Config `toml:"runner"`
+	// Secrets maps the secret names grants use to where each value
+	// lives ("credential:NAME", "env:NAME", "file:/path").
+	Secrets map[string]secret.Ref `toml:"secrets"`
 }
 
 // Defaults.
@@ -59,6 +70,23 @@ func Load(path string) (Config, error) {
 	}
 	if c.ResultCap < 0 {
 		return Config{}, fmt.Errorf("config %s: result_cap must not be negative", path)
+	}
+	if c.Runner != nil {
+		r, err := c.Runner.Check()
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: [runner]: %v", path, err)
+		}
+		c.Runner = &r
+	}
+	names := make([]string, 0, len(c.Secrets))
+	for name := range c.Secrets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !grant.SecretPattern.MatchString(name) {
+			return Config{}, fmt.Errorf("config %s: [secrets]: name %q must be 1 to 64 uppercase letters, digits or '_', starting with a letter (as grants write it)", path, name)
+		}
 	}
 	return c, nil
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
@@ -184,10 +186,30 @@ func (b *Broker) run(ctx context.Context, session string, seq int64, d policy.De
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Class: dataclass.Public}
 	}
 	status := wire.StatusRan
-	if out.Exit != 0 {
+	if out.Exit != 0 || out.Stopped != "" {
 		status = wire.StatusFailed
 	}
-	return b.release(seq, out.Stdout, out.Exit, status, d.Class(), d.Untrusted())
+	return b.release(seq, resultText(out), out.Exit, status, d.Class(), d.Untrusted())
+}
+
+// resultText is what the model sees of a run: stdout, then stderr under
+// a marker line if there was any, then brokerd's note if it stopped the
+// tool. All of it is the tool's output, labelled as such.
+func resultText(out runner.Output) string {
+	text := out.Stdout
+	if out.Stderr != "" {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += "[stderr]\n" + out.Stderr
+	}
+	if out.Stopped != "" {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += "[brokerd stopped the tool: " + out.Stopped + "; see docs/runbook.md#tool-stopped]"
+	}
+	return text
 }
 
 // release records a result by hash and size and only then hands it back:

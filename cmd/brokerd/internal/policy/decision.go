@@ -89,6 +89,11 @@ func (d Decision) Mounts() []Mount { return slices.Clone(d.get().mounts) }
 // means no network.
 func (d Decision) Hosts() []hostrule.Name { return slices.Clone(d.get().hosts) }
 
+// Secret is the name of the one secret the call's container gets (the
+// winning grant's), and "" for none. brokerd's config says where its
+// value lives.
+func (d Decision) Secret() string { return d.get().secret }
+
 // Session is the session state the call was decided under.
 func (d Decision) Session() Session { return d.get().session }
 
@@ -132,6 +137,7 @@ type Ask struct {
 	Untrusted   bool
 	Mounts      []Mount
 	Hosts       []hostrule.Name
+	Secret      string // the secret the call's container would get
 	Session     Session
 	At          time.Time
 }
@@ -139,13 +145,13 @@ type Ask struct {
 func (v *verdict) ask(req Request) *Ask {
 	return &Ask{Request: req, Tool: v.tool, ViaCallTool: v.via, Args: v.args, Grant: v.winner,
 		Matched: slices.Clone(v.matched), Class: v.class, Untrusted: v.untrusted,
-		Mounts: slices.Clone(v.mounts), Hosts: slices.Clone(v.hosts), Session: v.session, At: v.at}
+		Mounts: slices.Clone(v.mounts), Hosts: slices.Clone(v.hosts), Secret: v.secret, Session: v.session, At: v.at}
 }
 
 // Record is the Ask's summary for the audit log.
 func (a *Ask) Record() Record {
 	v := verdict{tool: a.Tool, via: a.ViaCallTool, args: a.Args, mode: grant.Ask, winner: a.Grant,
-		matched: a.Matched, class: a.Class, untrusted: a.Untrusted, mounts: a.Mounts, hosts: a.Hosts,
+		matched: a.Matched, class: a.Class, untrusted: a.Untrusted, mounts: a.Mounts, hosts: a.Hosts, secret: a.Secret,
 		session: a.Session, at: a.At}
 	return v.record("ask")
 }

@@ -24,6 +24,7 @@ type verdict struct {
 	untrusted bool
 	mounts    []Mount
 	hosts     []hostrule.Name
+	secret    string // the winning grant's secret name, or ""
 	session   Session
 	at        time.Time
 }
@@ -114,7 +115,7 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 		noGrant.Matched = matched
 		return nil, noGrant
 	}
-	v := &verdict{mode: mode, winner: ref(best.g), matched: matched, class: dataclass.Public}
+	v := &verdict{mode: mode, winner: ref(best.g), matched: matched, class: dataclass.Public, secret: best.g.Secret()}
 	writable := true
 	for _, h := range hits {
 		v.class = dataclass.Join(v.class, h.g.ResultClass())

@@ -82,6 +82,7 @@ type Record struct {
 	Untrusted   bool       `json:"untrusted"`
 	Mounts      []Mount    `json:"mounts,omitempty"`
 	Hosts       []string   `json:"hosts,omitempty"`
+	Secret      string     `json:"secret,omitempty"` // the secret's name, never its value
 	Expired     int        `json:"expired,omitempty"`
 	AboveTaint  int        `json:"above_taint,omitempty"`
 	Session     Session    `json:"session"`
@@ -91,7 +92,7 @@ type Record struct {
 func (v *verdict) record(outcome string) Record {
 	r := Record{Outcome: outcome, Tool: v.tool, ViaCallTool: v.via, Target: target(v.args),
 		ArgsSHA256: argsHash(v.args), Mode: v.mode.String(), Matched: slices.Clone(v.matched),
-		Class: v.class.String(), Untrusted: v.untrusted, Mounts: slices.Clone(v.mounts), Session: v.session, At: v.at}
+		Class: v.class.String(), Untrusted: v.untrusted, Mounts: slices.Clone(v.mounts), Secret: v.secret, Session: v.session, At: v.at}
 	if v.builtin {
 		r.Mode = "builtin"
 	} else {

@@ -213,6 +213,36 @@ func TestWhatADecisionGrants(t *testing.T) {
 	}
 }
 
+// TestSecretIsTheWinners: a call gets the winning grant's secret and no
+// other; the Ask shows it to the owner and the record names it.
+func TestSecretIsTheWinners(t *testing.T) {
+	gs := set(t, g("gh", "shell", "auto", "paths", paths("/src/gh"), "secret", `"GITHUB_TOKEN"`),
+		g("plain", "shell", "auto", "paths", paths("/src")),
+		g("ask", "shell", "ask", "paths", paths("/ask"), "secret", `"DEPLOY_KEY"`))
+	for _, tt := range []struct {
+		req  Request
+		want string
+	}{
+		{shell("/src/gh/repo"), "GITHUB_TOKEN"},
+		{shell("/src/other"), ""},
+	} {
+		d, _, n := decide(t, gs, tt.req, private)
+		if n != nil {
+			t.Fatal(n)
+		}
+		if d.Secret() != tt.want || d.Record().Secret != tt.want {
+			t.Errorf("Secret() = %q, record %q; want %q", d.Secret(), d.Record().Secret, tt.want)
+		}
+	}
+	_, a, _ := decide(t, gs, shell("/ask/x"), private)
+	if a == nil || a.Secret != "DEPLOY_KEY" || a.Record().Secret != "DEPLOY_KEY" {
+		t.Fatalf("ask = %+v", a)
+	}
+	if d, n := Redecide(gs, a.Request, private, now); n != nil || d.Secret() != "DEPLOY_KEY" {
+		t.Errorf("Redecide: secret %q, %v", d.Secret(), n)
+	}
+}
+
 func TestDenialsSayWhy(t *testing.T) {
 	gs := set(t, g("old", "read_file", "auto", "paths", paths("/d"), "expires", `"2026-01-01T00:00:00Z"`),
 		g("low", "read_file", "auto", "paths", paths("/d"), "max_taint", `"private"`),
@@ -275,7 +305,7 @@ func TestAskIsNotADecision(t *testing.T) {
 
 func TestZeroDecision(t *testing.T) {
 	var d Decision
-	if d.Valid() || d.Tool() != "" || d.Args() != nil || d.Mounts() != nil || d.Hosts() != nil || d.Class().Valid() || d.Mode().Valid() || d.Approved() {
+	if d.Valid() || d.Tool() != "" || d.Args() != nil || d.Mounts() != nil || d.Hosts() != nil || d.Secret() != "" || d.Class().Valid() || d.Mode().Valid() || d.Approved() {
 		t.Error("the zero Decision is valid or carries something")
 	}
 	if d.Record().Outcome != "invalid" {

@@ -1,11 +1,30 @@
-// Package runner runs an allowed tool call. It is the only code that will
-// drive tool containers (Podman, with the next issue); until then
-// [Refusing] is the only Runner.
+// Package runner runs an allowed tool call in a fresh Podman container
+// that holds only what that one call was granted, and then removes it. It
+// is the only code in the repository that imports Podman's bindings.
 //
-// Invariant: a Runner runs nothing without a valid [policy.Decision], which
-// only brokerd's policy can make; the zero value is refused. A failure's
-// text is fixed text, never tool output, so a failed run carries nothing
-// from the call back into the conversation.
+// Invariants:
+//   - a Runner runs nothing without a valid [policy.Decision], which only
+//     brokerd's policy can make; the zero value is refused;
+//   - one call is one container (two for a call granted hosts: the egress
+//     proxy's and the tool's), created for the call over a connection of
+//     its own, from the image named by ID, never pulled; every container
+//     it creates is killed and force-removed on every path out of Run, and
+//     carries brokerd's label so that [Podman.Sweep] removes what a crash
+//     left behind;
+//   - the container gets no network (only through the egress proxy, for
+//     a grant's hosts), a read-only root, no capabilities, no new
+//     privileges, user 65534, pids and memory limits, a time limit, only
+//     the Decision's mounts at the same path (read-only unless writable),
+//     and only the Decision's secret, on stdin;
+//   - anything short of that fails the call closed: a warning from
+//     container creation (Podman drops limits with only a warning on some
+//     hosts) or a created container whose inspected limits differ from
+//     the ones asked for is refused, removed and never started;
+//   - stdout and stderr are captured separately and capped, and a call
+//     that prints past the cap is stopped, so no tool can grow brokerd's
+//     memory;
+//   - an error's text is fixed text, never tool output, so a failed run
+//     carries nothing from the call back into the conversation.
 package runner
 
 import (
@@ -18,8 +37,20 @@ import (
 // Output is what a tool printed and how it exited.
 type Output struct {
 	Stdout string
+	Stderr string
 	Exit   int
+	// Stopped says why the runner stopped the tool before it exited on
+	// its own ("" if it did not): StopTime (followed by " of N s"),
+	// StopOutput or StopMemory.
+	Stopped string
 }
+
+// Why a tool was stopped.
+const (
+	StopTime   = "it ran past its time limit"
+	StopOutput = "it printed more than the output cap"
+	StopMemory = "it ran out of its memory limit"
+)
 
 // Runner runs one allowed call.
 type Runner interface {
@@ -30,9 +61,10 @@ type Runner interface {
 var ErrNoDecision = errors.New("run: no decision: nothing runs without one")
 
 // ErrUnavailable is Refusing's answer to every valid decision.
-var ErrUnavailable = errors.New("tool containers are not available in this version of brokerd; see docs/runbook.md#runner-unavailable")
+var ErrUnavailable = errors.New("tool containers are not configured in this brokerd ([runner] in brokerd.toml); see docs/runbook.md#runner-unavailable")
 
-// Refusing runs nothing.
+// Refusing runs nothing: brokerd uses it when brokerd.toml has no
+// [runner] table.
 type Refusing struct{}
 
 // Run implements Runner.

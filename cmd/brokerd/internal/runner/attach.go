@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+)
+
+// attachRun attaches to a created container, starts it, feeds it stdin,
+// and waits for it to exit, stopping it when it passes its time limit or
+// prints past a cap. The caller removes it.
+func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration) (Output, error) {
+	stop := make(chan string, 2)
+	over := func() {
+		select {
+		case stop <- StopOutput:
+		default:
+		}
+	}
+	stdout, stderr := newCapped(p.cfg.StdoutCap, over), newCapped(p.cfg.StderrCap, over)
+	ready := make(chan bool, 1)
+	attached := make(chan error, 1)
+	go func() {
+		attached <- containers.Attach(conn, id, bytes.NewReader(stdin), stdout, stderr, ready,
+			new(containers.AttachOptions).WithStream(true))
+	}()
+	select {
+	case <-ready:
+	case err := <-attached:
+		return Output{}, fmt.Errorf("%w (attach: %v)", ErrPodman, err)
+	case <-conn.Done():
+		return Output{}, fmt.Errorf("%w (attach: %v)", ErrPodman, conn.Err())
+	}
+	if err := containers.Start(conn, id, nil); err != nil {
+		return Output{}, fmt.Errorf("%w (start: %v)", ErrPodman, err)
+	}
+	type result struct {
+		code int32
+		err  error
+	}
+	waited := make(chan result, 1)
+	go func() {
+		code, err := containers.Wait(conn, id, nil)
+		waited <- result{code, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var stopped string
+	var w result
+wait:
+	for {
+		select {
+		case w = <-waited:
+			break wait
+		case <-timer.C:
+			stopped = first(stopped, fmt.Sprintf("%s of %d s", StopTime, int(timeout.Seconds())))
+			p.kill(conn, id)
+		case why := <-stop:
+			stopped = first(stopped, why)
+			p.kill(conn, id)
+		case <-conn.Done():
+			// brokerd is stopping or loopd gave up: nobody will read the
+			// output. The caller's remove kills it.
+			return Output{}, fmt.Errorf("%w (the call was cancelled: %v)", ErrPodman, conn.Err())
+		}
+	}
+	if w.err != nil {
+		return Output{}, fmt.Errorf("%w (wait: %v)", ErrPodman, w.err)
+	}
+	// The streams end once the container has exited and conmon has
+	// flushed them.
+	select {
+	case <-attached:
+	case <-time.After(5 * time.Second):
+		p.log.Warn("a tool container's output did not end after it exited", "id", id)
+	}
+	if stopped == "" && w.code == 137 && p.oomKilled(conn, id) {
+		stopped = StopMemory
+	}
+	return Output{Stdout: stdout.String(), Stderr: stderr.String(), Exit: int(w.code), Stopped: stopped}, nil
+}
+
+func first(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// kill sends SIGKILL; a container that already exited is not an error.
+func (p *Podman) kill(conn context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 10*time.Second)
+	defer cancel()
+	containers.Kill(ctx, id, new(containers.KillOptions).WithSignal("KILL"))
+}
+
+func (p *Podman) oomKilled(conn context.Context, id string) bool {
+	c, err := containers.Inspect(conn, id, nil)
+	return err == nil && c.State != nil && c.State.OOMKilled
+}
+
+// capped keeps the first n bytes written to it and discards the rest,
+// calling over once when something is discarded. It never fails a write,
+// so the attach stream is drained, not broken.
+type capped struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	n    int
+	over func()
+	full bool
+}
+
+func newCapped(n int, over func()) *capped { return &capped{n: n, over: over} }
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.n - c.buf.Len(); len(p) > room {
+		c.buf.Write(p[:room])
+		if !c.full && c.over != nil {
+			c.over()
+		}
+		c.full = true
+		return len(p), nil
+	}
+	c.buf.Write(p)
+	return len(p), nil
+}
+
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+)
+
+// egressReady bounds how long the proxy may take to print "ready".
+const egressReady = 15 * time.Second
+
+// startEgress starts a call's egress proxy: its own container, with the
+// network the tool container lacks, listening on a socket in a fresh
+// directory that both containers mount. stop removes the container and
+// the directory, and logs the proxy's decisions.
+func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) (dir string, stop func(), err error) {
+	dir, err = os.MkdirTemp(p.work, "egress-")
+	if err != nil {
+		return "", nil, fmt.Errorf("%w (%v)", ErrEgress, err)
+	}
+	// The proxy runs as 65534 and must create its socket here; only
+	// brokerd's user can reach the directory's parent.
+	if err := os.Chmod(dir, 0o777); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("%w (%v)", ErrEgress, err)
+	}
+	// Its own connection: its attach stays open while the tool runs.
+	conn, err := p.connect(ctx)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	id, err := p.create(conn, p.cfg.egressSpec(p.instance, hosts, dir, timeout))
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	rd := &readyWriter{ready: make(chan struct{})}
+	decisions := newCapped(64<<10, nil)
+	attachReady := make(chan bool, 1)
+	attached := make(chan error, 1)
+	go func() {
+		attached <- containers.Attach(conn, id, nil, rd, decisions, attachReady, new(containers.AttachOptions).WithStream(true))
+	}()
+	stop = func() {
+		p.remove(conn, id)
+		select {
+		case <-attached:
+		case <-time.After(5 * time.Second):
+		}
+		for _, line := range strings.Split(strings.TrimSpace(decisions.String()), "\n") {
+			if line != "" {
+				p.log.Info("egress proxy", "decision", line)
+			}
+		}
+		os.RemoveAll(dir)
+	}
+	fail := func(why string) (string, func(), error) {
+		stop()
+		return "", nil, fmt.Errorf("%w (%s)", ErrEgress, why)
+	}
+	select {
+	case <-attachReady:
+	case err := <-attached:
+		attached <- err
+		return fail(fmt.Sprintf("attach: %v", err))
+	case <-ctx.Done():
+		return fail(ctx.Err().Error())
+	}
+	if err := containers.Start(conn, id, nil); err != nil {
+		return fail(fmt.Sprintf("start: %v", err))
+	}
+	select {
+	case <-rd.ready:
+		return dir, stop, nil
+	case err := <-attached:
+		attached <- err
+		return fail("it exited before it was ready")
+	case <-time.After(egressReady):
+		return fail(fmt.Sprintf("it did not print ready within %v", egressReady))
+	case <-ctx.Done():
+		return fail(ctx.Err().Error())
+	}
+}
+
+// readyWriter watches the proxy's stdout for its "ready" line; it keeps
+// at most a line's worth and discards the rest.
+type readyWriter struct {
+	mu    sync.Mutex
+	buf   []byte
+	once  sync.Once
+	ready chan struct{}
+}
+
+func (r *readyWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) < 64 {
+		r.buf = append(r.buf, p[:min(len(p), 64-len(r.buf))]...)
+	}
+	if bytes.HasPrefix(r.buf, []byte("ready\n")) {
+		r.once.Do(func() { close(r.ready) })
+	}
+	return len(p), nil
+}

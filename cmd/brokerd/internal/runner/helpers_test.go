@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/secret"
+)
+
+func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
+
+// decide makes a real Decision: grants (TOML [[grant]] tables) decide one
+// call, which must come out auto.
+func decide(t testing.TB, grants, tool string, args any) policy.Decision {
+	t.Helper()
+	gs, ps := grant.ParseFile("test.toml", []byte(grants))
+	if len(ps) > 0 {
+		t.Fatalf("grants: %v", ps)
+	}
+	set, err := grant.NewSet(gs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ask, den := policy.Decide(set, policy.Request{Tool: tool, Arguments: raw}, policy.Session{Taint: dataclass.Private}, time.Now())
+	if ask != nil || den != nil {
+		t.Fatalf("%s %s: not allowed: ask %v, denial %v", tool, raw, ask != nil, den)
+	}
+	return d
+}
+
+// autoGrant is one auto grant for tool on paths (or hosts for
+// http_fetch), with extra key = value lines.
+func autoGrant(id, tool string, list []string, extra ...string) string {
+	key := "paths"
+	if tool == "http_fetch" {
+		key = "hosts"
+	}
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = `"` + s + `"`
+	}
+	return "[[grant]]\nid = \"" + id + "\"\ntool = \"" + tool + "\"\n" + key + " = [" + strings.Join(q, ", ") + "]\n" +
+		"max_taint = \"secret\"\nmode = \"auto\"\n" + strings.Join(extra, "\n") + "\n"
+}
+
+// secrets is a fixed secret table for tests.
+func secrets(m map[string]string) func(string) (secret.Value, error) {
+	return func(name string) (secret.Value, error) {
+		v, ok := m[name]
+		if !ok {
+			return secret.Value{}, errors.New("no such secret")
+		}
+		return secret.New([]byte(v)), nil
+	}
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newRunner makes a runner against the test service and tool image.
+func newRunner(t testing.TB, svc *podmantest.Service, image string, mod func(*Config)) *Podman {
+	t.Helper()
+	cfg := Config{PodmanSocket: svc.Socket, ToolImage: image}
+	if mod != nil {
+		mod(&cfg)
+	}
+	p, err := New(cfg, "test-"+Instance(t.TempDir()), t.TempDir(), secrets(map[string]string{"TOKEN_A": "value-a-7f3e", "TOKEN_B": "value-b-91c2"}), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run runs d and fails the test on a runner error.
+func run(t testing.TB, p *Podman, d policy.Decision) Output {
+	t.Helper()
+	out, err := p.Run(context.Background(), d)
+	if err != nil {
+		t.Fatalf("Run(%s): %v", d.Tool(), err)
+	}
+	return out
+}
+
+// leftovers lists the containers a runner's label still names.
+func leftovers(t testing.TB, svc *podmantest.Service, p *Podman) []string {
+	t.Helper()
+	out, err := svc.CLI(nil, "ps", "-a", "-q", "--filter", "label="+LabelInstance+"="+p.instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(out)
+}

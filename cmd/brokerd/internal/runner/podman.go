@@ -1,0 +1,258 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/bindings/images"
+	"github.com/containers/podman/v5/pkg/specgen"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/toolargs"
+)
+
+// Podman runs each call in a fresh container through Podman's API. Make
+// it with [New].
+type Podman struct {
+	cfg      Config
+	url      string
+	instance string
+	work     string // parent of the per-call egress directories
+	secrets  func(name string) (secret.Value, error)
+	log      *slog.Logger
+}
+
+// The runner's errors: fixed text, each with its runbook entry.
+var (
+	ErrPodman     = errors.New("Podman's API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
+	ErrImage      = errors.New("the tool image named in brokerd.toml is not in Podman's storage, and it is never pulled; see docs/runbook.md#tool-image-missing")
+	ErrIsolation  = errors.New("Podman could not give the container all the isolation asked for, so it did not run; see docs/runbook.md#runner-isolation-lost")
+	ErrSecret     = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
+	ErrEgress     = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
+	ErrNotATool   = errors.New("this tool does not run in a container")
+	errNoInstance = errors.New("runner: an instance name is required")
+)
+
+// New makes a runner. instance names this brokerd in its containers'
+// labels (so [Podman.Sweep] removes only its own); work is a directory
+// only brokerd's user can enter, for the egress proxies' sockets;
+// secrets loads a secret's value by the name a grant gives.
+func New(cfg Config, instance, work string, secrets func(string) (secret.Value, error), log *slog.Logger) (*Podman, error) {
+	cfg, err := cfg.Check()
+	if err != nil {
+		return nil, err
+	}
+	if instance == "" {
+		return nil, errNoInstance
+	}
+	url, _ := socketURL(cfg.PodmanSocket)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(work, 0o700); err != nil {
+		return nil, err
+	}
+	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log}, nil
+}
+
+// Instance derives an instance name from brokerd's state directory.
+func Instance(stateDir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(stateDir)))
+	return hex.EncodeToString(sum[:8])
+}
+
+// connect opens the call's own connection: the bindings' attach replaces
+// the connection's transport, so two calls must never share one.
+func (p *Podman) connect(ctx context.Context) (context.Context, error) {
+	c, err := bindings.NewConnection(ctx, p.url)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrPodman, err)
+	}
+	return c, nil
+}
+
+// Run implements Runner.
+func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
+	if !d.Valid() {
+		return Output{}, ErrNoDecision
+	}
+	if !toolargs.IsGranted(d.Tool()) {
+		return Output{}, ErrNotATool
+	}
+	if problem, _ := checkMounts(d); problem != "" {
+		return Output{Stderr: problem + "\n", Exit: 1}, nil
+	}
+	stdin, err := p.input(d)
+	if err != nil {
+		return Output{}, err
+	}
+	timeout := p.cfg.timeout(d.Tool())
+	// The whole call, containers' creation and removal included, must end
+	// before loopd stops waiting.
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	defer cancel()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return Output{}, err
+	}
+	if err := p.imagePresent(conn); err != nil {
+		return Output{}, err
+	}
+	var egressDir string
+	if hosts := d.Hosts(); len(hosts) > 0 {
+		names := make([]string, len(hosts))
+		for i, h := range hosts {
+			names[i] = h.String()
+		}
+		dir, stop, err := p.startEgress(ctx, names, uint(timeout.Seconds())+backstop+5)
+		if err != nil {
+			return Output{}, err
+		}
+		defer stop()
+		egressDir = dir
+	}
+	id, err := p.create(conn, p.cfg.toolSpec(p.instance, d, egressDir))
+	if err != nil {
+		return Output{}, err
+	}
+	defer p.remove(conn, id)
+	return p.attachRun(conn, id, stdin, timeout)
+}
+
+// input is the tool container's stdin: one JSON object holding the
+// arguments in their wire form and, if the grant names one, the secret.
+func (p *Podman) input(d policy.Decision) ([]byte, error) {
+	args, err := d.Args().MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("run: arguments: %v", err)
+	}
+	in := struct {
+		Args   json.RawMessage `json:"args"`
+		Secret *inputSecret    `json:"secret,omitempty"`
+	}{Args: args}
+	if name := d.Secret(); name != "" {
+		if p.secrets == nil {
+			return nil, ErrSecret
+		}
+		v, err := p.secrets(name)
+		if err != nil || v.IsZero() {
+			if p.log != nil {
+				p.log.Error("secret for a tool call could not be loaded; see docs/runbook.md#tool-secret-missing", "name", name, "err", errString(err))
+			}
+			return nil, ErrSecret
+		}
+		in.Secret = &inputSecret{Name: name, Value: v.Reveal()}
+	}
+	return json.Marshal(in)
+}
+
+type inputSecret struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "empty"
+	}
+	return err.Error()
+}
+
+// imagePresent checks that the image is in local storage; it is never
+// pulled.
+func (p *Podman) imagePresent(conn context.Context) error {
+	ok, err := images.Exists(conn, p.cfg.ToolImage, nil)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w (%v)", ErrPodman, err)
+	case !ok:
+		return ErrImage
+	}
+	return nil
+}
+
+// create creates a container and checks that Podman gave it everything
+// asked for; anything less removes it and fails.
+func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string, error) {
+	resp, err := containers.CreateWithSpec(conn, s, nil)
+	if err != nil {
+		return "", fmt.Errorf("%w (create: %v)", ErrPodman, err)
+	}
+	if len(resp.Warnings) > 0 {
+		p.remove(conn, resp.ID)
+		return "", fmt.Errorf("%w: Podman warned: %s", ErrIsolation, strings.Join(resp.Warnings, "; "))
+	}
+	if err := p.verify(conn, resp.ID, s); err != nil {
+		p.remove(conn, resp.ID)
+		return "", err
+	}
+	return resp.ID, nil
+}
+
+// verify reads the created container back and compares what isolation
+// depends on with what was asked for.
+func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerator) error {
+	c, err := containers.Inspect(conn, id, nil)
+	if err != nil {
+		return fmt.Errorf("%w (inspect: %v)", ErrPodman, err)
+	}
+	var bad []string
+	check := func(ok bool, what string) {
+		if !ok {
+			bad = append(bad, what)
+		}
+	}
+	check("sha256:"+c.Image == p.cfg.ToolImage, "image")
+	if h := c.HostConfig; h == nil {
+		bad = append(bad, "host config")
+	} else {
+		check(h.Memory == *s.ResourceLimits.Memory.Limit, "memory limit")
+		check(h.MemorySwap == *s.ResourceLimits.Memory.Swap, "swap limit")
+		check(h.PidsLimit == s.ResourceLimits.Pids.Limit, "pids limit")
+		check(h.ReadonlyRootfs, "read-only root")
+		check(s.NetNS.NSMode != specgen.NoNetwork || h.NetworkMode == "none", "no network")
+		check(hasAll(h.SecurityOpt, "no-new-privileges"), "no new privileges")
+	}
+	if cfg := c.Config; cfg == nil {
+		bad = append(bad, "config")
+	} else {
+		check(cfg.User == containerUser, "user")
+	}
+	check(c.EffectiveCaps == nil || len(c.EffectiveCaps) == 0, "capabilities")
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: the created container differs in: %s", ErrIsolation, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func hasAll(opts []string, want string) bool {
+	for _, o := range opts {
+		if o == want || strings.HasPrefix(o, want+"=true") || o == want+":true" {
+			return true
+		}
+	}
+	return false
+}
+
+// remove kills and force-removes a container. It runs on every path out
+// of a call, including a cancelled one, so it gets its own deadline.
+func (p *Podman) remove(conn context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 30*time.Second)
+	defer cancel()
+	_, err := containers.Remove(ctx, id, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
+	if err != nil && p.log != nil {
+		p.log.Error("a tool container could not be removed; brokerd removes it at its next start", "id", id, "err", err.Error())
+	}
+}

@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/specgen"
+)
+
+// Check is brokerd's startup check: Podman answers, the tool image is
+// present, and a container created with the tool containers' settings
+// (never started) gets every limit asked for. brokerd refuses to start
+// otherwise, each failure with its runbook entry.
+func (p *Podman) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.imagePresent(conn); err != nil {
+		return err
+	}
+	s := p.cfg.hardened(p.instance, "probe", uint(p.cfg.TimeoutS))
+	s.Command = []string{"/bin/toolkit", "probe"}
+	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
+	id, err := p.create(conn, s)
+	if err != nil {
+		return err
+	}
+	p.remove(conn, id)
+	return nil
+}
+
+// Sweep removes every container this brokerd labelled (it tracks none
+// at startup, so all of them are leftovers of a crash) and every egress
+// directory left in its work directory. It returns how many containers
+// it removed.
+func (p *Podman) Sweep(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	conn, err := p.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	list, err := containers.List(conn, new(containers.ListOptions).WithAll(true).
+		WithFilters(map[string][]string{"label": {LabelInstance + "=" + p.instance}}))
+	if err != nil {
+		return 0, fmt.Errorf("%w (list: %v)", ErrPodman, err)
+	}
+	for _, c := range list {
+		p.remove(conn, c.ID)
+	}
+	entries, err := os.ReadDir(p.work)
+	if err != nil {
+		return len(list), err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "egress-") {
+			os.RemoveAll(filepath.Join(p.work, e.Name()))
+		}
+	}
+	return len(list), nil
+}

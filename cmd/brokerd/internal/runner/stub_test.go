@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"sync"
+	"testing"
+
+	"wntrmute.dev/boxmaker/internal/podmantest"
+)
+
+var (
+	stubOnce sync.Once
+	stubID   string
+	stubErr  error
+)
+
+// stubImage is a busybox image whose /bin/toolkit is a shell script that
+// prints its argument, its uid and its stdin, for the container
+// lifecycle before the real toolkit exists.
+func stubImage(t testing.TB, svc *podmantest.Service) string {
+	t.Helper()
+	stubOnce.Do(func() {
+		bb, err := os.ReadFile("/bin/busybox")
+		if err != nil {
+			stubErr = err
+			return
+		}
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		dir := func(name string, mode int64) {
+			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode})
+		}
+		file := func(name string, mode int64, body []byte) {
+			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(body))})
+			tw.Write(body)
+		}
+		for _, d := range []string{"bin/", "etc/", "tmp/", "run/", "work/"} {
+			dir(d, 0o755)
+		}
+		file("bin/busybox", 0o755, bb)
+		for _, a := range []string{"sh", "cat", "id", "echo", "sleep", "yes", "head", "dd", "ls"} {
+			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox"})
+		}
+		file("bin/toolkit", 0o755, []byte("#!/bin/sh\nin=$(cat)\necho \"tool=$1 uid=$(id -u)\"\necho \"$in\"\necho diag >&2\nexit 3\n"))
+		file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"))
+		file("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
+		tw.Close()
+		stubID, stubErr = svc.Import(b.Bytes(), "localhost/boxmaker-stub:test")
+	})
+	if stubErr != nil {
+		t.Fatal(stubErr)
+	}
+	return stubID
+}
