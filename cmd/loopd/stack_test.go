@@ -40,7 +40,11 @@ func buildStack(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
 	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, role), "wntrmute.dev/boxmaker/cmd/"+role)
+		args := []string{"build", "-o", filepath.Join(bin, role)}
+		if tags, err := os.ReadFile(filepath.Join("..", role, "tags.txt")); err == nil {
+			args = append(args, "-tags", strings.Join(strings.Fields(string(tags)), ","))
+		}
+		cmd := exec.Command("go", append(args, "wntrmute.dev/boxmaker/cmd/"+role)...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", role, err, out)

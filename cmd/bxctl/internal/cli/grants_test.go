@@ -68,7 +68,7 @@ func TestGrantsCheckReportsEveryProblem(t *testing.T) {
 	}
 	want := []string{
 		filepath.Join(dir, "a.toml") + `: grant a: path "/" grants the whole file system`,
-		filepath.Join(dir, "b.toml") + ": grant b: secret is not allowed yet",
+		filepath.Join(dir, "b.toml") + ": grant b: secret \"x\" must be 1 to 64 uppercase letters",
 		filepath.Join(dir, "c.toml.bak") + ": not a grant file",
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")

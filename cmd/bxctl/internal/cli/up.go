@@ -21,6 +21,7 @@ import (
 type role struct {
 	name   string
 	socket string // the socket that appears when it is ready
+	argv   []string // the command, if not the role binary with -config
 	cmd    *exec.Cmd
 	log    string
 	done   chan error
@@ -36,6 +37,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	llamaAddr := fs.String("llama", "127.0.0.1:8080", "llama-server's `host:port`")
 	model := fs.String("model", "", "model `name` for loopd's first config (default: what the server reports)")
 	binDir := fs.String("bin", "", "`directory` holding the role binaries (default: bxctl's own)")
+	toolImage := fs.String("tool-image", "", "tool image `ID` (sha256:...) for brokerd's first config; with it, bxctl runs a Podman service for the tool containers")
+	podman := fs.String("podman", "", "podman `binary` for that service (default: podman on PATH)")
 	readyWait := fs.Duration("ready-timeout", 5*time.Minute, "how long a role may take to start (loopd runs its self-test first)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return ExitUsage
@@ -61,7 +64,12 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		c.Close()
 	}
-	if err := layout(ctx, state, *llamaAddr, *model); err != nil {
+	if err := layout(ctx, state, *llamaAddr, *model, *toolImage); err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	}
+	pr, err := podmanRole(state, *podman)
+	if err != nil {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}
@@ -69,6 +77,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{name: "inferproxy", socket: filepath.Join(socketDir(state, "infer"), "infer.sock")},
 		{name: "brokerd", socket: adminSocket(state)},
 		{name: "loopd", socket: loopSocket(state)},
+	}
+	if pr != nil {
+		roles = append([]*role{pr}, roles...)
 	}
 	defer stopAll(roles)
 	for _, r := range roles {
@@ -100,14 +111,14 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // layout creates the state directory on first run and writes a default
 // config for each role that has none. Existing configs are the owner's and
 // are never rewritten.
-func layout(ctx context.Context, state, llamaAddr, model string) error {
+func layout(ctx context.Context, state, llamaAddr, model, toolImage string) error {
 	for _, d := range []string{state, filepath.Join(state, "config"), filepath.Join(state, "logs"), filepath.Join(state, "sessions"),
 		filepath.Join(state, "grants"), filepath.Join(state, "audit")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
 	}
-	for _, pair := range []string{"infer", "loop", "broker", "admin"} {
+	for _, pair := range []string{"infer", "loop", "broker", "admin", "podman"} {
 		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
 			return err
 		}
@@ -124,7 +135,7 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\n\n[model]\nname = %q\n",
 			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), model),
 		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n",
-			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")),
+			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")) + runnerTable(state, toolImage),
 	}
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")
@@ -150,6 +161,9 @@ func start(r *role, bin, state string) error {
 		return err
 	}
 	r.cmd = exec.Command(filepath.Join(bin, r.name), "-config", filepath.Join(state, "config", r.name+".toml"))
+	if r.argv != nil {
+		r.cmd = exec.Command(r.argv[0], r.argv[1:]...)
+	}
 	r.cmd.Stdout, r.cmd.Stderr = lf, lf
 	// A child must not outlive bxctl, even if bxctl is killed outright.
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

@@ -25,7 +25,7 @@ func TestUpWithoutLlamaSaysHow(t *testing.T) {
 
 func TestLayoutWritesConfigsOnce(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
-	if err := layout(t.Context(), state, "127.0.0.1:1", "m"); err != nil {
+	if err := layout(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"run/infer", "run/loop"} {
@@ -36,7 +36,7 @@ func TestLayoutWritesConfigsOnce(t *testing.T) {
 	}
 	p := filepath.Join(state, "config", "loopd.toml")
 	os.WriteFile(p, []byte("# the owner's\n"), 0o600)
-	if err := layout(t.Context(), state, "127.0.0.1:1", "m"); err != nil {
+	if err := layout(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "# the owner's\n" {
