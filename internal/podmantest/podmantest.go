@@ -109,6 +109,13 @@ func Start(o Options) (*Service, error) {
 	if err := os.WriteFile(filepath.Join(home, ".config", "containers", "policy.json"), []byte(policy), 0o600); err != nil {
 		return nil, err
 	}
+	if o.Attr != nil && o.Attr.Credential != nil {
+		// Another user cannot reach this user's cache: give it copies,
+		// and everything under dir.
+		if bin, conf, err = copyFor(dir, bin, conf, int(o.Attr.Credential.Uid), int(o.Attr.Credential.Gid)); err != nil {
+			return nil, err
+		}
+	}
 	s := &Service{Socket: filepath.Join(dir, "podman.sock"), Binary: bin, dir: dir, done: make(chan struct{}), log: new(bytes.Buffer)}
 	s.env = append([]string{"HOME=" + home, "CONTAINERS_CONF=" + conf, "PODMAN_IGNORE_CGROUPSV1_WARNING=1",
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, o.Env...)
@@ -192,6 +199,28 @@ func (s *Service) Stop() error {
 		return err
 	}
 	return os.RemoveAll(s.dir)
+}
+
+// copyFor copies the binary and containers.conf into dir and hands dir
+// and everything in it to uid:gid.
+func copyFor(dir, bin, conf string, uid, gid int) (string, string, error) {
+	out := [2]string{filepath.Join(dir, "podman"), filepath.Join(dir, "containers.conf")}
+	for i, src := range []string{bin, conf} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(out[i], b, 0o755); err != nil {
+			return "", "", err
+		}
+	}
+	err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	return out[0], out[1], err
 }
 
 // unmountUnder detaches every mount at or below dir, deepest first.

@@ -11,9 +11,8 @@ import (
 )
 
 var (
-	stubOnce sync.Once
-	stubID   string
-	stubErr  error
+	stubMu  sync.Mutex
+	stubIDs = map[*podmantest.Service]string{}
 )
 
 // stubImage is a busybox image whose /bin/toolkit is a shell script that
@@ -21,11 +20,15 @@ var (
 // lifecycle before the real toolkit exists.
 func stubImage(t testing.TB, svc *podmantest.Service) string {
 	t.Helper()
-	stubOnce.Do(func() {
+	stubMu.Lock()
+	defer stubMu.Unlock()
+	if id, ok := stubIDs[svc]; ok {
+		return id
+	}
+	id, err := func() (string, error) {
 		bb, err := os.ReadFile("/bin/busybox")
 		if err != nil {
-			stubErr = err
-			return
+			return "", err
 		}
 		var b bytes.Buffer
 		tw := tar.NewWriter(&b)
@@ -47,10 +50,11 @@ func stubImage(t testing.TB, svc *podmantest.Service) string {
 		file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"))
 		file("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
 		tw.Close()
-		stubID, stubErr = svc.Import(b.Bytes(), "localhost/boxmaker-stub:test")
-	})
-	if stubErr != nil {
-		t.Fatal(stubErr)
+		return svc.Import(b.Bytes(), "localhost/boxmaker-stub:test")
+	}()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return stubID
+	stubIDs[svc] = id
+	return id
 }
