@@ -10,7 +10,7 @@ import (
 
 func TestLifecycleStub(t *testing.T) {
 	svc := podmantest.Require(t)
-	p := newRunner(t, svc, stubImage(t, svc), nil)
+	p := newRunner(t, svc, svc.StubImage(t), nil)
 	dir := t.TempDir()
 	os.WriteFile(dir+"/x", []byte("hi"), 0o644)
 	d := decide(t, autoGrant("r", "read_file", []string{dir}), "read_file", map[string]string{"path": dir + "/x"})

@@ -51,7 +51,7 @@ func TestRootlessCgroupsV1FailsClosed(t *testing.T) {
 		t.Fatalf("rootless podman service: %v", err)
 	}
 	t.Cleanup(func() { svc.Stop() })
-	p := newRunner(t, svc, stubImage(t, svc), nil)
+	p := newRunner(t, svc, svc.StubImage(t), nil)
 	err = p.Check(context.Background())
 	if !errors.Is(err, ErrIsolation) || !strings.Contains(err.Error(), "see docs/runbook.md#runner-isolation-lost") ||
 		!strings.Contains(err.Error(), "not supported") {

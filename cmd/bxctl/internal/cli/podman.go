@@ -18,7 +18,9 @@ import (
 // no tools at all.
 
 // podmanSocket is where bxctl's Podman service listens.
-func podmanSocket(state string) string { return filepath.Join(socketDir(state, "podman"), "podman.sock") }
+func podmanSocket(state string) string {
+	return filepath.Join(socketDir(state, "podman"), "podman.sock")
+}
 
 // runnerTable is the [runner] table of brokerd's first config: bxctl's
 // own Podman service and the tool image by ID; "" without an image.

@@ -20,7 +20,7 @@ import (
 // role is one daemon `bxctl up` runs.
 type role struct {
 	name   string
-	socket string // the socket that appears when it is ready
+	socket string   // the socket that appears when it is ready
 	argv   []string // the command, if not the role binary with -config
 	cmd    *exec.Cmd
 	log    string

@@ -1,4 +1,4 @@
-package runner
+package podmantest
 
 import (
 	"archive/tar"
@@ -6,19 +6,19 @@ import (
 	"os"
 	"sync"
 	"testing"
-
-	"wntrmute.dev/boxmaker/internal/podmantest"
 )
 
 var (
 	stubMu  sync.Mutex
-	stubIDs = map[*podmantest.Service]string{}
+	stubIDs = map[*Service]string{}
 )
 
-// stubImage is a busybox image whose /bin/toolkit is a shell script that
-// prints its argument, its uid and its stdin, for the container
-// lifecycle before the real toolkit exists.
-func stubImage(t testing.TB, svc *podmantest.Service) string {
+// StubImage imports, once per service, a busybox image whose
+// /bin/toolkit is a shell script: it prints its argument, its uid and its
+// stdin, and diag on stderr, and exits 3; as `shell` it first sleeps for
+// a minute. It is for tests of the container lifecycle itself (creation,
+// limits, removal, crashes), which need no real tool and no Go build.
+func (svc *Service) StubImage(t testing.TB) string {
 	t.Helper()
 	stubMu.Lock()
 	defer stubMu.Unlock()
@@ -46,7 +46,7 @@ func stubImage(t testing.TB, svc *podmantest.Service) string {
 		for _, a := range []string{"sh", "cat", "id", "echo", "sleep", "yes", "head", "dd", "ls"} {
 			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox"})
 		}
-		file("bin/toolkit", 0o755, []byte("#!/bin/sh\nin=$(cat)\necho \"tool=$1 uid=$(id -u)\"\necho \"$in\"\necho diag >&2\nexit 3\n"))
+		file("bin/toolkit", 0o755, []byte("#!/bin/sh\nin=$(cat)\n[ \"$1\" = shell ] && sleep 60\necho \"tool=$1 uid=$(id -u)\"\necho \"$in\"\necho diag >&2\nexit 3\n"))
 		file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"))
 		file("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
 		tw.Close()

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
+
+// TestCrashMidCallLeavesNothing kills brokerd (SIGKILL) while a tool
+// container runs, shows the container outlived it, restarts brokerd and
+// shows that its startup removed the container before it served again.
+func TestCrashMidCallLeavesNothing(t *testing.T) {
+	svc := podmantest.Require(t)
+	image := svc.StubImage(t)
+	bin := filepath.Join(t.TempDir(), "brokerd")
+	tags, _ := os.ReadFile("tags.txt")
+	build := exec.Command("go", "build", "-tags", strings.Join(strings.Fields(string(tags)), ","), "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	state, grants, work := filepath.Join(root, "state"), filepath.Join(root, "grants"), filepath.Join(root, "work")
+	for _, d := range []string{grants, work, filepath.Join(state, "audit"), filepath.Join(root, "broker"), filepath.Join(root, "admin")} {
+		os.MkdirAll(d, 0o700)
+	}
+	os.WriteFile(filepath.Join(grants, "g.toml"), []byte(fmt.Sprintf(
+		"[[grant]]\nid = \"sh\"\ntool = \"shell\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", work)), 0o600)
+	cfg := filepath.Join(root, "brokerd.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n[runner]\npodman_socket = %q\ntool_image = %q\n",
+		state, grants, filepath.Join(root, "broker"), filepath.Join(root, "admin"), svc.Socket, image)), 0o600)
+	label := "label=" + runner.LabelInstance + "=" + runner.Instance(state)
+	ps := func() []string {
+		out, err := svc.CLI(nil, "ps", "-a", "-q", "--filter", label)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Fields(out)
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "-config", cfg)
+		var log strings.Builder
+		cmd.Stderr = &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		for i := 0; ; i++ {
+			if _, err := os.Stat(filepath.Join(root, "admin", "admin.sock")); err == nil {
+				return cmd
+			}
+			if i > 600 {
+				t.Fatalf("brokerd did not start:\n%s", log.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first := start()
+	c := sockettest.Dial(t, filepath.Join(root, "broker", "broker.sock"), wire.BrokerFrameMax, wire.BrokerMessages, wire.BrokerMessages)
+	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "shell", Arguments: []byte(fmt.Sprintf(`{"command":"sleep 60","workdir":%q}`, work))})
+	for i := 0; len(ps()) == 0; i++ {
+		if i > 100 {
+			t.Fatal("no tool container appeared")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	first.Process.Kill()
+	first.Wait()
+	if left := ps(); len(left) != 1 {
+		t.Fatalf("after SIGKILL: containers %v, want the running one left behind", left)
+	}
+	os.Remove(filepath.Join(root, "admin", "admin.sock"))
+	start()
+	if left := ps(); len(left) != 0 {
+		t.Errorf("after restart: containers %v are still there", left)
+	}
+}
