@@ -39,7 +39,8 @@ var (
 
 // ToolImage builds the tool image with scripts/tool-image (the toolkit,
 // a static busybox, the CA bundle; see docs/tool-image.md), imports it
-// once per test binary and returns its ID.
+// once per test binary and returns its ID. $BOXMAKER_TOOL_TAR names a
+// tar built already, to import instead.
 func (s *Service) ToolImage(t testing.TB) string {
 	t.Helper()
 	toolOnce.Do(func() {
@@ -48,12 +49,15 @@ func (s *Service) ToolImage(t testing.TB) string {
 			toolErr = err
 			return
 		}
-		tarPath := filepath.Join(s.dir, "tool-image.tar")
-		cmd := exec.Command(filepath.Join(root, "scripts", "tool-image"), tarPath)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			toolErr = fmt.Errorf("scripts/tool-image: %v: %s", err, out)
-			return
+		tarPath := os.Getenv("BOXMAKER_TOOL_TAR")
+		if tarPath == "" {
+			tarPath = filepath.Join(s.dir, "tool-image.tar")
+			cmd := exec.Command(filepath.Join(root, "scripts", "tool-image"), tarPath)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				toolErr = fmt.Errorf("scripts/tool-image: %v: %s", err, out)
+				return
+			}
 		}
 		b, err := os.ReadFile(tarPath)
 		if err != nil {

@@ -4,10 +4,10 @@
 // temporary directory, with its own storage there too, and stops it when
 // the tests end.
 //
-// Invariant: a test that needs Podman never passes without it. [Main]
-// starts the service once per test binary; [Require] then fails the test
-// when CI is set and the service could not be started, and elsewhere
-// skips it with one line saying why.
+// Invariant: a test that needs Podman never passes without it. [Require]
+// starts the service once per test binary and fails the test when CI is
+// set and the service could not be started, and elsewhere skips it with
+// one line saying why; [Main] stops it when the tests end.
 package podmantest
 
 import (
@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,14 +41,17 @@ type Service struct {
 }
 
 var (
+	once   sync.Once
+	inMain bool
 	shared *Service
 	reason error // why shared is nil
 )
 
-// Main is a test binary's TestMain body: it starts the service, runs the
-// tests and stops it. Use it as `os.Exit(podmantest.Main(m))`.
+// Main is a test binary's TestMain body: it runs the tests and stops the
+// service if one was started ([Require] starts it on first use). Use it
+// as `os.Exit(podmantest.Main(m))`.
 func Main(m *testing.M) int {
-	shared, reason = Start(Options{})
+	inMain = true
 	code := m.Run()
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
@@ -57,21 +61,22 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Require returns the service [Main] started, or ends the test: a
-// failure when CI is set, else a skip with one line saying why.
+// Require returns the test binary's service, starting it on first use,
+// or ends the test: a failure when CI is set, else a skip with one line
+// saying why.
 func Require(t testing.TB) *Service {
 	t.Helper()
+	if !inMain {
+		t.Fatal("podmantest.Require needs the package's TestMain to call podmantest.Main (which stops the service)")
+	}
+	once.Do(func() { shared, reason = Start(Options{}) })
 	if shared != nil {
 		return shared
 	}
-	why := reason
-	if why == nil {
-		why = errors.New("podmantest.Main did not run (the package's TestMain must call it)")
-	}
 	if os.Getenv("CI") != "" {
-		t.Fatalf("Podman is required when CI is set: %v", why)
+		t.Fatalf("Podman is required when CI is set: %v", reason)
 	}
-	t.Skipf("no Podman: %v", why)
+	t.Skipf("no Podman: %v", reason)
 	return nil
 }
 
@@ -248,7 +253,7 @@ func unmountUnder(dir string) error {
 // CLI runs the podman command line against the service's storage, for
 // a test's own setup and checks (never brokerd's: it uses the bindings).
 func (s *Service) CLI(stdin []byte, args ...string) (string, error) {
-	cmd := exec.Command(s.Binary, append(append([]string{"--url", s.URL()}, args...))...)
+	cmd := exec.Command(s.Binary, append([]string{"--url", s.URL()}, args...)...)
 	cmd.Env = s.env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

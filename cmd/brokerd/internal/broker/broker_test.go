@@ -48,7 +48,7 @@ func start(t *testing.T, grantText string) *harness {
 	return startWith(t, grantText, func(*Config) {})
 }
 
-func startWith(t *testing.T, grantText string, edit func(*Config)) *harness {
+func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
 	t.Helper()
 	root := t.TempDir()
 	cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
@@ -92,17 +92,17 @@ func startWith(t *testing.T, grantText string, edit func(*Config)) *harness {
 
 type conn = sockettest.Conn
 
-func (h *harness) dial(t *testing.T, socketDir, name string) *conn {
+func (h *harness) dial(t testing.TB, socketDir, name string) *conn {
 	return sockettest.Dial(t, filepath.Join(socketDir, name), wire.BrokerFrameMax, wire.BrokerMessages, wire.BrokerMessages)
 }
 
-func (h *harness) call(t *testing.T, tool, args string) *conn {
+func (h *harness) call(t testing.TB, tool, args string) *conn {
 	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
 	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: tool, Arguments: []byte(args)})
 	return c
 }
 
-func result(t *testing.T, c *conn) *wire.ToolResult {
+func result(t testing.TB, c *conn) *wire.ToolResult {
 	t.Helper()
 	r, ok := c.Recv().(*wire.ToolResult)
 	if !ok {

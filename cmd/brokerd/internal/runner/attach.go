@@ -13,7 +13,7 @@ import (
 // attachRun attaches to a created container, starts it, feeds it stdin,
 // and waits for it to exit, stopping it when it passes its time limit or
 // prints past a cap. The caller removes it.
-func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration) (Output, error) {
+func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, t0 *time.Time) (Output, error) {
 	stop := make(chan string, 2)
 	over := func() {
 		select {
@@ -35,16 +35,20 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	case <-conn.Done():
 		return Output{}, fmt.Errorf("%w (attach: %v)", ErrPodman, conn.Err())
 	}
+	p.mark("attach", t0)
 	if err := containers.Start(conn, id, nil); err != nil {
 		return Output{}, fmt.Errorf("%w (start: %v)", ErrPodman, err)
 	}
+	p.mark("start", t0)
 	type result struct {
 		code int32
 		err  error
 	}
 	waited := make(chan result, 1)
 	go func() {
-		code, err := containers.Wait(conn, id, nil)
+		// Podman polls the container's state; its default interval
+		// (250 ms) would be most of a short call's time.
+		code, err := containers.Wait(conn, id, new(containers.WaitOptions).WithInterval("20ms"))
 		waited <- result{code, err}
 	}()
 	timer := time.NewTimer(timeout)
@@ -71,6 +75,7 @@ wait:
 	if w.err != nil {
 		return Output{}, fmt.Errorf("%w (wait: %v)", ErrPodman, w.err)
 	}
+	p.mark("run and wait", t0)
 	// The streams end once the container has exited and conmon has
 	// flushed them.
 	select {
@@ -78,6 +83,7 @@ wait:
 	case <-time.After(5 * time.Second):
 		p.log.Warn("a tool container's output did not end after it exited", "id", id)
 	}
+	p.mark("drain output", t0)
 	if stopped == "" && w.code == 137 && p.oomKilled(conn, id) {
 		stopped = StopMemory
 	}

@@ -27,6 +27,16 @@ type Config struct {
 	StderrCap     int   `toml:"stderr_cap"`      // bytes of stderr kept; more stops the tool
 	ShellTimeoutS int   `toml:"shell_timeout_s"` // shell's time limit
 	TimeoutS      int   `toml:"timeout_s"`       // every other tool's time limit
+
+	// extraHosts are /etc/hosts lines ("name:address") for the egress
+	// proxy's container. Only this package's tests set it, to give a
+	// test name a private address without a DNS server; no config can.
+	extraHosts []string
+	// rootless is what the startup check found: a rootless service maps
+	// the container's 65534 to brokerd's own user (keep-id), so a tool
+	// reads and writes granted paths as that user, not as a subordinate
+	// id that owns nothing.
+	rootless bool
 }
 
 // Defaults. The time limits stay under loopd's 120 s broker deadline,

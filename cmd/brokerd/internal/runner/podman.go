@@ -32,6 +32,18 @@ type Podman struct {
 	work     string // parent of the per-call egress directories
 	secrets  func(name string) (secret.Value, error)
 	log      *slog.Logger
+	// phase, if set (only by this package's benchmark), is told how long
+	// each step of a call took.
+	phase func(step string, d time.Duration)
+}
+
+// mark reports the step that ended now and starts the next.
+func (p *Podman) mark(step string, since *time.Time) {
+	if p.phase != nil {
+		now := time.Now()
+		p.phase(step, now.Sub(*since))
+		*since = now
+	}
 }
 
 // The runner's errors: fixed text, each with its runbook entry.
@@ -103,13 +115,16 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	// before loopd stops waiting.
 	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
 	defer cancel()
+	t0 := time.Now()
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return Output{}, err
 	}
+	p.mark("connect", &t0)
 	if err := p.imagePresent(conn); err != nil {
 		return Output{}, err
 	}
+	p.mark("image exists", &t0)
 	var egressDir string
 	if hosts := d.Hosts(); len(hosts) > 0 {
 		names := make([]string, len(hosts))
@@ -127,8 +142,12 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	defer p.remove(conn, id)
-	return p.attachRun(conn, id, stdin, timeout)
+	p.mark("create and verify", &t0)
+	defer func() {
+		p.remove(conn, id)
+		p.mark("remove", &t0)
+	}()
+	return p.attachRun(conn, id, stdin, timeout, &t0)
 }
 
 // input is the tool container's stdin: one JSON object holding the

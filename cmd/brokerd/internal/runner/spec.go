@@ -42,6 +42,9 @@ func (c Config) hardened(instance, role string, timeout uint) *specgen.SpecGener
 	s.CapDrop = []string{"ALL"}
 	s.NoNewPrivileges = ptr(true)
 	s.User = containerUser
+	if c.rootless {
+		s.UserNS = specgen.Namespace{NSMode: specgen.KeepID, Value: "uid=65534,gid=65534"}
+	}
 	mem := c.MemoryMB << 20
 	s.ResourceLimits = &spec.LinuxResources{
 		Memory: &spec.LinuxMemory{Limit: &mem, Swap: &mem},
@@ -113,6 +116,10 @@ func (c Config) egressSpec(instance string, hosts []string, dir string, timeout 
 		Options: []string{"bind", "rw", "nosuid", "nodev", "noexec", "private"}})
 	// The proxy resolves names itself; it needs the host's resolver.
 	s.UseImageResolvConf = nil
+	if len(c.extraHosts) > 0 {
+		s.HostAdd = c.extraHosts
+		s.UseImageHosts = nil
+	}
 	return s
 }
 

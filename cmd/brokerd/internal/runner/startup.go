@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/bindings/system"
 	"github.com/containers/podman/v5/pkg/specgen"
 )
 
-// Check is brokerd's startup check: Podman answers, the tool image is
-// present, and a container created with the tool containers' settings
+// Check is brokerd's startup check: Podman 5 answers (and whether it is
+// rootless, which decides the containers' user namespace), the tool
+// image is present, and a container created with the tool containers' settings
 // (never started) gets every limit asked for. brokerd refuses to start
 // otherwise, each failure with its runbook entry.
 func (p *Podman) Check(ctx context.Context) error {
@@ -23,6 +25,14 @@ func (p *Podman) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	info, err := system.Info(conn, nil)
+	if err != nil {
+		return fmt.Errorf("%w (info: %v)", ErrPodman, err)
+	}
+	if info.Version.Version == "" || info.Version.Version[0] < '5' || len(info.Version.Version) > 1 && info.Version.Version[1] != '.' {
+		return fmt.Errorf("%w (the service is Podman %q; brokerd needs Podman 5, whose create API its settings are written for)", ErrPodman, info.Version.Version)
+	}
+	p.cfg.rootless = info.Host != nil && info.Host.Security.Rootless
 	if err := p.imagePresent(conn); err != nil {
 		return err
 	}

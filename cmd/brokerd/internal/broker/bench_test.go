@@ -1,0 +1,78 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/specgen"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
+
+// BenchmarkReadFileRoundTrip measures, in one run and alternating, one
+// read_file call through broker.sock (decision, audit write, the runner's
+// whole container lifecycle, result record, answer) and a bare
+// create/start/wait/remove of the same image through the bindings, and
+// reports both and their ratio. docs/runner.md says where the time goes.
+func BenchmarkReadFileRoundTrip(b *testing.B) {
+	svc := podmantest.Require(b)
+	image := svc.ToolImage(b)
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello\n"), 0o644)
+	h := startWith(b, fmt.Sprintf("[[grant]]\nid = \"r\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", dir),
+		func(c *Config) { c.Runner = &runner.Config{PodmanSocket: svc.Socket, ToolImage: image} })
+	args := fmt.Sprintf(`{"path":%q}`, dir+"/f.txt")
+	var trip, bare time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		r := result(b, h.call(b, "read_file", args))
+		trip += time.Since(start)
+		if r.Status != wire.StatusRan || r.Output != "hello\n" {
+			b.Fatalf("read_file = %+v", r)
+		}
+		start = time.Now()
+		if err := bareLifecycle(svc.URL(), image); err != nil {
+			b.Fatal(err)
+		}
+		bare += time.Since(start)
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(ms(trip), "roundtrip-ms")
+	b.ReportMetric(ms(bare), "bare-ms")
+	b.ReportMetric(float64(trip)/float64(bare), "ratio")
+}
+
+// bareLifecycle is the floor under a tool call through the bindings: a
+// connection, then create, start, wait and remove of the image running
+// `true` with no network, with no attach, checks, limits or labels.
+func bareLifecycle(url, image string) error {
+	ctx, err := bindings.NewConnection(context.Background(), url)
+	if err != nil {
+		return err
+	}
+	s := specgen.NewSpecGenerator(image, false)
+	s.Command = []string{"/bin/busybox", "true"}
+	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork} // as the tool container: no network setup
+	resp, err := containers.CreateWithSpec(ctx, s, nil)
+	if err != nil {
+		return err
+	}
+	defer containers.Remove(ctx, resp.ID, new(containers.RemoveOptions).WithForce(true).WithTimeout(0))
+	if err := containers.Start(ctx, resp.ID, nil); err != nil {
+		return err
+	}
+	_, err = containers.Wait(ctx, resp.ID, new(containers.WaitOptions).WithInterval("20ms"))
+	return err
+}

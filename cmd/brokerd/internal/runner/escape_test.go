@@ -1,0 +1,283 @@
+package runner
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/internal/podmantest"
+)
+
+// shellIn runs one shell command through the real toolkit, in a fresh
+// container whose grant covers dir (writable as asked).
+func shellIn(t *testing.T, p *Podman, dir string, writable bool, command string, extra ...string) Output {
+	t.Helper()
+	// The containers run as 65534: granted directories must let it in
+	// (rootless, it is brokerd's own user).
+	os.Chmod(dir, 0o755)
+	if writable {
+		extra = append(extra, "writable = true")
+		os.Chmod(dir, 0o777)
+	}
+	d := decide(t, autoGrant("sh", "shell", []string{dir}, extra...), "shell", map[string]string{"command": command, "workdir": dir})
+	return run(t, p, d)
+}
+
+func toolRunner(t *testing.T, mod func(*Config)) (*podmantest.Service, *Podman) {
+	t.Helper()
+	svc := podmantest.Require(t)
+	return svc, newRunner(t, svc, svc.ToolImage(t), mod)
+}
+
+func toolRunnerB(b *testing.B) (*podmantest.Service, *Podman) {
+	b.Helper()
+	svc := podmantest.Require(b)
+	return svc, newRunner(b, svc, svc.ToolImage(b), nil)
+}
+
+// TestEachToolFreshContainer: every tool runs in a container of its own,
+// two calls never share one, and none is left behind.
+func TestEachToolFreshContainer(t *testing.T) {
+	svc, p := toolRunner(t, nil)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("file body\n"), 0o644)
+	// Each container writes its own hostname-independent identity: the
+	// kernel's boot-unique id for its mount namespace.
+	id := `readlink /proc/self/ns/mnt; cat /proc/self/cgroup | head -1`
+	a := shellIn(t, p, dir, false, id)
+	b := shellIn(t, p, dir, false, id)
+	if a.Exit != 0 || b.Exit != 0 || a.Stdout == b.Stdout {
+		t.Errorf("two shell calls: %+v and %+v; want different namespaces", a, b)
+	}
+	r := run(t, p, decide(t, autoGrant("r", "read_file", []string{dir}), "read_file", map[string]string{"path": dir + "/in.txt"}))
+	if r.Exit != 0 || r.Stdout != "file body\n" {
+		t.Errorf("read_file = %+v", r)
+	}
+	os.Chmod(dir, 0o777) // write_file runs as 65534
+	w := run(t, p, decide(t, autoGrant("w", "write_file", []string{dir}), "write_file", map[string]string{"path": dir + "/out.txt", "content": "written\n"}))
+	if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); w.Exit != 0 || string(b) != "written\n" {
+		t.Errorf("write_file = %+v, file %q", w, b)
+	}
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
+}
+
+// TestEscapesContained: each escape attempt of the issue, against the real
+// toolkit in a real container, is refused or contained.
+func TestEscapesContained(t *testing.T) {
+	_, p := toolRunner(t, func(c *Config) { c.ShellTimeoutS, c.MemoryMB = 20, 64 })
+	granted, other := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(other, "private.txt"), []byte("host-private-4b1d"), 0o644)
+	os.WriteFile(filepath.Join(granted, "ro.txt"), []byte("original"), 0o644)
+
+	t.Run("path outside the mounts", func(t *testing.T) {
+		out := shellIn(t, p, granted, false, "cat "+other+"/private.txt; cat /etc/shadow; ls /home /root")
+		if strings.Contains(out.Stdout, "host-private-4b1d") || out.Exit == 0 {
+			t.Errorf("read outside the grant: %+v", out)
+		}
+	})
+	t.Run("write through a read-only grant", func(t *testing.T) {
+		out := shellIn(t, p, granted, false, "echo changed > ro.txt; echo new > new.txt; echo root > /bin/x")
+		b, _ := os.ReadFile(filepath.Join(granted, "ro.txt"))
+		if _, err := os.Stat(filepath.Join(granted, "new.txt")); err == nil || string(b) != "original" || !strings.Contains(out.Stderr, "Read-only file system") {
+			t.Errorf("write through ro: file %q, %+v", b, out)
+		}
+	})
+	t.Run("network without a host", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		accepted := make(chan bool, 1)
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				c.Close()
+				accepted <- true
+			}
+		}()
+		port := ln.Addr().(*net.TCPAddr).Port
+		cmd := fmt.Sprintf(`tail -n +3 /proc/net/dev | cut -d: -f1; busybox nc -w 2 127.0.0.1 %d </dev/null && echo TCP-OK;
+			busybox nc -w 2 10.88.0.1 %d </dev/null && echo BRIDGE-OK; busybox nslookup example.com && echo DNS-OK;
+			exec 3<>/dev/tcp/127.0.0.1/%d && echo DEVTCP-OK; true`, port, port, port)
+		out := shellIn(t, p, granted, false, cmd)
+		if ifs, _, _ := strings.Cut(out.Stdout, "\n"); strings.Contains(out.Stdout, "-OK") || strings.TrimSpace(ifs) != "lo" {
+			t.Errorf("network without a grant: %+v", out)
+		}
+		select {
+		case <-accepted:
+			t.Error("the host's loopback listener got a connection")
+		default:
+		}
+	})
+	t.Run("fork bomb", func(t *testing.T) {
+		start := time.Now()
+		out := shellIn(t, p, granted, false, `i=0; while [ $i -lt 400 ]; do sleep 30 & i=$((i+1)); done; echo spawned-all`)
+		if strings.Contains(out.Stdout, "spawned-all") && !strings.Contains(out.Stderr, "fork") {
+			t.Errorf("400 processes under a pids limit of %d: %+v", p.cfg.Pids, out)
+		}
+		t.Logf("fork bomb: exit %d, stopped %q, %v, stderr %q", out.Exit, out.Stopped, time.Since(start), tail(out.Stderr))
+	})
+	t.Run("memory limit", func(t *testing.T) {
+		// tail keeps everything when there is no newline.
+		out := shellIn(t, p, granted, false, `head -c 400m /dev/zero | tail -c 300m >/dev/null`)
+		if out.Exit == 0 || !(strings.Contains(out.Stderr, "Killed") || out.Stopped == StopMemory) {
+			t.Errorf("300 MB held under a %d MB limit: %+v", p.cfg.MemoryMB, out)
+		}
+		t.Logf("memory: exit %d, stopped %q, stderr %q", out.Exit, out.Stopped, tail(out.Stderr))
+	})
+	t.Run("time limit", func(t *testing.T) {
+		start := time.Now()
+		out := shellIn(t, p, granted, false, "sleep 600")
+		if !strings.HasPrefix(out.Stopped, StopTime) || time.Since(start) > 40*time.Second {
+			t.Errorf("sleep 600 under a 20 s limit: %+v after %v", out, time.Since(start))
+		}
+	})
+	t.Run("100 MB of stdout", func(t *testing.T) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		out := shellIn(t, p, granted, false, "yes 0123456789012345678901234567890123456789 | head -c 100000000")
+		runtime.ReadMemStats(&after)
+		if len(out.Stdout) != p.cfg.StdoutCap || out.Stopped != StopOutput {
+			t.Errorf("100 MB print: %d bytes kept, stopped %q; want the cap %d and StopOutput", len(out.Stdout), out.Stopped, p.cfg.StdoutCap)
+		}
+		if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 32<<20 {
+			t.Errorf("brokerd's heap grew by %d MB for a capped print", grew>>20)
+		}
+	})
+	t.Run("setuid binary", func(t *testing.T) {
+		suid := t.TempDir()
+		exec.Command("cp", "/bin/busybox", filepath.Join(suid, "busybox")).Run()
+		os.Chmod(filepath.Join(suid, "busybox"), 0o4755)
+		out := shellIn(t, p, suid, false, "./busybox id -u; ./busybox cat /proc/self/status | ./busybox grep -E '^(CapEff|NoNewPrivs)'")
+		if !strings.HasPrefix(out.Stdout, "65534\n") || !strings.Contains(out.Stdout, "CapEff:\t0000000000000000") || !strings.Contains(out.Stdout, "NoNewPrivs:\t1") {
+			t.Errorf("setuid root binary in a granted dir: %+v", out)
+		}
+	})
+}
+
+// TestSecretsStayInTheirCall: a call's secret reaches its command only as
+// a file, never an environment variable or inspect; a concurrent call
+// with another secret, or none, cannot read it.
+func TestSecretsStayInTheirCall(t *testing.T) {
+	svc, p := toolRunner(t, nil)
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	var a Output
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a = shellIn(t, p, dir, false, `cat "$BOXMAKER_SECRET_FILE"; echo; env; sleep 4`, `secret = "TOKEN_A"`)
+	}()
+	time.Sleep(2 * time.Second)
+	running := leftovers(t, svc, p)
+	if len(running) != 1 {
+		t.Fatalf("running containers %v, want call A's", running)
+	}
+	inspect, err := svc.CLI(nil, append([]string{"container", "inspect"}, running...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := shellIn(t, p, dir, false, `cat /run/boxmaker/secrets/*; ls -la /run/boxmaker; cat "$BOXMAKER_SECRET_FILE"; env`, `secret = "TOKEN_B"`)
+	none := shellIn(t, p, dir, false, `cat /run/boxmaker/secrets/* ; env`)
+	wg.Wait()
+	if !strings.HasPrefix(a.Stdout, "value-a-7f3e\n") || strings.Count(a.Stdout, "value-a-7f3e") != 1 || !strings.Contains(a.Stdout, "BOXMAKER_SECRET_FILE=/run/boxmaker/secrets/TOKEN_A") {
+		t.Errorf("call A: %+v; want the value once, from the file, and only the path in env", a)
+	}
+	for name, out := range map[string]Output{"B": b, "no secret": none} {
+		if strings.Contains(out.Stdout+out.Stderr, "value-a-7f3e") {
+			t.Errorf("call %s read A's secret: %+v", name, out)
+		}
+	}
+	if !strings.Contains(b.Stdout, "value-b-91c2") {
+		t.Errorf("call B did not get its own secret: %+v", b)
+	}
+	if strings.Contains(inspect, "value-a-7f3e") || inspect == "" {
+		t.Errorf("inspect of a running call shows its secret:\n%s", inspect)
+	}
+}
+
+// TestEgressProxyRefusesPrivateNames: a call granted hosts reaches the
+// network only through the egress proxy, which refuses names resolving to
+// loopback, private or CGNAT addresses (the release build's policy).
+func TestEgressProxyRefusesPrivateNames(t *testing.T) {
+	// URLs carry no port: the listener must be on 80.
+	ln, err := net.Listen("tcp", "0.0.0.0:80")
+	if err != nil {
+		t.Fatalf("listen on port 80 (the tests run as root, as in CI): %v", err)
+	}
+	defer ln.Close()
+	accepted := make(chan bool, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- true
+		}
+	}()
+	svc, p := toolRunner(t, func(c *Config) {
+		c.extraHosts = []string{"loop.test:127.0.0.1", "private.test:10.0.0.1", "cgnat.test:100.64.0.1", "gw.test:10.88.0.1"}
+	})
+	var decisions lockedBuffer
+	p.log = slog.New(slog.NewTextHandler(&decisions, nil))
+	for _, host := range []string{"loop.test", "private.test", "cgnat.test", "gw.test"} {
+		url := "http://" + host + "/"
+		d := decide(t, autoGrant("f", "http_fetch", []string{host}), "http_fetch", map[string]string{"url": url})
+		out := run(t, p, d)
+		t.Logf("%s: exit %d, %q", url, out.Exit, tail(out.Stderr))
+		if out.Exit == 0 || strings.HasPrefix(out.Stdout, "HTTP") || !strings.Contains(out.Stderr, "refused") {
+			t.Errorf("%s: %+v; want refused by the proxy", url, out)
+		}
+	}
+	select {
+	case <-accepted:
+		t.Error("a listener the proxy must refuse got a connection")
+	default:
+	}
+	for _, addr := range []string{"127.0.0.1", "10.0.0.1", "100.64.0.1", "10.88.0.1"} {
+		if !strings.Contains(decisions.String(), addr) || !strings.Contains(decisions.String(), "non-public address") {
+			t.Errorf("the proxy's decisions do not show it refused %s for its address:\n%s", addr, decisions.String())
+		}
+	}
+	t.Logf("proxy decisions:\n%s", decisions.String())
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func tail(s string) string {
+	if len(s) > 200 {
+		return "..." + s[len(s)-200:]
+	}
+	return s
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	"wntrmute.dev/boxmaker/internal/podmantest"
+)
+
+func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
+
+// TestStackToolRuns is a tool call end to end, in a real container: a
+// chat turn asks to read a file, an auto grant covers it, brokerd runs
+// read_file in a fresh container through Podman, the result reaches the
+// model labelled with the grant's class and untrusted flag, and `bxctl
+// audit verify` finds the decision and the result in an intact chain.
+func TestStackToolRuns(t *testing.T) {
+	svc := podmantest.Require(t)
+	image := svc.ToolImage(t)
+	bin, state, srv := stack(t, 65536)
+	files := t.TempDir()
+	os.WriteFile(filepath.Join(files, "report.txt"), []byte("quarterly numbers: 42\n"), 0o644)
+	os.MkdirAll(filepath.Join(state, "grants"), 0o700)
+	os.WriteFile(filepath.Join(state, "grants", "files.toml"), []byte(fmt.Sprintf(
+		"[[grant]]\nid = \"files-read\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nresult_class = \"secret\"\nuntrusted = true\nmode = \"auto\"\n", files)), 0o600)
+	// brokerd's config before bxctl up writes its own: the test's Podman
+	// service and image.
+	os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
+		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
+		state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), svc.Socket, image)), 0o600)
+	srv.Script(
+		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{{Name: "call_tool", Arguments: fmt.Sprintf(`{"name":"read_file","arguments":{"path":%q}}`, files+"/report.txt")}}},
+		fake.Reply{Reasoning: "Done.", Content: "The number is 42."},
+	)
+	up(t, bin, state, srv)
+	out := chat(t, bin, state, "s1", "what is in my report?")
+	if !strings.Contains(out, "The number is 42.") {
+		t.Fatalf("chat = %q", out)
+	}
+	// What the model was sent next holds the file's text.
+	reqs := srv.Requests(0)
+	if last := string(reqs[len(reqs)-1]); !strings.Contains(last, "quarterly numbers: 42") {
+		t.Errorf("the model never saw the file; last request:\n%s", last)
+	}
+	log, _ := os.ReadFile(filepath.Join(state, "sessions", "s1", "0.jsonl"))
+	if !strings.Contains(string(log), `"content":"quarterly numbers: 42\n","truncated":false,"class":"secret","untrusted":true`) {
+		t.Errorf("session log lacks the labelled result:\n%s", log)
+	}
+	verify, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "audit"))
+	if err != nil || !strings.Contains(verify, "2 records") {
+		t.Errorf("bxctl audit verify: %v %s; want the decision and its result", err, verify)
+	}
+	logs, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	var audit []byte
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		audit = append(audit, b...)
+	}
+	if !strings.Contains(string(audit), `"outcome":"allowed"`) || !strings.Contains(string(audit), `"class":"secret","untrusted":true`) {
+		t.Errorf("audit log lacks the allowed decision or the labelled result:\n%s", audit)
+	}
+	if left, err := svc.CLI(nil, "ps", "-a", "-q"); err != nil || strings.TrimSpace(left) != "" {
+		t.Errorf("containers left behind: %q %v", left, err)
+	}
+}
