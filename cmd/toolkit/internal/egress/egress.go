@@ -10,7 +10,8 @@
 //     one of the granted names exactly ([hostrule.Allowed]), and the port
 //     must be 80 or 443 (tool URLs carry no port);
 //   - the proxy resolves the name itself, and refuses unless every
-//     address it resolves to passes [netpolicy.Check]; it then connects
+//     address it resolves to passes [netpolicy.Check] (an IPv4-mapped
+//     answer is checked as the IPv4 address it maps); it then connects
 //     to one of those checked addresses, never looking the name up again;
 //   - every decision is one JSON line on the log (stderr), with the name,
 //     port, outcome and reason, and never any tunnelled byte.
@@ -187,7 +188,13 @@ func (p *Proxy) decide(ctx context.Context, req socks5.Request) decision {
 	if err != nil || len(addrs) == 0 {
 		return decision{rep: socks5.RepHostUnreachable, reason: "name did not resolve"}
 	}
-	for _, a := range addrs {
+	for i, a := range addrs {
+		// Go's resolver returns every IPv4 address it reads from
+		// /etc/hosts (and an AAAA record holding a mapped address) in
+		// the IPv4-mapped form; it is checked, and dialled, as the IPv4
+		// address it is, so ::ffff:10.0.0.1 is refused as 10.0.0.1.
+		a = a.Unmap()
+		addrs[i] = a
 		if err := netpolicy.Check(a); err != nil {
 			return decision{rep: socks5.RepNotAllowed, reason: "resolves to a non-public address: " + err.Error()}
 		}

@@ -144,6 +144,7 @@ func TestConnectDecisions(t *testing.T) {
 		"private.example":   addrs("10.0.0.1"),
 		"tailnet.example":   addrs("100.64.0.1"),
 		"mapped.example":    addrs("::ffff:127.0.0.1"),
+		"mappedpub.example": addrs("::ffff:93.184.215.14"),
 		"nat64.example":     addrs("64:ff9b::a00:1"),
 		"compat.example":    addrs("::a00:1"),
 		"mixed.example":     addrs("93.184.215.14", "10.0.0.1"),
@@ -151,7 +152,7 @@ func TestConnectDecisions(t *testing.T) {
 		"ungranted.example": addrs("93.184.215.14"),
 	}
 	d := &MapDialer{To: map[string]string{"93.184.215.14:443": echo, "93.184.215.14:80": echo}}
-	granted := []string{"granted.example", "loopback.example", "private.example", "tailnet.example", "mapped.example", "nat64.example", "compat.example", "mixed.example", "meta.example", "nowhere.example"}
+	granted := []string{"granted.example", "mappedpub.example", "loopback.example", "private.example", "tailnet.example", "mapped.example", "nat64.example", "compat.example", "mixed.example", "meta.example", "nowhere.example"}
 	sock, logs := startProxy(t, granted, res, d)
 
 	tests := []struct {
@@ -161,6 +162,7 @@ func TestConnectDecisions(t *testing.T) {
 	}{
 		{"granted", socks5.Request{Cmd: socks5.CmdConnect, Atyp: socks5.AtypDomain, Host: "granted.example", Port: 443}, socks5.RepSucceeded},
 		{"granted in capitals", socks5.Request{Cmd: socks5.CmdConnect, Atyp: socks5.AtypDomain, Host: "GRANTED.Example", Port: 80}, socks5.RepSucceeded},
+		{"resolves to a mapped public address", socks5.Request{Cmd: socks5.CmdConnect, Atyp: socks5.AtypDomain, Host: "mappedpub.example", Port: 443}, socks5.RepSucceeded},
 		{"ungranted", socks5.Request{Cmd: socks5.CmdConnect, Atyp: socks5.AtypDomain, Host: "ungranted.example", Port: 443}, socks5.RepNotAllowed},
 		{"subdomain of granted", socks5.Request{Cmd: socks5.CmdConnect, Atyp: socks5.AtypDomain, Host: "www.granted.example", Port: 443}, socks5.RepNotAllowed},
 		{"trailing dot", socks5.Request{Cmd: socks5.CmdConnect, Atyp: socks5.AtypDomain, Host: "granted.example.", Port: 443}, socks5.RepNotAllowed},
