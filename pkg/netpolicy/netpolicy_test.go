@@ -58,11 +58,17 @@ func TestCheckClasses(t *testing.T) {
 		{"100:0:0:1::1", "dummy"},
 		{"2001::a00:1", "Teredo"},
 		{"2001:0:4136:e378:8000:63bf:f5ff:fffe", "Teredo"},
-		{"2001:1::1", "IETF protocol assignments"},
+		{"2001:1::1", "PCP anycast"},
+		{"2001:1::2", "TURN anycast"},
+		{"2001:1::3", "DNS-SD"},
+		{"2001:1::4", "IETF protocol assignments"},
+		{"2001:3::1", "multicast tunneling"},
 		{"2001:2::1", "benchmarking"},
-		{"2001:4:112::1", "IETF protocol assignments"},
-		{"2001:10::1", "IETF protocol assignments"},
-		{"2001:20::1", "IETF protocol assignments"},
+		{"2001:4:112::1", "AS112-v6"},
+		{"2001:10::1", "ORCHID"},
+		{"2001:20::1", "ORCHIDv2"},
+		{"2001:30::1", "drone remote ID"},
+		{"2001:1ff::1", "IETF protocol assignments"},
 		{"2001:db8::1", "documentation"},
 		{"2002:a00:1::1", "6to4"},
 		{"2002:7f00:1::", "6to4"},
@@ -223,4 +229,11 @@ func lastOf(p netip.Prefix) netip.Addr {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a
+}
+
+func BenchmarkCheck(b *testing.B) {
+	addrs := []netip.Addr{netip.MustParseAddr("93.184.215.14"), netip.MustParseAddr("2606:4700:4700::1111"), netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("64:ff9b::a00:1")}
+	for i := 0; b.Loop(); i++ {
+		_ = Check(addrs[i%len(addrs)])
+	}
 }

@@ -293,3 +293,47 @@ func TestGreetingRefusals(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkConnect measures one proxied connection: dial the Unix socket,
+// SOCKS5 handshake, policy check, connect, one echoed byte, close.
+func BenchmarkConnect(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	name, _ := hostrule.ParseName("granted.example")
+	sock := filepath.Join(b.TempDir(), "egress.sock")
+	pl, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &Proxy{Hosts: []hostrule.Name{name}, Resolver: FakeResolver{"granted.example": addrs("93.184.215.14")},
+		Dialer: &MapDialer{To: map[string]string{"93.184.215.14:443": ln.Addr().String()}}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = p.Serve(ctx, pl) }()
+	buf := make([]byte, 1)
+	for b.Loop() {
+		c, err := socks5.Dial(ctx, sock, "granted.example", 443)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write([]byte{1}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
