@@ -1,0 +1,8 @@
+package tools
+
+import "syscall"
+
+const (
+	noFollow = syscall.O_NOFOLLOW
+	nonBlock = syscall.O_NONBLOCK
+)
