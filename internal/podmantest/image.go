@@ -32,42 +32,64 @@ func (s *Service) Import(tarball []byte, ref string) (string, error) {
 }
 
 var (
-	toolOnce sync.Once
-	toolID   string
-	toolErr  error
+	toolMu  sync.Mutex
+	toolIDs = map[string]string{} // by service directory and tags
 )
 
 // ToolImage builds the tool image with scripts/tool-image (the toolkit,
 // a static busybox, the CA bundle; see docs/tool-image.md), imports it
-// once per test binary and returns its ID. $BOXMAKER_TOOL_TAR names a
-// tar built already, to import instead.
+// once per service and returns its ID. $BOXMAKER_TOOL_TAR names a tar
+// built already, to import instead.
 func (s *Service) ToolImage(t testing.TB) string {
 	t.Helper()
-	toolOnce.Do(func() {
+	return s.toolImage(t, "")
+}
+
+// TestnetToolImage is the tool image built with the boxmaker_testnet tag,
+// whose egress proxy may also reach loopback and private test networks,
+// so that a test can serve the proxy's allowed side itself. Release
+// builds never carry the tag (pkg/netpolicy).
+func (s *Service) TestnetToolImage(t testing.TB) string {
+	t.Helper()
+	return s.toolImage(t, "boxmaker_testnet")
+}
+
+func (s *Service) toolImage(t testing.TB, tags string) string {
+	t.Helper()
+	toolMu.Lock()
+	defer toolMu.Unlock()
+	key := s.dir + "|" + tags
+	if id, ok := toolIDs[key]; ok {
+		return id
+	}
+	id, err := func() (string, error) {
 		root, err := repoRoot()
 		if err != nil {
-			toolErr = err
-			return
+			return "", err
 		}
 		tarPath := os.Getenv("BOXMAKER_TOOL_TAR")
-		if tarPath == "" {
-			tarPath = filepath.Join(s.dir, "tool-image.tar")
+		if tarPath == "" || tags != "" {
+			tarPath = filepath.Join(s.dir, "tool-image"+tags+".tar")
 			cmd := exec.Command(filepath.Join(root, "scripts", "tool-image"), tarPath)
 			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "TOOLKIT_TAGS="+tags)
 			if out, err := cmd.CombinedOutput(); err != nil {
-				toolErr = fmt.Errorf("scripts/tool-image: %v: %s", err, out)
-				return
+				return "", fmt.Errorf("scripts/tool-image: %v: %s", err, out)
 			}
 		}
 		b, err := os.ReadFile(tarPath)
 		if err != nil {
-			toolErr = err
-			return
+			return "", err
 		}
-		toolID, toolErr = s.Import(b, "localhost/boxmaker-tool:test")
-	})
-	if toolErr != nil {
-		t.Fatalf("tool image: %v", toolErr)
+		ref := "localhost/boxmaker-tool:test"
+		if tags != "" {
+			ref = "localhost/boxmaker-tool:" + strings.ReplaceAll(tags, ",", "-")
+		}
+		return s.Import(b, ref)
+	}()
+	if err != nil {
+		t.Fatalf("tool image: %v", err)
 	}
-	return toolID
+	toolIDs[key] = id
+	return id
 }

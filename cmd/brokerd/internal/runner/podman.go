@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -151,16 +150,14 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 }
 
 // input is the tool container's stdin: one JSON object holding the
-// arguments in their wire form and, if the grant names one, the secret.
+// arguments in their wire form and, if the grant names one, the secret
+// (toolargs.Input, which the toolkit decodes).
 func (p *Podman) input(d policy.Decision) ([]byte, error) {
 	args, err := d.Args().MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("run: arguments: %v", err)
 	}
-	in := struct {
-		Args   json.RawMessage `json:"args"`
-		Secret *inputSecret    `json:"secret,omitempty"`
-	}{Args: args}
+	in := toolargs.Input{Args: args}
 	if name := d.Secret(); name != "" {
 		if p.secrets == nil {
 			return nil, ErrSecret
@@ -172,14 +169,9 @@ func (p *Podman) input(d policy.Decision) ([]byte, error) {
 			}
 			return nil, ErrSecret
 		}
-		in.Secret = &inputSecret{Name: name, Value: v.Reveal()}
+		in.Secret = &toolargs.InputSecret{Name: name, Value: v}
 	}
-	return json.Marshal(in)
-}
-
-type inputSecret struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+	return in.MarshalJSON()
 }
 
 func errString(err error) string {
