@@ -16,11 +16,10 @@ var imageIDRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 // Import imports a root filesystem tar stream as ref and returns the
 // image's ID ("sha256:<64 hex>"), the only name brokerd accepts.
 func (s *Service) Import(tarball []byte, ref string) (string, error) {
-	out, err := s.CLI(tarball, "import", "-", ref)
-	if err != nil {
+	if _, err := s.CLI(tarball, "import", "-", ref); err != nil {
 		return "", err
 	}
-	out, err = s.CLI(nil, "image", "inspect", "--format", "{{.ID}}", ref)
+	out, err := s.CLI(nil, "image", "inspect", "--format", "{{.ID}}", ref)
 	if err != nil {
 		return "", err
 	}

@@ -31,13 +31,13 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	select {
 	case <-ready:
 	case err := <-attached:
-		return Output{}, fmt.Errorf("%w (attach: %v)", ErrPodman, err)
+		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
 	case <-conn.Done():
-		return Output{}, fmt.Errorf("%w (attach: %v)", ErrPodman, conn.Err())
+		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", conn.Err()))
 	}
 	p.mark("attach", t0)
 	if err := containers.Start(conn, id, nil); err != nil {
-		return Output{}, fmt.Errorf("%w (start: %v)", ErrPodman, err)
+		return Output{}, fail(ErrPodman, fmt.Sprintf("start: %v", err))
 	}
 	p.mark("start", t0)
 	type result struct {
@@ -69,11 +69,11 @@ wait:
 		case <-conn.Done():
 			// brokerd is stopping or loopd gave up: nobody will read the
 			// output. The caller's remove kills it.
-			return Output{}, fmt.Errorf("%w (the call was cancelled: %v)", ErrPodman, conn.Err())
+			return Output{}, fail(ErrPodman, fmt.Sprintf("the call was cancelled: %v", conn.Err()))
 		}
 	}
 	if w.err != nil {
-		return Output{}, fmt.Errorf("%w (wait: %v)", ErrPodman, w.err)
+		return Output{}, fail(ErrPodman, fmt.Sprintf("wait: %v", w.err))
 	}
 	p.mark("run and wait", t0)
 	// The streams end once the container has exited and conmon has

@@ -22,13 +22,13 @@ const egressReady = 15 * time.Second
 func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) (dir string, stop func(), err error) {
 	dir, err = os.MkdirTemp(p.work, "egress-")
 	if err != nil {
-		return "", nil, fmt.Errorf("%w (%v)", ErrEgress, err)
+		return "", nil, fail(ErrEgress, err.Error())
 	}
 	// The proxy runs as 65534 and must create its socket here; only
 	// brokerd's user can reach the directory's parent.
 	if err := os.Chmod(dir, 0o777); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("%w (%v)", ErrEgress, err)
+		return "", nil, fail(ErrEgress, err.Error())
 	}
 	// Its own connection: its attach stays open while the tool runs.
 	conn, err := p.connect(ctx)
@@ -61,31 +61,31 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 		}
 		os.RemoveAll(dir)
 	}
-	fail := func(why string) (string, func(), error) {
+	abort := func(why string) (string, func(), error) {
 		stop()
-		return "", nil, fmt.Errorf("%w (%s)", ErrEgress, why)
+		return "", nil, fail(ErrEgress, why)
 	}
 	select {
 	case <-attachReady:
 	case err := <-attached:
 		attached <- err
-		return fail(fmt.Sprintf("attach: %v", err))
+		return abort(fmt.Sprintf("attach: %v", err))
 	case <-ctx.Done():
-		return fail(ctx.Err().Error())
+		return abort(ctx.Err().Error())
 	}
 	if err := containers.Start(conn, id, nil); err != nil {
-		return fail(fmt.Sprintf("start: %v", err))
+		return abort(fmt.Sprintf("start: %v", err))
 	}
 	select {
 	case <-rd.ready:
 		return dir, stop, nil
 	case err := <-attached:
 		attached <- err
-		return fail("it exited before it was ready")
+		return abort("it exited before it was ready")
 	case <-time.After(egressReady):
-		return fail(fmt.Sprintf("it did not print ready within %v", egressReady))
+		return abort(fmt.Sprintf("it did not print ready within %v", egressReady))
 	case <-ctx.Done():
-		return fail(ctx.Err().Error())
+		return abort(ctx.Err().Error())
 	}
 }
 

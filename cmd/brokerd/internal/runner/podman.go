@@ -47,12 +47,12 @@ func (p *Podman) mark(step string, since *time.Time) {
 
 // The runner's errors: fixed text, each with its runbook entry.
 var (
-	ErrPodman     = errors.New("Podman's API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
+	ErrPodman     = errors.New("the Podman API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
 	ErrImage      = errors.New("the tool image named in brokerd.toml is not in Podman's storage, and it is never pulled; see docs/runbook.md#tool-image-missing")
-	ErrIsolation  = errors.New("Podman could not give the container all the isolation asked for, so it did not run; see docs/runbook.md#runner-isolation-lost")
+	ErrIsolation  = errors.New("the container could not get all the isolation asked for from Podman, so it did not run; see docs/runbook.md#runner-isolation-lost")
 	ErrSecret     = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
 	ErrEgress     = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
-	ErrNotATool   = errors.New("this tool does not run in a container")
+	ErrNotATool   = errors.New("this tool does not run in a tool container; see docs/runbook.md#runner-unavailable")
 	errNoInstance = errors.New("runner: an instance name is required")
 )
 
@@ -89,7 +89,7 @@ func Instance(stateDir string) string {
 func (p *Podman) connect(ctx context.Context) (context.Context, error) {
 	c, err := bindings.NewConnection(ctx, p.url)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%v)", ErrPodman, err)
+		return nil, fail(ErrPodman, err.Error())
 	}
 	return c, nil
 }
@@ -155,7 +155,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 func (p *Podman) input(d policy.Decision) ([]byte, error) {
 	args, err := d.Args().MarshalJSON()
 	if err != nil {
-		return nil, fmt.Errorf("run: arguments: %v", err)
+		return nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
 	}
 	in := toolargs.Input{Args: args}
 	if name := d.Secret(); name != "" {
@@ -187,7 +187,7 @@ func (p *Podman) imagePresent(conn context.Context) error {
 	ok, err := images.Exists(conn, p.cfg.ToolImage, nil)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w (%v)", ErrPodman, err)
+		return fail(ErrPodman, err.Error())
 	case !ok:
 		return ErrImage
 	}
@@ -199,11 +199,11 @@ func (p *Podman) imagePresent(conn context.Context) error {
 func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string, error) {
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
-		return "", fmt.Errorf("%w (create: %v)", ErrPodman, err)
+		return "", fail(ErrPodman, fmt.Sprintf("create: %v", err))
 	}
 	if len(resp.Warnings) > 0 {
 		p.remove(conn, resp.ID)
-		return "", fmt.Errorf("%w: Podman warned: %s", ErrIsolation, strings.Join(resp.Warnings, "; "))
+		return "", fail(ErrIsolation, fmt.Sprintf("Podman warned: %s", strings.Join(resp.Warnings, "; ")))
 	}
 	if err := p.verify(conn, resp.ID, s); err != nil {
 		p.remove(conn, resp.ID)
@@ -217,7 +217,7 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerator) error {
 	c, err := containers.Inspect(conn, id, nil)
 	if err != nil {
-		return fmt.Errorf("%w (inspect: %v)", ErrPodman, err)
+		return fail(ErrPodman, fmt.Sprintf("inspect: %v", err))
 	}
 	var bad []string
 	check := func(ok bool, what string) {
@@ -241,9 +241,9 @@ func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerato
 	} else {
 		check(cfg.User == containerUser, "user")
 	}
-	check(c.EffectiveCaps == nil || len(c.EffectiveCaps) == 0, "capabilities")
+	check(len(c.EffectiveCaps) == 0, "capabilities")
 	if len(bad) > 0 {
-		return fmt.Errorf("%w: the created container differs in: %s", ErrIsolation, strings.Join(bad, ", "))
+		return fail(ErrIsolation, fmt.Sprintf("the created container differs in: %s", strings.Join(bad, ", ")))
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func TestRootlessCgroupsV1FailsClosed(t *testing.T) {
 	t.Cleanup(func() { svc.Stop() })
 	p := newRunner(t, svc, svc.StubImage(t), nil)
 	err = p.Check(context.Background())
-	if !errors.Is(err, ErrIsolation) || !strings.Contains(err.Error(), "see docs/runbook.md#runner-isolation-lost") ||
+	if !errors.Is(err, ErrIsolation) || !strings.HasSuffix(err.Error(), "; see docs/runbook.md#runner-isolation-lost") ||
 		!strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("Check on rootless cgroups v1 = %v, want the isolation-lost refusal with Podman's warning", err)
 	}

@@ -30,6 +30,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 )
@@ -73,4 +74,25 @@ func (Refusing) Run(_ context.Context, d policy.Decision) (Output, error) {
 		return Output{}, ErrNoDecision
 	}
 	return Output{}, ErrUnavailable
+}
+
+// failure is one of the runner's errors with the detail of this
+// occurrence, placed before the runbook pointer so the text still ends
+// with it. errors.Is finds the kind.
+type failure struct {
+	kind error
+	msg  string
+}
+
+func (f *failure) Error() string { return f.msg }
+func (f *failure) Unwrap() error { return f.kind }
+
+// fail adds detail to kind, whose text ends with "; see docs/runbook.md#...".
+func fail(kind error, detail string) error {
+	msg := kind.Error()
+	i := strings.LastIndex(msg, "; see ")
+	if i < 0 {
+		return &failure{kind, msg + " (" + detail + ")"}
+	}
+	return &failure{kind, msg[:i] + " (" + detail + ")" + msg[i:]}
 }

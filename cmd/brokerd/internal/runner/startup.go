@@ -27,10 +27,10 @@ func (p *Podman) Check(ctx context.Context) error {
 	}
 	info, err := system.Info(conn, nil)
 	if err != nil {
-		return fmt.Errorf("%w (info: %v)", ErrPodman, err)
+		return fail(ErrPodman, fmt.Sprintf("info: %v", err))
 	}
 	if info.Version.Version == "" || info.Version.Version[0] < '5' || len(info.Version.Version) > 1 && info.Version.Version[1] != '.' {
-		return fmt.Errorf("%w (the service is Podman %q; brokerd needs Podman 5, whose create API its settings are written for)", ErrPodman, info.Version.Version)
+		return fail(ErrPodman, fmt.Sprintf("the service is Podman %q; brokerd needs Podman 5, whose create API its settings are written for", info.Version.Version))
 	}
 	p.cfg.rootless = info.Host != nil && info.Host.Security.Rootless
 	if err := p.imagePresent(conn); err != nil {
@@ -61,7 +61,7 @@ func (p *Podman) Sweep(ctx context.Context) (int, error) {
 	list, err := containers.List(conn, new(containers.ListOptions).WithAll(true).
 		WithFilters(map[string][]string{"label": {LabelInstance + "=" + p.instance}}))
 	if err != nil {
-		return 0, fmt.Errorf("%w (list: %v)", ErrPodman, err)
+		return 0, fail(ErrPodman, fmt.Sprintf("list: %v", err))
 	}
 	for _, c := range list {
 		p.remove(conn, c.ID)
