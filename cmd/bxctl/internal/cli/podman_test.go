@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/internal/podmantest"
 )
 
 // TestPodmanRoleOnlyForItsOwnSocket: bxctl up runs a Podman service only
@@ -45,4 +52,47 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpStartsPodman starts the Podman role as `bxctl up` does, with the
+// Podman scripts/setup built (storage redirected to a temporary
+// directory), and reaches its API on the socket brokerd's config names.
+func TestUpStartsPodman(t *testing.T) {
+	bin, conf, err := podmantest.Find()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("no Podman: %v", err)
+	}
+	tmp := t.TempDir()
+	storage := filepath.Join(tmp, "storage.conf")
+	os.WriteFile(storage, []byte(fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n",
+		filepath.Join(tmp, "root"), filepath.Join(tmp, "run"))), 0o600)
+	t.Setenv("CONTAINERS_STORAGE_CONF", storage)
+	t.Setenv("CONTAINERS_CONF", conf)
+	t.Setenv("PODMAN_IGNORE_CGROUPSV1_WARNING", "1")
+	state := filepath.Join(tmp, "state")
+	if err := layout(t.Context(), state, "127.0.0.1:1", "m", "sha256:"+strings.Repeat("ab", 32)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := podmanRole(state, bin)
+	if err != nil || r == nil {
+		t.Fatalf("podmanRole = %v, %v", r, err)
+	}
+	if err := start(r, "", state); err != nil {
+		t.Fatal(err)
+	}
+	defer stopAll([]*role{r})
+	if err := waitReady(t.Context(), r, time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, tail(r.log, 8))
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", podmanSocket(state))
+	}}}
+	resp, err := client.Get("http://d/_ping")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /_ping on bxctl's Podman socket: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }
