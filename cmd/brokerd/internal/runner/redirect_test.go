@@ -63,6 +63,9 @@ func TestEgressRedirects(t *testing.T) {
 			t.Errorf("a redirect target was reached: %s", h)
 		}
 	}
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
 	d := decisions.String()
 	if !strings.Contains(d, `egress refused\",\"host\":\"cgnat.test`) || !strings.Contains(d, `egress refused\",\"host\":\"other.test`) {
 		t.Errorf("the proxy's decisions lack the refusals:\n%s", d)
