@@ -9,6 +9,8 @@
 //   - no .go file is over [MaxLines] lines;
 //   - nothing under pkg/ imports cmd/, and no cmd/<role> imports another
 //     role's packages;
+//   - only [BindingsHome] imports Podman's modules (github.com/containers/)
+//     outside tests;
 //   - every package has a doc comment ("Package x ..." outside main);
 //   - every runbook pointer in the source names an entry that exists in
 //     docs/runbook.md, every entry has its five parts and is pointed at,
@@ -113,6 +115,10 @@ func ModulePath(root string) (string, error) {
 // Imports reports pkg/ packages that import cmd/, and cmd/<role> packages
 // that import another role's packages. Test files count: a test that
 // reaches into another role couples them just the same.
+// BindingsHome is the one package that may import Podman's bindings
+// (brokerd's runner); a test elsewhere may, to measure against it.
+const BindingsHome = "cmd/brokerd/internal/runner"
+
 func Imports(root string) []string {
 	mod, err := ModulePath(root)
 	if err != nil {
@@ -133,6 +139,9 @@ func Imports(root string) []string {
 		}
 		for _, imp := range af.Imports {
 			path := strings.Trim(imp.Path.Value, `"`)
+			if strings.HasPrefix(path, "github.com/containers/") && !strings.HasSuffix(r, "_test.go") && !strings.HasPrefix(r, BindingsHome+"/") {
+				out = append(out, fmt.Sprintf("%s: imports %s; only %s drives Podman", r, path, BindingsHome))
+			}
 			sub, ok := strings.CutPrefix(path, mod+"/")
 			if !ok || !strings.HasPrefix(sub, "cmd/") {
 				continue

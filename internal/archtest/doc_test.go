@@ -72,17 +72,21 @@ func TestPlantedLongFile(t *testing.T) {
 
 func TestPlantedImports(t *testing.T) {
 	dir := plant(t, map[string]string{
-		"pkg/core/core.go":                 "// Package core imports a role.\npackage core\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
-		"cmd/brokerd/internal/p/p.go":      "// Package p imports another role.\npackage p\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
-		"cmd/brokerd/internal/q/q_test.go": "package q\nimport _ \"example.com/m/cmd/gatewayd\"\n",
-		"cmd/loopd/internal/y/y.go":        "// Package y imports its own role, which is fine.\npackage y\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+		"pkg/core/core.go":                      "// Package core imports a role.\npackage core\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+		"cmd/brokerd/internal/p/p.go":           "// Package p imports another role.\npackage p\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+		"cmd/brokerd/internal/q/q_test.go":      "package q\nimport _ \"example.com/m/cmd/gatewayd\"\n",
+		"cmd/loopd/internal/y/y.go":             "// Package y imports its own role, which is fine.\npackage y\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
+		"cmd/brokerd/internal/broker/b.go":      "// Package broker drives Podman itself.\npackage broker\nimport _ \"github.com/containers/podman/v5/pkg/bindings\"\n",
+		"cmd/brokerd/internal/runner/r.go":      "// Package runner may.\npackage runner\nimport _ \"github.com/containers/podman/v5/pkg/bindings\"\n",
+		"cmd/brokerd/internal/broker/b_test.go": "package broker\nimport _ \"github.com/containers/podman/v5/pkg/bindings\"\n",
 	})
 	got := Imports(dir)
+	expect(t, got, "cmd/brokerd/internal/broker/b.go: imports github.com/containers/podman/v5/pkg/bindings; only cmd/brokerd/internal/runner drives Podman")
 	expect(t, got, "pkg/core/core.go: pkg/ imports example.com/m/cmd/loopd/internal/x")
 	expect(t, got, "cmd/brokerd/internal/p/p.go: role brokerd imports role loopd")
 	expect(t, got, "cmd/brokerd/internal/q/q_test.go: role brokerd imports role gatewayd")
-	if len(got) != 3 {
-		t.Errorf("Imports = %q, want exactly 3 problems (a role importing itself is fine)", got)
+	if len(got) != 4 {
+		t.Errorf("Imports = %q, want exactly 4 problems (a role importing itself, the runner and a test importing the bindings are fine)", got)
 	}
 }
 
