@@ -14,6 +14,8 @@
 //     tmpfs (SecretDir/NAME), and a shell command learns only that
 //     file's path, in BOXMAKER_SECRET_FILE; its environment is built
 //     from nothing, so no value reaches an environment variable or argv;
+//     read_file and write_file refuse the private runtime directories
+//     (/run/boxmaker, /run/egress) whatever the grant says;
 //   - http_fetch reaches the network only through the egress proxy's
 //     Unix socket, one proxied connection per dial, so every redirect is
 //     checked by the proxy again; it verifies TLS itself.

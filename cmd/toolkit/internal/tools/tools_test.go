@@ -144,6 +144,21 @@ func TestShellSecret(t *testing.T) {
 	if err != nil || di.Mode().Perm() != 0o700 {
 		t.Errorf("secret dir: %v, %v; want mode 0700", di, err)
 	}
+	// read_file and write_file never reach the private directories.
+	for _, tt := range []struct{ tool, args string }{
+		{"read_file", `{"path":"` + file + `"}`},
+		{"read_file", `{"path":"` + filepath.Dir(env.SecretDir) + `"}`},
+		{"write_file", `{"path":"` + file + `","content":"x"}`},
+		{"write_file", `{"path":"` + filepath.Join(filepath.Dir(env.EgressSocket), "egress.sock") + `","content":"x"}`},
+	} {
+		var o, e bytes.Buffer
+		env3 := env
+		env3.Stdout, env3.Stderr = &o, &e
+		code := Run(context.Background(), env3, tt.tool, strings.NewReader(`{"args":`+tt.args+`}`))
+		if code != ExitTool || strings.Contains(o.String(), value) || !strings.Contains(e.String(), "private runtime directory") {
+			t.Errorf("%s %s = %d, %q, %q", tt.tool, tt.args, code, o.String(), e.String())
+		}
+	}
 	// A second call in the same private directory (never the case in a
 	// fresh container) cannot be made to overwrite or follow a planted
 	// file.
