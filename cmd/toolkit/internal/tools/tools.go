@@ -11,7 +11,8 @@
 //     parse): then stderr holds one of the fixed [Misuse] sentences and
 //     nothing of the input;
 //   - a granted secret is written only to a 0400 file in the private
-//     tmpfs (SecretDir/NAME), and a shell command learns only that
+//     tmpfs (SecretDir/NAME; refused if /run/boxmaker is not a tmpfs),
+//     and a shell command learns only that
 //     file's path, in BOXMAKER_SECRET_FILE; its environment is built
 //     from nothing, so no value reaches an environment variable or argv;
 //     read_file and write_file refuse the private runtime directories
@@ -29,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/toolargs"
 )
@@ -62,14 +64,17 @@ const (
 type Env struct {
 	Stdout, Stderr io.Writer
 	SecretDir      string
-	EgressSocket   string
-	Shell          string
-	RootCAs        *x509.CertPool // nil: the system's (the image's CA bundle)
+	// SecretTmpfs requires SecretDir's parent to be a tmpfs, so a
+	// secret never lands on a disk if the runner failed to mount one.
+	SecretTmpfs  bool
+	EgressSocket string
+	Shell        string
+	RootCAs      *x509.CertPool // nil: the system's (the image's CA bundle)
 }
 
 // DefaultEnv is the tool container's environment.
 func DefaultEnv(stdout, stderr io.Writer) Env {
-	return Env{Stdout: stdout, Stderr: stderr, SecretDir: SecretDir, EgressSocket: EgressSocket, Shell: Shell}
+	return Env{Stdout: stdout, Stderr: stderr, SecretDir: SecretDir, SecretTmpfs: true, EgressSocket: EgressSocket, Shell: Shell}
 }
 
 // toolError is a failure of the tool itself, shown to the model.
@@ -105,7 +110,7 @@ func Run(ctx context.Context, env Env, tool string, stdin io.Reader) int {
 	}
 	var secretFile string
 	if in.Secret != nil {
-		secretFile, err = writeSecret(env.SecretDir, in.Secret)
+		secretFile, err = writeSecret(env.SecretDir, env.SecretTmpfs, in.Secret)
 		if err != nil {
 			return report(env, err)
 		}
@@ -141,7 +146,14 @@ func report(env Env, err error) int {
 
 // writeSecret writes the secret to dir/NAME, mode 0400, creating dir
 // (0700) in the private tmpfs the runner mounts, and returns the path.
-func writeSecret(dir string, s *toolargs.InputSecret) (string, error) {
+// With tmpfs set it refuses unless dir's parent is a tmpfs.
+func writeSecret(dir string, tmpfs bool, s *toolargs.InputSecret) (string, error) {
+	if tmpfs {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(filepath.Dir(dir), &st); err != nil || st.Type != tmpfsMagic {
+			return "", failf("the secret could not be placed: %s is not a private tmpfs", filepath.Dir(dir))
+		}
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", failf("the secret could not be placed: %v", err)
 	}
