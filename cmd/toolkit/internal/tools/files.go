@@ -30,7 +30,7 @@ func private(env Env, p string) bool {
 func readFile(env Env, a toolargs.ReadFile) error {
 	p := a.Path.String()
 	if private(env, p) {
-		return failf("read %s: the call's private runtime directory is not readable by tools", p)
+		return failf("read %s: the call's private runtime directory is not readable by tools; see docs/runbook.md#toolkit-runtime-dirs", p)
 	}
 	f, err := os.OpenFile(p, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
@@ -67,7 +67,7 @@ func readFile(env Env, a toolargs.ReadFile) error {
 func writeFile(env Env, a toolargs.WriteFile) (err error) {
 	p := a.Path.String()
 	if private(env, p) {
-		return failf("write %s: the call's private runtime directory is not writable by tools", p)
+		return failf("write %s: the call's private runtime directory is not writable by tools; see docs/runbook.md#toolkit-runtime-dirs", p)
 	}
 	dir := filepath.Dir(p)
 	mode := fs.FileMode(0o644)

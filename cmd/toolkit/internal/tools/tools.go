@@ -12,11 +12,11 @@
 //     nothing of the input;
 //   - a granted secret is written only to a 0400 file in the private
 //     tmpfs (SecretDir/NAME; refused if /run/boxmaker is not a tmpfs),
-//     and a shell command learns only that
-//     file's path, in BOXMAKER_SECRET_FILE; its environment is built
-//     from nothing, so no value reaches an environment variable or argv;
-//     read_file and write_file refuse the private runtime directories
-//     (/run/boxmaker, /run/egress) whatever the grant says;
+//     and a shell command learns only that file's path, in
+//     BOXMAKER_SECRET_FILE; its environment is built from nothing, so no
+//     value reaches an environment variable or argv; read_file and
+//     write_file refuse the private runtime directories (/run/boxmaker,
+//     /run/egress) whatever the grant says;
 //   - http_fetch reaches the network only through the egress proxy's
 //     Unix socket, one proxied connection per dial, so every redirect is
 //     checked by the proxy again; it verifies TLS itself.
@@ -151,26 +151,26 @@ func writeSecret(dir string, tmpfs bool, s *toolargs.InputSecret) (string, error
 	if tmpfs {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(filepath.Dir(dir), &st); err != nil || st.Type != tmpfsMagic {
-			return "", failf("the secret could not be placed: %s is not a private tmpfs", filepath.Dir(dir))
+			return "", failf("the secret could not be placed: %s is not a private tmpfs; see docs/runbook.md#toolkit-runtime-dirs", filepath.Dir(dir))
 		}
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return "", failf("the secret could not be placed: %s is not a directory", dir)
+		return "", failf("the secret could not be placed: %s is not a directory; see docs/runbook.md#toolkit-runtime-dirs", dir)
 	}
 	p := filepath.Join(dir, s.Name) // Name matches ^[A-Z][A-Z0-9_]*$: one element
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o400)
 	if err != nil {
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	if _, err := io.WriteString(f, s.Value.Reveal()); err != nil {
 		f.Close()
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	if err := f.Close(); err != nil {
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	return p, nil
 }
