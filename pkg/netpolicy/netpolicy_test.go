@@ -153,7 +153,7 @@ func TestOracle(t *testing.T) {
 			addrs = append(addrs, first, first.Prev(), lastOf(bl.Prefix), lastOf(bl.Prefix).Next())
 		}
 	}
-	for range 200000 {
+	for range 40000 {
 		var v4 [4]byte
 		binary.BigEndian.PutUint32(v4[:], r.Uint32())
 		addrs = append(addrs, netip.AddrFrom4(v4))

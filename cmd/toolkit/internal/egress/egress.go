@@ -67,8 +67,8 @@ type Proxy struct {
 	Log      *slog.Logger
 }
 
-// Serve accepts connections on ln until ctx ends, then closes ln and
-// waits for open tunnels to finish.
+// Serve accepts connections on ln until ctx ends, then closes ln, ends
+// the open tunnels and waits for their goroutines.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		<-ctx.Done()
@@ -110,6 +110,8 @@ type decision struct {
 
 func (p *Proxy) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	// A stopped proxy ends its open tunnels rather than wait for them.
+	defer context.AfterFunc(ctx, func() { c.Close() })()
 	_ = c.SetDeadline(time.Now().Add(HandshakeTimeout))
 	noAuth, err := socks5.ReadGreeting(c)
 	if err != nil {
@@ -140,6 +142,7 @@ func (p *Proxy) serveConn(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer d.conn.Close()
+	defer context.AfterFunc(ctx, func() { d.conn.Close() })()
 	if _, err := c.Write(socks5.Reply(socks5.RepSucceeded)); err != nil {
 		return
 	}

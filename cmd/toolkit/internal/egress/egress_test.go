@@ -337,3 +337,37 @@ func BenchmarkConnect(b *testing.B) {
 		c.Close()
 	}
 }
+
+// TestStopEndsTunnels: cancelling the proxy ends an open tunnel at once.
+func TestStopEndsTunnels(t *testing.T) {
+	echo := echoServer(t)
+	name, _ := hostrule.ParseName("granted.example")
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Hosts: []hostrule.Name{name}, Resolver: FakeResolver{"granted.example": addrs("93.184.215.14")},
+		Dialer: &MapDialer{To: map[string]string{"93.184.215.14:443": echo}}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, ln) }()
+	c, err := socks5.Dial(context.Background(), sock, "granted.example", 443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve waited for an open tunnel")
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("tunnel still open after stop: %d, %v", n, err)
+	}
+}

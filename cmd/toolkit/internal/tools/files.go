@@ -7,14 +7,31 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/toolargs"
 )
+
+// private reports whether p lies in the call's private runtime
+// directories (the secret's tmpfs, the egress socket's directory), which
+// read_file and write_file never touch, whatever a grant says: the secret
+// reaches a command only through the file the shell tool names.
+func private(env Env, p string) bool {
+	for _, dir := range []string{filepath.Dir(env.SecretDir), filepath.Dir(env.EgressSocket)} {
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // readFile prints a regular file's bytes, refusing files over MaxRead.
 // It opens without blocking, so a FIFO cannot hang the call.
 func readFile(env Env, a toolargs.ReadFile) error {
 	p := a.Path.String()
+	if private(env, p) {
+		return failf("read %s: the call's private runtime directory is not readable by tools; see docs/runbook.md#toolkit-runtime-dirs", p)
+	}
 	f, err := os.OpenFile(p, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
 		return failf("read %s: %v", p, plainErr(err))
@@ -49,6 +66,9 @@ func readFile(env Env, a toolargs.ReadFile) error {
 // bits; a new one gets 0644.
 func writeFile(env Env, a toolargs.WriteFile) (err error) {
 	p := a.Path.String()
+	if private(env, p) {
+		return failf("write %s: the call's private runtime directory is not writable by tools; see docs/runbook.md#toolkit-runtime-dirs", p)
+	}
 	dir := filepath.Dir(p)
 	mode := fs.FileMode(0o644)
 	switch fi, err := os.Lstat(p); {

@@ -11,9 +11,12 @@
 //     parse): then stderr holds one of the fixed [Misuse] sentences and
 //     nothing of the input;
 //   - a granted secret is written only to a 0400 file in the private
-//     tmpfs (SecretDir/NAME), and a shell command learns only that
-//     file's path, in BOXMAKER_SECRET_FILE; its environment is built
-//     from nothing, so no value reaches an environment variable or argv;
+//     tmpfs (SecretDir/NAME; refused if /run/boxmaker is not a tmpfs),
+//     and a shell command learns only that file's path, in
+//     BOXMAKER_SECRET_FILE; its environment is built from nothing, so no
+//     value reaches an environment variable or argv; read_file and
+//     write_file refuse the private runtime directories (/run/boxmaker,
+//     /run/egress) whatever the grant says;
 //   - http_fetch reaches the network only through the egress proxy's
 //     Unix socket, one proxied connection per dial, so every redirect is
 //     checked by the proxy again; it verifies TLS itself.
@@ -27,6 +30,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/toolargs"
 )
@@ -60,14 +64,17 @@ const (
 type Env struct {
 	Stdout, Stderr io.Writer
 	SecretDir      string
-	EgressSocket   string
-	Shell          string
-	RootCAs        *x509.CertPool // nil: the system's (the image's CA bundle)
+	// SecretTmpfs requires SecretDir's parent to be a tmpfs, so a
+	// secret never lands on a disk if the runner failed to mount one.
+	SecretTmpfs  bool
+	EgressSocket string
+	Shell        string
+	RootCAs      *x509.CertPool // nil: the system's (the image's CA bundle)
 }
 
 // DefaultEnv is the tool container's environment.
 func DefaultEnv(stdout, stderr io.Writer) Env {
-	return Env{Stdout: stdout, Stderr: stderr, SecretDir: SecretDir, EgressSocket: EgressSocket, Shell: Shell}
+	return Env{Stdout: stdout, Stderr: stderr, SecretDir: SecretDir, SecretTmpfs: true, EgressSocket: EgressSocket, Shell: Shell}
 }
 
 // toolError is a failure of the tool itself, shown to the model.
@@ -103,7 +110,7 @@ func Run(ctx context.Context, env Env, tool string, stdin io.Reader) int {
 	}
 	var secretFile string
 	if in.Secret != nil {
-		secretFile, err = writeSecret(env.SecretDir, in.Secret)
+		secretFile, err = writeSecret(env.SecretDir, env.SecretTmpfs, in.Secret)
 		if err != nil {
 			return report(env, err)
 		}
@@ -139,24 +146,31 @@ func report(env Env, err error) int {
 
 // writeSecret writes the secret to dir/NAME, mode 0400, creating dir
 // (0700) in the private tmpfs the runner mounts, and returns the path.
-func writeSecret(dir string, s *toolargs.InputSecret) (string, error) {
+// With tmpfs set it refuses unless dir's parent is a tmpfs.
+func writeSecret(dir string, tmpfs bool, s *toolargs.InputSecret) (string, error) {
+	if tmpfs {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(filepath.Dir(dir), &st); err != nil || st.Type != tmpfsMagic {
+			return "", failf("the secret could not be placed: %s is not a private tmpfs; see docs/runbook.md#toolkit-runtime-dirs", filepath.Dir(dir))
+		}
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return "", failf("the secret could not be placed: %s is not a directory", dir)
+		return "", failf("the secret could not be placed: %s is not a directory; see docs/runbook.md#toolkit-runtime-dirs", dir)
 	}
 	p := filepath.Join(dir, s.Name) // Name matches ^[A-Z][A-Z0-9_]*$: one element
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o400)
 	if err != nil {
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	if _, err := io.WriteString(f, s.Value.Reveal()); err != nil {
 		f.Close()
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	if err := f.Close(); err != nil {
-		return "", failf("the secret could not be placed: %v", err)
+		return "", failf("the secret could not be placed: %v; see docs/runbook.md#toolkit-runtime-dirs", err)
 	}
 	return p, nil
 }

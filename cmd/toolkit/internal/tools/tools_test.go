@@ -144,6 +144,49 @@ func TestShellSecret(t *testing.T) {
 	if err != nil || di.Mode().Perm() != 0o700 {
 		t.Errorf("secret dir: %v, %v; want mode 0700", di, err)
 	}
+	// read_file and write_file never reach the private directories.
+	for _, tt := range []struct{ tool, args string }{
+		{"read_file", `{"path":"` + file + `"}`},
+		{"read_file", `{"path":"` + filepath.Dir(env.SecretDir) + `"}`},
+		{"write_file", `{"path":"` + file + `","content":"x"}`},
+		{"write_file", `{"path":"` + filepath.Join(filepath.Dir(env.EgressSocket), "egress.sock") + `","content":"x"}`},
+	} {
+		var o, e bytes.Buffer
+		env3 := env
+		env3.Stdout, env3.Stderr = &o, &e
+		code := Run(context.Background(), env3, tt.tool, strings.NewReader(`{"args":`+tt.args+`}`))
+		if code != ExitTool || strings.Contains(o.String(), value) || !strings.Contains(e.String(), "private runtime directory") {
+			t.Errorf("%s %s = %d, %q, %q", tt.tool, tt.args, code, o.String(), e.String())
+		}
+	}
+	// With the tmpfs check on, a secret directory on a disk is refused
+	// and nothing is written; on a tmpfs (/dev/shm) it is accepted.
+	envDisk := env
+	envDisk.SecretTmpfs = true
+	envDisk.SecretDir = filepath.Join(t.TempDir(), "secrets")
+	var eb bytes.Buffer
+	envDisk.Stderr = &eb
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(envDisk.SecretDir), &st); err == nil && st.Type != tmpfsMagic {
+		if code := Run(context.Background(), envDisk, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", value))); code != ExitTool || !strings.Contains(eb.String(), "not a private tmpfs") {
+			t.Errorf("secret on a disk: %d, %q", code, eb.String())
+		}
+		if _, err := os.Stat(envDisk.SecretDir); err == nil {
+			t.Error("the secret directory was created on a disk")
+		}
+	}
+	if err := syscall.Statfs("/dev/shm", &st); err == nil && st.Type == tmpfsMagic {
+		shm, err := os.MkdirTemp("/dev/shm", "toolkit-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(shm)
+		envShm := env
+		envShm.SecretTmpfs, envShm.SecretDir = true, filepath.Join(shm, "secrets")
+		if code := Run(context.Background(), envShm, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", value))); code != ExitDone {
+			t.Errorf("secret on a tmpfs: exit %d", code)
+		}
+	}
 	// A second call in the same private directory (never the case in a
 	// fresh container) cannot be made to overwrite or follow a planted
 	// file.
