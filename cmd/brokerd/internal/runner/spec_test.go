@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +126,45 @@ func TestCappedKeepsThePrefixAndSaysOnce(t *testing.T) {
 	}
 	if c.String() != "0123456789" || n != 1 {
 		t.Errorf("kept %q, over called %d times", c.String(), n)
+	}
+}
+
+func TestRootlessKeepsTheUserAsBrokerd(t *testing.T) {
+	c := checked(t)
+	d := decide(t, autoGrant("s", "shell", []string{"/src"}), "shell", map[string]string{"command": "ls", "workdir": "/src"})
+	if s := c.toolSpec("i", d, ""); s.UserNS.NSMode != "" {
+		t.Errorf("rootful user namespace = %+v, want Podman's default", s.UserNS)
+	}
+	c.rootless = true
+	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {
+		if s.UserNS.NSMode != specgen.KeepID || s.UserNS.Value != "uid=65534,gid=65534" || s.User != "65534:65534" {
+			t.Errorf("rootless user namespace = %+v user %q", s.UserNS, s.User)
+		}
+	}
+}
+
+// TestLinksAreNeverMounted: a granted path reached through a symbolic
+// link (planted, say, by an earlier shell call in a writable grant) is
+// refused before Podman is asked, as is a missing path.
+func TestLinksAreNeverMounted(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "real.txt"), []byte("x"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(dir, "link.txt"))
+	os.Symlink(dir, filepath.Join(dir, "sub"))
+	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{dir + "/link.txt", "symbolic link"},
+		{dir + "/sub/real.txt", "symbolic link"},
+		{dir + "/missing.txt", "no such file"},
+		{dir, "not a regular file"},
+	} {
+		d := decide(t, autoGrant("r", "read_file", []string{dir}), "read_file", map[string]string{"path": tt.path})
+		out, err := p.Run(context.Background(), d)
+		if err != nil || out.Exit != 1 || !strings.Contains(out.Stderr, tt.want) {
+			t.Errorf("read_file %s = %+v, %v; want the tool's error %q", tt.path, out, err, tt.want)
+		}
 	}
 }
