@@ -1,9 +1,12 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"wntrmute.dev/boxmaker/internal/podmantest"
 )
@@ -18,6 +21,37 @@ func TestLifecycleStub(t *testing.T) {
 	t.Logf("%+v", out)
 	if !strings.Contains(out.Stdout, "tool=read_file uid=65534") || !strings.Contains(out.Stdout, `{"args":{"path":"`+dir+`/x"}}`) || out.Stderr != "diag\n" || out.Exit != 3 {
 		t.Errorf("output = %+v", out)
+	}
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
+}
+
+// TestCancelledCallRemovesItsContainer: brokerd stopping (its context
+// cancelled) mid-call still kills and removes the container.
+func TestCancelledCallRemovesItsContainer(t *testing.T) {
+	svc := podmantest.Require(t)
+	p := newRunner(t, svc, svc.StubImage(t), nil)
+	dir := t.TempDir()
+	d := decide(t, autoGrant("s", "shell", []string{dir}), "shell", map[string]string{"command": "sleep 60", "workdir": dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		// Cancel once the tool runs.
+		for {
+			out, _ := svc.CLI(nil, "ps", "-q", "--filter", "status=running", "--filter", "label="+LabelInstance+"="+p.instance)
+			if strings.TrimSpace(out) != "" {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}()
+	start := time.Now()
+	if _, err := p.Run(ctx, d); !errors.Is(err, ErrPodman) || !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("Run after cancel = %v", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("a cancelled call took %v", time.Since(start))
 	}
 	if l := leftovers(t, svc, p); len(l) > 0 {
 		t.Errorf("containers left behind: %v", l)
