@@ -177,12 +177,16 @@ func TestSecretsStayInTheirCall(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a = shellIn(t, p, dir, false, `cat "$BOXMAKER_SECRET_FILE"; echo; env; sleep 4`, `secret = "TOKEN_A"`)
+		a = shellIn(t, p, dir, false, `cat "$BOXMAKER_SECRET_FILE"; echo; env; sleep 6`, `secret = "TOKEN_A"`)
 	}()
-	time.Sleep(2 * time.Second)
-	running := leftovers(t, svc, p)
-	if len(running) != 1 {
-		t.Fatalf("running containers %v, want call A's", running)
+	var running []string
+	for i := 0; len(running) == 0; i++ {
+		if i > 600 {
+			t.Fatal("call A's container never ran")
+		}
+		time.Sleep(50 * time.Millisecond)
+		out, _ := svc.CLI(nil, "ps", "-q", "--filter", "status=running", "--filter", "label="+LabelInstance+"="+p.instance)
+		running = strings.Fields(out)
 	}
 	inspect, err := svc.CLI(nil, append([]string{"container", "inspect"}, running...)...)
 	if err != nil {
