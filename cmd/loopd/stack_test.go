@@ -63,12 +63,12 @@ func selftestReplies(srv *fake.Server) {
 	)
 }
 
-// up runs `bxctl up` until the test ends (or until the returned channel
-// says it has exited).
-func up(t *testing.T, bin, state string, srv *fake.Server) <-chan error {
+// up runs `bxctl up` (with any extra flags) until the test ends (or until
+// the returned channel says it has exited).
+func up(t *testing.T, bin, state string, srv *fake.Server, extra ...string) <-chan error {
 	t.Helper()
 	u, _ := url.Parse(srv.URL())
-	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)
+	cmd := exec.Command(filepath.Join(bin, "bxctl"), append([]string{"up", "--state", state, "--llama", u.Host, "--bin", bin}, extra...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.StdoutPipe()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +66,65 @@ func TestStackToolRuns(t *testing.T) {
 	}
 	if left, err := svc.CLI(nil, "ps", "-a", "-q"); err != nil || strings.TrimSpace(left) != "" {
 		t.Errorf("containers left behind: %q %v", left, err)
+	}
+}
+
+// TestStackUpRunsPodman: `bxctl up --tool-image ID` on a fresh state
+// directory writes brokerd's [runner], starts its own Podman API service
+// for the stack, and a chat turn's read_file runs through it. Podman's
+// storage is redirected to a temporary directory, where the test imports
+// the tool image as an owner would with `podman import`.
+func TestStackUpRunsPodman(t *testing.T) {
+	podman, conf, err := podmantest.Find()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("no Podman: %v", err)
+	}
+	bin, state, srv := stack(t, 65536)
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home")
+	os.MkdirAll(filepath.Join(home, ".config", "containers"), 0o700)
+	os.WriteFile(filepath.Join(home, ".config", "containers", "policy.json"),
+		[]byte(`{"default":[{"type":"reject"}],"transports":{"tarball":{"":[{"type":"insecureAcceptAnything"}]}}}`), 0o600)
+	storage := filepath.Join(tmp, "storage.conf")
+	os.WriteFile(storage, []byte(fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n",
+		filepath.Join(tmp, "root"), filepath.Join(tmp, "run"))), 0o600)
+	t.Setenv("HOME", home)
+	t.Setenv("CONTAINERS_STORAGE_CONF", storage)
+	t.Setenv("CONTAINERS_CONF", conf)
+	t.Setenv("PODMAN_IGNORE_CGROUPSV1_WARNING", "1")
+	t.Setenv("PATH", filepath.Dir(podman)+":"+os.Getenv("PATH"))
+	tarball := filepath.Join(tmp, "tool.tar")
+	if out, err := exec.Command("../../scripts/tool-image", tarball).CombinedOutput(); err != nil {
+		t.Fatalf("scripts/tool-image: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(podman, "import", tarball, "localhost/boxmaker-tool:test").CombinedOutput(); err != nil {
+		t.Fatalf("podman import: %v\n%s", err, out)
+	}
+	out, err := exec.Command(podman, "image", "inspect", "--format", "{{.ID}}", "localhost/boxmaker-tool:test").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command(podman, "rmi", "--all", "--force").Run() })
+	files := t.TempDir()
+	os.Chmod(files, 0o755)
+	os.WriteFile(filepath.Join(files, "note.txt"), []byte("through bxctl's podman\n"), 0o644)
+	os.MkdirAll(filepath.Join(state, "grants"), 0o700)
+	os.WriteFile(filepath.Join(state, "grants", "files.toml"), []byte(fmt.Sprintf(
+		"[[grant]]\nid = \"files-read\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", files)), 0o600)
+	srv.Script(
+		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{{Name: "call_tool", Arguments: fmt.Sprintf(`{"name":"read_file","arguments":{"path":%q}}`, files+"/note.txt")}}},
+		fake.Reply{Reasoning: "Done.", Content: "Read."},
+	)
+	up(t, bin, state, srv, "--tool-image", "sha256:"+strings.TrimSpace(string(out)))
+	if b, _ := os.ReadFile(filepath.Join(state, "config", "brokerd.toml")); !strings.Contains(string(b), "[runner]") {
+		t.Fatalf("brokerd.toml has no [runner]:\n%s", b)
+	}
+	chat(t, bin, state, "s1", "read my note")
+	log, _ := os.ReadFile(filepath.Join(state, "sessions", "s1", "0.jsonl"))
+	if !strings.Contains(string(log), `"content":"through bxctl's podman\n"`) {
+		t.Errorf("session log lacks the file read through bxctl's Podman:\n%s", log)
 	}
 }
