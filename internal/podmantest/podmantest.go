@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -196,7 +197,9 @@ func (s *Service) Stop() error {
 		}
 	}
 	if s.globals == nil {
-		return nil // rootless: the caller owns the directory
+		// Rootless Podman leaves a pause process holding its user
+		// namespace; it would outlive the tests. The caller owns dir.
+		return killPause(s.dir)
 	}
 	// Storage may still hold mounts (overlay's private bind of its
 	// home); detach them, then delete everything.
@@ -204,6 +207,32 @@ func (s *Service) Stop() error {
 		return err
 	}
 	return os.RemoveAll(s.dir)
+}
+
+// killPause kills the rootless pause process named by a pause.pid under
+// dir, if any.
+func killPause(dir string) error {
+	var errs []error
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "pause.pid" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			errs = append(errs, fmt.Errorf("%s: bad pid %q", p, b))
+			return nil
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+			errs = append(errs, fmt.Errorf("kill pause process %d: %v", pid, err))
+		}
+		return nil
+	})
+	return errors.Join(errs...)
 }
 
 // copyFor copies the binary and containers.conf into dir and hands dir

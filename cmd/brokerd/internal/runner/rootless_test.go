@@ -50,7 +50,11 @@ func TestRootlessCgroupsV1FailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rootless podman service: %v", err)
 	}
-	t.Cleanup(func() { svc.Stop() })
+	t.Cleanup(func() {
+		if err := svc.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	p := newRunner(t, svc, svc.StubImage(t), nil)
 	err = p.Check(context.Background())
 	if !errors.Is(err, ErrIsolation) || !strings.HasSuffix(err.Error(), "; see docs/runbook.md#runner-isolation-lost") ||
