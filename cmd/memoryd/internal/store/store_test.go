@@ -147,7 +147,7 @@ func TestRefusals(t *testing.T) {
 	refused(t, s, clean, `{"action":"note","text":"a\n<!-- note {} -->"}`, "<!--")
 	refused(t, s, clean, `{"action":"add","file":"user","text":"a\n§\nb"}`, "§")
 	refused(t, s, clean, `{"action":"remove","file":"user","old":"nothing"}`, "no entry contains")
-	long := strings.Repeat("x", 600)
+	long := strings.Repeat("x", 685)
 	do(t, s, clean, `{"action":"add","file":"user","text":"`+long+`"}`)
 	do(t, s, clean, `{"action":"add","file":"user","text":"`+long+`"}`)
 	refused(t, s, clean, `{"action":"add","file":"user","text":"one more"}`, "consolidate")
