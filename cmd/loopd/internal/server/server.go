@@ -34,7 +34,7 @@ import (
 type Manager struct {
 	State    string // the state directory; sessions/ is under it
 	Engine   *turn.Engine
-	Baseline func() (session.Baseline, error)
+	Baseline func(id string) (session.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
 
 	ctx context.Context // the daemon's life; turns stop with it
@@ -82,7 +82,7 @@ func (m *Manager) open(id string) (*live, error) {
 	if l, ok := m.sessions[id]; ok {
 		return l, nil
 	}
-	s, err := session.Open(m.State, id, m.Baseline)
+	s, err := session.Open(m.State, id, func() (session.Baseline, error) { return m.Baseline(id) })
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ func TestCoreIsFixed(t *testing.T) {
 	for _, tl := range Core() {
 		names = append(names, tl.Function.Name)
 	}
-	if got := strings.Join(names, ","); got != "clock,find_tool,call_tool" {
+	if got := strings.Join(names, ","); got != "clock,find_tool,call_tool,recall,memory" {
 		t.Errorf("core tools = %s", got)
 	}
 }
