@@ -67,6 +67,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	roles := []*role{
 		{name: "inferproxy", socket: filepath.Join(socketDir(state, "infer"), "infer.sock")},
+		{name: "memoryd", socket: memadminSocket(state)},
 		{name: "brokerd", socket: adminSocket(state)},
 		{name: "loopd", socket: loopSocket(state)},
 	}
@@ -107,7 +108,7 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 			return err
 		}
 	}
-	for _, pair := range []string{"infer", "loop", "broker", "admin"} {
+	for _, pair := range append([]string{"infer", "loop", "broker", "admin"}, memoryPairs...) {
 		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
 			return err
 		}
@@ -121,10 +122,11 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 	configs := map[string]string{
 		"inferproxy": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/inferproxy.toml explains every key).\nsocket_dir = %q\nupstream = %q\n",
 			socketDir(state, "infer"), llamaAddr),
-		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\n\n[model]\nname = %q\n",
-			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), model),
-		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n",
-			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")),
+		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\nmemory_socket = %q\n\n[model]\nname = %q\n",
+			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), memorySocket(state), model),
+		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n",
+			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin"), memtoolSocket(state)),
+		"memoryd": memorydConfig(state),
 	}
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")
