@@ -39,7 +39,7 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 func buildStack(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd"} {
+	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd", "memoryd"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, role), "wntrmute.dev/boxmaker/cmd/"+role)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
