@@ -41,12 +41,18 @@ const (
 	DefaultK   = 5
 	SnippetCap = 400 // bytes of one snippet
 	maxWords   = 16
+	// commonDocs: a word in more records than this is common; ranking
+	// every record that has it would cost a scan, so common words only
+	// narrow a query or, alone, find the most recent records.
+	commonDocs = 2000
 )
 
 // Hit is one recalled item.
 type Hit struct {
 	Doc
 	Snippet string
+
+	rowid int64
 }
 
 // Retriever finds remembered items for a query. Implementations label
@@ -69,6 +75,7 @@ type Index struct {
 const schema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, source UNINDEXED, class UNINDEXED, session UNINDEXED,
 	epoch UNINDEXED, turn UNINDEXED, record UNINDEXED, note UNINDEXED, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_vocab USING fts5vocab(docs, row);
 CREATE TABLE IF NOT EXISTS turns(session TEXT NOT NULL, epoch INTEGER NOT NULL, turn INTEGER NOT NULL, PRIMARY KEY(session, epoch, turn));
 CREATE TABLE IF NOT EXISTS notes(id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS note_hits(id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_found TEXT NOT NULL);
@@ -165,15 +172,38 @@ func (x *Index) Clear() error {
 
 var wordRE = regexp.MustCompile(`[\p{L}\p{N}]+`)
 
-// match turns the model's query into an FTS5 expression of quoted words,
-// any of which may match (ranked by bm25). "" means no word.
-func match(query string) string {
-	words := wordRE.FindAllString(query, maxWords)
-	for i, w := range words {
-		words[i] = `"` + w + `"`
+// stopwords are left out of a query when it has other words: they match
+// nearly every record, rank nothing and cost a scan.
+var stopwords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an and are as at be but by did do does for from had has have he her his how i if in
+		is it its me my of on or our she so that the their them they this to was we were what when where which who why
+		will with you your`) {
+		stopwords[w] = true
 	}
-	return strings.Join(words, " OR ")
 }
+
+// words cuts the model's query into at most maxWords quoted FTS5 terms,
+// without stopwords unless the query is nothing else.
+func words(query string) []string {
+	all := wordRE.FindAllString(query, maxWords)
+	var out []string
+	for _, w := range all {
+		if !stopwords[strings.ToLower(w)] {
+			out = append(out, `"`+w+`"`)
+		}
+	}
+	if len(out) == 0 {
+		for _, w := range all {
+			out = append(out, `"`+w+`"`)
+		}
+	}
+	return out
+}
+
+// match is an FTS5 expression any of whose quoted words may match.
+func match(query string) string { return strings.Join(words(query), " OR ") }
 
 // Recall returns up to k hits for query, best first, and counts the hits
 // on notes.
@@ -182,21 +212,63 @@ func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) 
 		k = DefaultK
 	}
 	k = min(k, MaxK)
-	q := match(query)
-	if q == "" {
+	all := words(query)
+	if len(all) == 0 {
 		return nil, nil
 	}
-	rows, err := x.db.QueryContext(ctx, `SELECT snippet(docs, 0, '', '', '…', 40), text, source, class, session, epoch, turn, record, note
-		FROM docs WHERE docs MATCH ? ORDER BY rank LIMIT ?`, q, k)
+	var rare, common []string
+	for _, w := range all {
+		var df int64
+		err := x.db.QueryRowContext(ctx, `SELECT doc FROM docs_vocab WHERE term = ?`, strings.ToLower(strings.Trim(w, `"`))).Scan(&df)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("recall: %w", err)
+		}
+		if df > commonDocs {
+			common = append(common, w)
+		} else if df > 0 {
+			rare = append(rare, w)
+		}
+	}
+	// Records with every word first; then records with any rare word,
+	// ranked by bm25; a query of common words only gets the most recent
+	// records that have them.
+	var hits []Hit
+	var err error
+	switch {
+	case len(rare) > 0:
+		hits, err = x.query(ctx, strings.Join(all, " AND "), "rank", k, nil)
+		if err == nil && len(hits) < k && len(all) > 1 {
+			hits, err = x.query(ctx, strings.Join(rare, " OR "), "rank", k-len(hits), hits)
+		}
+	case len(common) > 0:
+		hits, err = x.query(ctx, strings.Join(common, " AND "), "rowid DESC", k, nil)
+		if err == nil && len(hits) < k && len(common) > 1 {
+			hits, err = x.query(ctx, strings.Join(common, " OR "), "rowid DESC", k-len(hits), hits)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return hits, x.count(hits)
+}
+
+// query appends to hits up to k hits for the FTS5 expression q, best
+// first, skipping documents already in hits.
+func (x *Index) query(ctx context.Context, q, order string, k int, hits []Hit) ([]Hit, error) {
+	seen := map[int64]bool{}
+	for _, h := range hits {
+		seen[h.rowid] = true
+	}
+	rows, err := x.db.QueryContext(ctx, `SELECT rowid, snippet(docs, 0, '', '', '…', 40), text, source, class, session, epoch, turn, record, note
+		FROM docs WHERE docs MATCH ? ORDER BY `+order+` LIMIT ?`, q, k+len(hits))
 	if err != nil {
 		return nil, fmt.Errorf("recall: %w", err)
 	}
 	defer rows.Close()
-	var hits []Hit
-	for rows.Next() {
+	for rows.Next() && k > 0 {
 		var h Hit
 		var class string
-		if err := rows.Scan(&h.Snippet, &h.Text, &h.Source, &class, &h.Session, &h.Epoch, &h.Turn, &h.Record, &h.Note); err != nil {
+		if err := rows.Scan(&h.rowid, &h.Snippet, &h.Text, &h.Source, &class, &h.Session, &h.Epoch, &h.Turn, &h.Record, &h.Note); err != nil {
 			return nil, err
 		}
 		c, err := dataclass.Parse(class)
@@ -205,12 +277,12 @@ func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) 
 		}
 		h.Class = c
 		h.Snippet = capBytes(h.Snippet, SnippetCap)
-		hits = append(hits, h)
+		if !seen[h.rowid] {
+			hits = append(hits, h)
+			k--
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return hits, x.count(hits)
+	return hits, rows.Err()
 }
 
 func (x *Index) count(hits []Hit) error {
