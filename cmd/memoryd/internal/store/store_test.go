@@ -185,3 +185,39 @@ func TestStaging(t *testing.T) {
 	}
 	refused(t, s, clean, `{"action":"remove","file":"user","old":"x"}`, "staged")
 }
+
+// FuzzReadNotes: notes.md may be edited by hand, so its parser takes any
+// bytes; whatever it accepts, written back note by note, reads back the
+// same.
+func FuzzReadNotes(f *testing.F) {
+	f.Add([]byte("<!-- note {\"id\":\"n1\",\"at\":\"x\",\"session\":\"s1\",\"kind\":\"note\",\"untrusted\":false,\"class\":\"private\",\"file\":\"\",\"ref\":\"\"} -->\ntea\n\n"))
+	f.Add([]byte("text first\n"))
+	f.Add([]byte("<!-- note {} -->\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		p := filepath.Join(dir, Notes)
+		os.WriteFile(p, b, 0o600)
+		notes, err := ReadNotes(p)
+		if err != nil {
+			return
+		}
+		var out strings.Builder
+		for _, n := range notes {
+			enc, err := n.encode()
+			if err != nil {
+				t.Fatalf("encode %+v: %v", n, err)
+			}
+			out.WriteString(enc)
+		}
+		os.WriteFile(p, []byte(out.String()), 0o600)
+		again, err := ReadNotes(p)
+		if err != nil || len(again) != len(notes) {
+			t.Fatalf("round trip: %v, %d notes, want %d", err, len(again), len(notes))
+		}
+		for i := range notes {
+			if again[i] != notes[i] {
+				t.Fatalf("note %d: %+v, want %+v", i, again[i], notes[i])
+			}
+		}
+	})
+}
