@@ -25,6 +25,11 @@ func reviewable(n Note) string {
 func (s *Store) Review() []wire.ReviewItem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.review()
+}
+
+// review is Review; the caller holds s.mu.
+func (s *Store) review() []wire.ReviewItem {
 	decided := map[string]bool{}
 	for _, n := range s.notes {
 		if n.Kind == KindReview {
@@ -48,14 +53,12 @@ func (s *Store) Decide(id, action, file string) (string, error) {
 	if action != "promote" && action != "drop" {
 		return "", refuse("review: the action must be promote or drop")
 	}
-	var item *Note
-	for _, it := range s.Review() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var item *wire.ReviewItem
+	for _, it := range s.review() {
 		if it.ID == id {
-			for _, n := range s.Notes() {
-				if n.ID == id {
-					item = &n
-				}
-			}
+			item = &it
 		}
 	}
 	if item == nil {
@@ -64,8 +67,6 @@ func (s *Store) Decide(id, action, file string) (string, error) {
 	if file == "" {
 		file = item.File
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	msg := fmt.Sprintf("%s dropped; it stays in notes.md", id)
 	if action == "promote" {
 		if file != Memory && file != User {

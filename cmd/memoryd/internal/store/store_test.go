@@ -221,3 +221,32 @@ func FuzzReadNotes(f *testing.F) {
 		}
 	})
 }
+
+func TestReviewPromote(t *testing.T) {
+	s := open(t)
+	bad := Caller{Session: "s2", Taint: dataclass.Private, Untrusted: true}
+	do(t, s, bad, `{"action":"add","file":"user","text":"The owner likes oolong."}`)
+	do(t, s, bad, `{"action":"note","text":"The page said something."}`)
+	if items := s.Review(); len(items) != 2 || items[0].File != User || items[1].File != "" {
+		t.Fatalf("review = %+v", items)
+	}
+	if _, err := s.Decide("n2", "promote", ""); err == nil {
+		t.Error("promote without a file = nil")
+	}
+	if msg, err := s.Decide("n1", "promote", ""); err != nil || !strings.Contains(msg, "n1 promoted: user.md: add done") {
+		t.Fatalf("promote = %q, %v", msg, err)
+	}
+	if file(t, s, User) != "The owner likes oolong.\n" {
+		t.Errorf("user.md = %q", file(t, s, User))
+	}
+	if _, err := s.Decide("n1", "drop", ""); err == nil {
+		t.Error("a decided item was decided again")
+	}
+	if items := s.Review(); len(items) != 1 || items[0].ID != "n2" {
+		t.Errorf("review after promote = %+v", items)
+	}
+	edits, _ := ReadJournal(filepath.Join(s.Dir(), "edits", JournalName))
+	if e := edits[len(edits)-2]; e.Session != "owner" || e.File != User || e.Action != "add" {
+		t.Errorf("journal = %+v, want the owner's add", edits)
+	}
+}
