@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
@@ -47,6 +48,9 @@ type Memd struct {
 	index *recall.Index
 	// retriever answers recall; the index unless a test swaps it.
 	retriever recall.Retriever
+	adminMu sync.Mutex // serialises reindexes; guards skipped
+	// skipped are the session logs the last catch-up could not read.
+	skipped []string
 }
 
 // New opens memory/ and index/ under the state directory and catches the
@@ -76,17 +80,22 @@ func New(log *slog.Logger, cfg Config) (*Memd, error) {
 // Close closes the store and the index.
 func (m *Memd) Close() error { return errors.Join(m.store.Close(), m.index.Close()) }
 
-// catchUp indexes every ended turn and note not yet indexed.
+// catchUp indexes every ended turn and note not yet indexed. A session
+// log it cannot read (loopd refuses a damaged one until the owner acts)
+// is logged and skipped, not fatal: the rest of memory still works.
 func (m *Memd) catchUp() (int, error) {
 	files, err := recall.LogFiles(filepath.Join(m.cfg.StateDir, "sessions"))
 	if err != nil {
 		return 0, err
 	}
 	total := 0
+	m.skipped = nil
 	for _, f := range files {
 		turns, err := recall.ReadLog(f)
 		if err != nil {
-			return total, fmt.Errorf("index %s: %w", f, err)
+			m.log.Warn("session log not indexed; see docs/runbook.md#memoryd-unavailable", "file", f, "err", err.Error())
+			m.skipped = append(m.skipped, filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f))
+			continue
 		}
 		n, err := m.index.AddTurns(turns)
 		total += n
@@ -99,6 +108,7 @@ func (m *Memd) catchUp() (int, error) {
 }
 
 // Rebuild empties the index and indexes everything again from the files.
+// The caller holds m.adminMu.
 func (m *Memd) Rebuild() (int, error) {
 	if err := m.index.Clear(); err != nil {
 		return 0, err

@@ -224,3 +224,19 @@ func TestIdentityUndoAndReview(t *testing.T) {
 		t.Errorf("identity after a bad hand edit = %#v", e)
 	}
 }
+
+// TestDamagedLogSkipped: a session log memoryd cannot parse is skipped and
+// named, never fatal to the rest of memory.
+func TestDamagedLogSkipped(t *testing.T) {
+	h := start(t)
+	writeLog(t, h.cfg.StateDir, "s1", false)
+	os.MkdirAll(filepath.Join(h.cfg.StateDir, "sessions", "bad"), 0o700)
+	os.WriteFile(filepath.Join(h.cfg.StateDir, "sessions", "bad", "0.jsonl"), []byte(`{"type":"user","turn":1}`+"\n"), 0o600)
+	d, ok := h.ask(t, h.cfg.AdminSocketDir, AdminSocket, &wire.Reindex{}).(*wire.MemoryDone)
+	if !ok || !strings.Contains(d.Msg, "5 items") || !strings.Contains(d.Msg, "1 session logs could not be read and were skipped (bad/0.jsonl)") {
+		t.Errorf("reindex = %#v", d)
+	}
+	if r := h.tool(t, "s9", "recall", `{"query":"sencha"}`, dataclass.Private, false); !strings.Contains(r.Output, "[1]") {
+		t.Errorf("recall = %s", r.Output)
+	}
+}

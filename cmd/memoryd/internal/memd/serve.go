@@ -177,13 +177,19 @@ func (m *Memd) serveAdmin(ctx context.Context, peer sockets.Peer, c net.Conn) {
 			m.send(c, &wire.MemoryDone{Msg: msg})
 		}
 	case *wire.Reindex:
+		m.adminMu.Lock()
+		defer m.adminMu.Unlock()
 		n, err := m.Rebuild()
 		if err != nil {
 			m.log.Error("reindex", "err", err.Error())
 			m.send(c, &wire.Error{Op: "reindex", Kind: wire.Internal, Msg: "reindex failed: " + err.Error() + "; see docs/runbook.md#memoryd-unavailable"})
 			return
 		}
-		m.send(c, &wire.MemoryDone{Msg: fmt.Sprintf("index rebuilt from sessions/ and memory/notes.md: %d items", n)})
+		msg := fmt.Sprintf("index rebuilt from sessions/ and memory/notes.md: %d items", n)
+		if len(m.skipped) > 0 {
+			msg += fmt.Sprintf("; %d session logs could not be read and were skipped (%s); see docs/runbook.md#memoryd-unavailable", len(m.skipped), strings.Join(m.skipped, ", "))
+		}
+		m.send(c, &wire.MemoryDone{Msg: msg})
 	case *wire.ReviewList:
 		m.send(c, &wire.ReviewItems{Items: m.store.Review()})
 	case *wire.ReviewDecide:
