@@ -62,3 +62,14 @@ func TestClock(t *testing.T) {
 		t.Error("clock accepted an argument it does not take")
 	}
 }
+
+func TestMemoryCall(t *testing.T) {
+	if a, err := MemoryCall("recall", `{"query":"tea"}`); err != nil || a.Name != "recall" || string(a.Arguments) != `{"query":"tea"}` {
+		t.Errorf("MemoryCall = %+v, %v", a, err)
+	}
+	for _, bad := range []string{`["x"]`, `null`, `"x"`, `{`} {
+		if _, err := MemoryCall("memory", bad); err == nil {
+			t.Errorf("MemoryCall(%s) = nil", bad)
+		}
+	}
+}
