@@ -134,3 +134,17 @@ func TestErrorIsAndCauseStaysLocal(t *testing.T) {
 		t.Errorf("encoded error leaks its cause: %s", b)
 	}
 }
+
+func TestMemorydRefusals(t *testing.T) {
+	for _, tt := range []struct{ in, err string }{
+		{`{"type":"memory_undo","file":"memory.md","extra":1}`, "unknown field"},
+		{`{"type":"turn_done","session":"s","epoch":0}`, "missing field"},
+		{`{"type":"turn_done","session":"s","epoch":0,"turn":1.5}`, ""},
+		{`{"type":"identity_request","Session":"s","epoch":0}`, "case differs"},
+		{`{"type":"send","session":"s","text":"x"}`, "unknown type"},
+	} {
+		if _, err := MemorydMessages.Decode([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("Decode(%s) = %v, want %q", tt.in, err, tt.err)
+		}
+	}
+}
