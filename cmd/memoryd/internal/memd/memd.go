@@ -48,7 +48,7 @@ type Memd struct {
 	index *recall.Index
 	// retriever answers recall; the index unless a test swaps it.
 	retriever recall.Retriever
-	adminMu sync.Mutex // serialises reindexes; guards skipped
+	adminMu   sync.Mutex // serialises reindexes; guards skipped
 	// skipped are the session logs the last catch-up could not read.
 	skipped []string
 }
