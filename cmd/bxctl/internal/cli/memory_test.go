@@ -48,3 +48,29 @@ func TestMemoryLog(t *testing.T) {
 		t.Errorf("damaged log = %d, want refused", code)
 	}
 }
+
+// TestLayoutWiresMemoryd: the first configs connect loopd and brokerd to
+// memoryd's sockets, each in its own 0700 directory.
+func TestLayoutWiresMemoryd(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	if err := layout(t.Context(), state, "127.0.0.1:1", "m"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"run/memory", "run/memtool", "run/memadmin"} {
+		if fi, err := os.Stat(filepath.Join(state, d)); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v; want a 0700 directory", d, err)
+		}
+	}
+	for file, want := range map[string]string{
+		"loopd.toml":   `memory_socket = "` + memorySocket(state) + `"`,
+		"brokerd.toml": `memtool_socket = "` + memtoolSocket(state) + `"`,
+		"memoryd.toml": `admin_socket_dir = "` + filepath.Join(state, "run", "memadmin") + `"`,
+	} {
+		if b, _ := os.ReadFile(filepath.Join(state, "config", file)); !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s:\n%s", file, want, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(state, "config", "loopd.toml")); strings.Index(string(b), "memory_socket") > strings.Index(string(b), "[model]") {
+		t.Error("memory_socket is inside [model]")
+	}
+}

@@ -221,7 +221,7 @@ func ReadLog(path string) ([]Turn, error) {
 // SourceOf is the source tag of a session's experience.
 func SourceOf(untrusted bool) string {
 	if untrusted {
-		return "memory-tainted"
+		return SourceTainted
 	}
-	return "memory"
+	return SourceMemory
 }

@@ -194,3 +194,28 @@ func BenchmarkRecall100k(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 }
+
+// FuzzReadLog: a session log may be damaged; the reader refuses or
+// accepts it without panicking, and what it accepts is labelled: every
+// document has a valid class and a known source.
+func FuzzReadLog(f *testing.F) {
+	f.Add([]byte(`{"type":"user","turn":1,"text":"hi"}` + "\n" + `{"type":"turn_end","turn":1}` + "\n"))
+	f.Add([]byte(`{"type":"tool_result","turn":1,"call_id":"c","tool":"t","status":"ok","content":"","truncated":false,"class":"secret","untrusted":true}` + "\n" + `{"type":"turn_end","turn":1}` + "\n"))
+	f.Add([]byte("{\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), "s1", "0.jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		os.WriteFile(p, b, 0o600)
+		turns, err := ReadLog(p)
+		if err != nil {
+			return
+		}
+		for _, tr := range turns {
+			for _, d := range tr.Docs {
+				if !d.Class.Valid() || (d.Source != SourceMemory && d.Source != SourceTainted) || d.Session != "s1" {
+					t.Fatalf("doc %+v", d)
+				}
+			}
+		}
+	})
+}
