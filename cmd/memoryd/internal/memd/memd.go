@@ -46,7 +46,7 @@ type Memd struct {
 	log   *slog.Logger
 	store *store.Store
 	index *recall.Index
-	// retriever answers recall; the index unless a test swaps it.
+	// retriever answers recall: the local index (Honcho will be another).
 	retriever recall.Retriever
 	adminMu   sync.Mutex // serialises reindexes; guards skipped
 	// skipped are the session logs the last catch-up could not read.

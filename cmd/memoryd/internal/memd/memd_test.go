@@ -163,11 +163,17 @@ func TestIndexRecallAndLabels(t *testing.T) {
 	if !strings.Contains(r.Output, "source=memory class=private from=note n1") || strings.Contains(r.Output, "<b>") {
 		t.Errorf("recall kettle = %s", r.Output)
 	}
+	// An entry moved out of identity is recalled as identity.
+	h.tool(t, "s2", "memory", `{"action":"add","file":"memory","text":"The backup disk is called Ferrous."}`, dataclass.Private, false)
+	h.tool(t, "s2", "memory", `{"action":"consolidate","file":"memory","plan":[{"op":"move"}]}`, dataclass.Private, false)
+	if r := h.tool(t, "s9", "recall", `{"query":"Ferrous"}`, dataclass.Private, false); !strings.Contains(r.Output, "source=identity class=private from=note n2") || r.Untrusted {
+		t.Errorf("recall Ferrous = %s", r.Output)
+	}
 	if n, at, err := h.idx(t).NoteHits("n1"); err != nil || n != 1 || at == "" {
 		t.Errorf("note hits = %d %q %v", n, at, err)
 	}
 	// Reindex rebuilds the same answers from the files alone.
-	if d, ok := h.ask(t, h.cfg.AdminSocketDir, AdminSocket, &wire.Reindex{}).(*wire.MemoryDone); !ok || !strings.Contains(d.Msg, "6 items") {
+	if d, ok := h.ask(t, h.cfg.AdminSocketDir, AdminSocket, &wire.Reindex{}).(*wire.MemoryDone); !ok || !strings.Contains(d.Msg, "7 items") {
 		t.Errorf("reindex = %#v", d)
 	}
 	if r := h.tool(t, "s9", "recall", `{"query":"sencha oxidised kettle","k":10}`, dataclass.Private, false); strings.Count(r.Output, "\n[") != 4 {
