@@ -75,7 +75,6 @@ type Index struct {
 const schema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, source UNINDEXED, class UNINDEXED, session UNINDEXED,
 	epoch UNINDEXED, turn UNINDEXED, record UNINDEXED, note UNINDEXED, tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE IF NOT EXISTS docs_vocab USING fts5vocab(docs, row);
 CREATE TABLE IF NOT EXISTS turns(session TEXT NOT NULL, epoch INTEGER NOT NULL, turn INTEGER NOT NULL, PRIMARY KEY(session, epoch, turn));
 CREATE TABLE IF NOT EXISTS notes(id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS note_hits(id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_found TEXT NOT NULL);
@@ -218,9 +217,11 @@ func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) 
 	}
 	var rare, common []string
 	for _, w := range all {
+		// How many records have the word, counted only up to the limit:
+		// a full count would read a common word's whole posting list.
 		var df int64
-		err := x.db.QueryRowContext(ctx, `SELECT doc FROM docs_vocab WHERE term = ?`, strings.ToLower(strings.Trim(w, `"`))).Scan(&df)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		err := x.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT rowid FROM docs WHERE docs MATCH ? LIMIT ?)`, w, commonDocs+1).Scan(&df)
+		if err != nil {
 			return nil, fmt.Errorf("recall: %w", err)
 		}
 		if df > commonDocs {
@@ -229,15 +230,17 @@ func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) 
 			rare = append(rare, w)
 		}
 	}
-	// Records with every word first; then records with any rare word,
-	// ranked by bm25; a query of common words only gets the most recent
-	// records that have them.
+	// With rare words, records with all of them first, then with any,
+	// ranked by bm25 over the rare words alone (bm25 reads the whole
+	// posting list of every word it ranks by, so a common word would cost
+	// a scan and tell little). A query of common words only gets the most
+	// recent records that have them.
 	var hits []Hit
 	var err error
 	switch {
 	case len(rare) > 0:
-		hits, err = x.query(ctx, strings.Join(all, " AND "), "rank", k, nil)
-		if err == nil && len(hits) < k && len(all) > 1 {
+		hits, err = x.query(ctx, strings.Join(rare, " AND "), "rank", k, nil)
+		if err == nil && len(hits) < k && len(rare) > 1 {
 			hits, err = x.query(ctx, strings.Join(rare, " OR "), "rank", k-len(hits), hits)
 		}
 	case len(common) > 0:

@@ -219,3 +219,27 @@ func FuzzReadLog(f *testing.F) {
 		}
 	})
 }
+
+func TestCommonAndRareWords(t *testing.T) {
+	x := openIndex(t, t.TempDir(), dataclass.Private)
+	var turns []Turn
+	for i := range commonDocs + 10 {
+		text := fmt.Sprintf("kettle number %d", i)
+		if i == 7 {
+			text += " ferrous"
+		}
+		turns = append(turns, Turn{Session: "s1", Turn: int64(i + 1), Class: dataclass.Private,
+			Docs: []Doc{{Text: text, Source: SourceMemory, Class: dataclass.Private, Session: "s1", Turn: int64(i + 1), Record: 1}}})
+	}
+	if _, err := x.AddTurns(turns); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := x.Recall(context.Background(), "kettle", 2)
+	if err != nil || len(hits) != 2 || hits[0].Turn != commonDocs+10 || hits[1].Turn != commonDocs+9 {
+		t.Errorf("common word: %+v, %v; want the two most recent", hits, err)
+	}
+	hits, err = x.Recall(context.Background(), "the kettle called Ferrous", 3)
+	if err != nil || len(hits) != 1 || hits[0].Turn != 8 {
+		t.Errorf("rare word: %+v, %v; want the one record", hits, err)
+	}
+}
