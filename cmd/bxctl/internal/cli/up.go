@@ -70,6 +70,12 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{name: "brokerd", socket: adminSocket(state)},
 		{name: "loopd", socket: loopSocket(state)},
 	}
+	if gw, err := gatewayRole(state); err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	} else if gw != nil {
+		roles = append(roles, gw)
+	}
 	defer stopAll(roles)
 	for _, r := range roles {
 		if err := start(r, bin, state); err != nil {
@@ -107,7 +113,7 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 			return err
 		}
 	}
-	for _, pair := range []string{"infer", "loop", "broker", "admin"} {
+	for _, pair := range []string{"infer", "loop", "broker", "admin", "gateway"} {
 		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
 			return err
 		}
@@ -123,8 +129,8 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 			socketDir(state, "infer"), llamaAddr),
 		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\n\n[model]\nname = %q\n",
 			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), model),
-		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n",
-			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")),
+		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\ngateway_socket = %q\n",
+			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin"), gatewaySocket(state)),
 	}
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")

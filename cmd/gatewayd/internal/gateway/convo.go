@@ -47,7 +47,7 @@ func (g *Gateway) handle(ctx context.Context, p *mattermost.Posted) {
 		return
 	}
 	if len(text) > wire.MaxMessage {
-		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("That message is %d bytes, over Boxmaker's limit of %d; it was not sent. See docs/runbook.md#gateway-message-too-long", len(text), wire.MaxMessage))
+		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("That message is %d bytes, over Boxmaker's limit of %d; it was not sent; see docs/runbook.md#gateway-message-too-long", len(text), wire.MaxMessage))
 		return
 	}
 	g.submit(ctx, post.ChannelID, post.Thread(), text)

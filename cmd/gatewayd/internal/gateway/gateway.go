@@ -55,11 +55,11 @@ type Gateway struct {
 	mu       sync.Mutex // guards the fields below
 	seen     map[string]bool
 	seenFIFO []string
-	convos   map[string]*convo    // by thread root id
-	mine     map[string]bool      // thread roots this Boxmaker has posted in
-	channels map[string]bool      // channels whose gaps are fetched
-	pending  map[int64]*approval  // approvals posted, by id
-	since    int64                // newest create_at seen, for gap fetches
+	convos   map[string]*convo   // by thread root id
+	mine     map[string]bool     // thread roots this Boxmaker has posted in
+	channels map[string]bool     // channels whose gaps are fetched
+	pending  map[int64]*approval // approvals posted, by id
+	since    int64               // newest create_at seen, for gap fetches
 }
 
 // maxSeen bounds the set of handled post ids.

@@ -51,6 +51,14 @@ func Plain(text string) string {
 	return t
 }
 
+// Code renders untrusted text of one line as an inline code span, whose
+// backtick fence is longer than any run inside it.
+func Code(text string) string {
+	t := strings.ReplaceAll(escape.Line(text), "@", "\uff20")
+	f := fenceFor(t)[:max(1, longestRun(t)+1)]
+	return f + " " + t + " " + f
+}
+
 // ApprovalPosts is an approval as posts.
 type ApprovalPosts struct {
 	Parts      []string
@@ -71,9 +79,9 @@ func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
 	args := strings.ReplaceAll(escape.JSON(string(c.Arguments)), "@", `\u0040`)
 	pieces := splitRunes(args, chunk)
 	out := ApprovalPosts{SHA256: hash}
-	tool := Plain(c.Tool)
+	tool := Code(c.Tool)
 	if len(pieces) > maxParts {
-		out.Parts = []string{fmt.Sprintf("**Approval %d**: a call to `%s` waits for you, but its arguments (%d bytes, SHA-256 %s) need %d posts, over this chat's limit of %d. Review and answer it on the host: `bxctl approvals %d`, then `bxctl approve %d` or `bxctl refuse %d`.",
+		out.Parts = []string{fmt.Sprintf("**Approval %d**: a call to %s waits for you, but its arguments (%d bytes, SHA-256 %s) need %d posts, over this chat's limit of %d. Review and answer it on the host: `bxctl approvals %d`, then `bxctl approve %d` or `bxctl refuse %d`.",
 			c.ID, tool, len(c.Arguments), hash, len(pieces), maxParts, c.ID, c.ID, c.ID)}
 		return out
 	}
@@ -81,7 +89,7 @@ func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
 	for i, p := range pieces {
 		fence := fenceFor(p)
 		var b strings.Builder
-		fmt.Fprintf(&b, "**Approval %d**, part %d of %d: a call to `%s`, expires %s. Arguments:\n%sjson\n%s\n%s\n", c.ID, i+1, n, tool, Plain(c.Expires), fence, p, fence)
+		fmt.Fprintf(&b, "**Approval %d**, part %d of %d: a call to %s, expires %s. Arguments:\n%sjson\n%s\n%s\n", c.ID, i+1, n, tool, Plain(c.Expires), fence, p, fence)
 		if i < n-1 {
 			fmt.Fprintf(&b, "Continued in part %d. Not answerable here: answer on part %d of %d.", i+2, n, n)
 		} else {
@@ -96,6 +104,10 @@ func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
 // fenceFor is a backtick fence longer than any backtick run in s
 // (CommonMark: a fence closes only with at least as many backticks).
 func fenceFor(s string) string {
+	return strings.Repeat("`", max(3, longestRun(s)+1))
+}
+
+func longestRun(s string) int {
 	longest, run := 0, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == '`' {
@@ -105,7 +117,7 @@ func fenceFor(s string) string {
 			run = 0
 		}
 	}
-	return strings.Repeat("`", max(3, longest+1))
+	return longest
 }
 
 // splitRunes cuts s into pieces of at most n runes (no line preference:
