@@ -136,7 +136,7 @@ func (s *Server) postCreate(user string, r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return 201, out, nil
+	return 201, snap(out), nil
 }
 
 // visible returns post id if user may read its channel (api4/post.go
@@ -160,7 +160,7 @@ func (s *Server) getPost(user string, r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return 200, p, nil
+	return 200, snap(p), nil
 }
 
 // patchPost is api4/post.go patchPost with model.PostPatch: only fields
@@ -195,7 +195,7 @@ func (s *Server) patchPost(user string, r *http.Request) (int, any, error) {
 	p.EditAt = s.now()
 	p.UpdateAt = p.EditAt
 	s.publishPost("post_edited", p, s.channels[p.ChannelID])
-	return 200, p, nil
+	return 200, snap(p), nil
 }
 
 // postList is model.PostList (server/public/model/post_list.go).
@@ -237,7 +237,7 @@ func (s *Server) getThread(user string, r *http.Request) (int, any, error) {
 			ps = append(ps, p)
 		}
 	}
-	return 200, list(ps), nil
+	return 200, snap(list(ps)), nil
 }
 
 // getChannelPosts is api4/post.go getPostsForChannel with since:
@@ -260,7 +260,7 @@ func (s *Server) getChannelPosts(user string, r *http.Request) (int, any, error)
 			ps = append(ps, p)
 		}
 	}
-	return 200, list(ps), nil
+	return 200, snap(list(ps)), nil
 }
 
 // postDirect is api4/channel.go createDirectChannel: exactly two ids, one
@@ -310,4 +310,11 @@ func (s *Server) postTyping(user string, r *http.Request) (int, any, error) {
 	s.typing = append(s.typing, Typing{UserID: user, ChannelID: tr.ChannelID, ParentID: tr.ParentID})
 	s.broadcast(ch, user, "typing", map[string]any{"parent_id": tr.ParentID, "user_id": user}, nil)
 	return 200, map[string]string{"status": "OK"}, nil
+}
+
+// snap encodes v while the caller holds s.mu: posts change under the
+// lock, so they may not be encoded after it is released.
+func snap(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }

@@ -26,7 +26,8 @@ type convo struct {
 const SessionPrefix = "mm-"
 
 // handle takes one post, from the WebSocket or a gap fetch, at most once.
-func (g *Gateway) handle(ctx context.Context, p *mattermost.Posted) {
+func (g *Gateway) handle(_ context.Context, p *mattermost.Posted) {
+	ctx := g.life
 	if !g.markSeen(p.Post.ID, p.Post.CreateAt) {
 		return
 	}
@@ -69,7 +70,9 @@ func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 	c.busy = true
 	g.mine[root] = true
 	g.mu.Unlock()
-	go g.converse(ctx, c, root, text)
+	// The turn runs for the daemon's life, not the WebSocket
+	// connection's: a dropped connection must not lose the answer.
+	go g.converse(g.life, c, root, text)
 }
 
 // converse runs turns for one thread until no message waits.

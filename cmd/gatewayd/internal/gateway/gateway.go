@@ -45,6 +45,7 @@ type Gateway struct {
 	me   *mattermost.User
 	hear *hearer
 
+	life      context.Context // the daemon's life: turns outlive a WebSocket connection
 	approvers map[string]bool
 	dead      *deadLog
 
@@ -126,6 +127,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	}
 	defer l.Close()
 	g.log.Info("serving", "gateway", l.Path(), "mattermost", g.cfg.URL, "bot", g.me.Username)
+	g.life = ctx
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); g.stream.Run(ctx) }()

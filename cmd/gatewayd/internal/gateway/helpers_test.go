@@ -184,6 +184,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
+// waitLog is waitFor, showing the gateway's log on failure.
+func (r *rig) waitLog(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s\n%s", what, r.logs.String())
+}
+
 // botPosts are the bot's posts in a thread.
 func (r *rig) botPosts(root string) []fake.Post {
 	var out []fake.Post
