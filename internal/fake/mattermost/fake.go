@@ -318,3 +318,12 @@ func (s *Server) createPost(user string, p Post) (*Post, error) {
 	s.publishPost("posted", &p, ch)
 	return &p, nil
 }
+
+// Patch sets a post's message directly (a test's edit, no event).
+func (s *Server) Patch(id, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.posts[id]; ok {
+		p.Message = message
+	}
+}
