@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/pkg/config"
@@ -59,6 +60,11 @@ func Load(path string) (Config, error) {
 	}
 	if c.Token.Backend() == 0 {
 		return bad("token is required: a secret ref such as \"credential:mattermost-token\", never the token itself")
+	}
+	if _, name, _ := strings.Cut(c.Token.String(), ":"); mattermost.ValidID(name) {
+		// A Mattermost token is 26 base32 characters: this is the token
+		// pasted in, not a ref. Refused without echoing it.
+		return bad("token looks like a Mattermost token itself; name where it is kept instead, e.g. \"credential:mattermost-token\"")
 	}
 	for name, p := range map[string]string{"state_dir": c.StateDir, "loop_socket": c.LoopSocket, "socket_dir": c.SocketDir} {
 		if !filepath.IsAbs(p) {
