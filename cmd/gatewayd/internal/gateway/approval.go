@@ -133,10 +133,15 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 	bg := context.WithoutCancel(ctx)
 	select {
 	case v, ok := <-frames:
-		if ok {
+		switch {
+		case ok:
 			g.log.Warn("brokerd sent an unexpected message on gateway.sock", "message", v.Tag())
+			g.withdraw(bg, a, "brokerd broke the protocol")
+		case ctx.Err() != nil:
+			g.withdraw(bg, a, "gatewayd stopped; if the call still waits, brokerd posts it again")
+		default:
+			g.withdraw(bg, a, "answered elsewhere, expired or withdrawn")
 		}
-		g.withdraw(bg, a, "answered elsewhere, expired or withdrawn")
 	case <-ctx.Done():
 		g.withdraw(bg, a, "gatewayd stopped; if the call still waits, brokerd posts it again")
 	case ans := <-a.answers:

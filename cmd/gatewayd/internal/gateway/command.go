@@ -38,7 +38,7 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 		}
 		g.answer(post, id, verb == "!approve", reason)
 	case "!stop":
-		g.reply(ctx, post.ChannelID, post.Thread(), "`!stop` cannot stop a turn yet: loopd has no way to stop one from outside; see docs/runbook.md#gateway-stop")
+		g.stopTurn(ctx, post)
 	default:
 		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: `!approve <id>`, `!deny <id> [reason]`, `!stop`; start a message with `!!` to send a literal `!`.")
 	}

@@ -203,3 +203,57 @@ func (g *Gateway) ownThread(ctx context.Context, root string) bool {
 	}
 	return false
 }
+
+// stopTurn is !stop: the thread's messages waiting for the next turn are
+// dropped, and loopd stops the running turn, whose follower then posts
+// that it was stopped.
+func (g *Gateway) stopTurn(ctx context.Context, post *mattermost.Post) {
+	root := post.Thread()
+	g.mu.Lock()
+	dropped := 0
+	if c := g.convos[root]; c != nil {
+		dropped, c.queue = len(c.queue), nil
+	}
+	g.mu.Unlock()
+	done, err := g.loopStop(ctx, SessionPrefix+root)
+	switch {
+	case err != nil:
+		g.reply(ctx, post.ChannelID, root, "Boxmaker could not stop the turn: "+render.Plain(err.Error()))
+	case !done.Stopped && dropped == 0:
+		g.reply(ctx, post.ChannelID, root, "No turn is running in this thread.")
+	case dropped > 0:
+		g.reply(ctx, post.ChannelID, root, fmt.Sprintf("Stopped; %d waiting message(s) dropped.", dropped))
+	}
+}
+
+// loopStop sends one stop for session on loop.sock.
+func (g *Gateway) loopStop(ctx context.Context, session string) (*wire.StopDone, error) {
+	conn, err := sockets.Dial(ctx, g.cfg.LoopSocket)
+	if err != nil {
+		return nil, errors.New("loopd is not reachable; see docs/runbook.md#loopd-not-running")
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req, err := wire.LoopRequests.Encode(&wire.Stop{Session: session})
+	if err == nil {
+		err = frame.Write(conn, req, wire.LoopFrameMax)
+	}
+	var body []byte
+	if err == nil {
+		body, err = frame.Read(conn, wire.LoopFrameMax)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loopd did not answer the stop: %v; see docs/runbook.md#loopd-not-running", err)
+	}
+	v, err := wire.LoopEvents.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("loopd sent an event gatewayd cannot read: %v; see docs/runbook.md#loopd-not-running", err)
+	}
+	switch d := v.(type) {
+	case *wire.StopDone:
+		return d, nil
+	case *wire.Error:
+		return nil, fmt.Errorf("loopd: %s", d.Error())
+	}
+	return nil, errors.New("loopd answered a stop with " + v.Tag() + "; see docs/runbook.md#loopd-not-running")
+}

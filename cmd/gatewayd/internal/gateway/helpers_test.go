@@ -25,6 +25,7 @@ import (
 // message with "echo: <text>" (or what answer returns), after delay.
 type fakeLoop struct {
 	mu     sync.Mutex
+	stops  map[string]chan struct{}
 	sends  []wire.Send
 	delay  time.Duration
 	answer func(text string) string
@@ -40,8 +41,25 @@ func (f *fakeLoop) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
 		if err != nil {
 			return
 		}
+		if st, ok := v.(*wire.Stop); ok {
+			f.mu.Lock()
+			ch, running := f.stops[st.Session]
+			if running {
+				close(ch)
+				delete(f.stops, st.Session)
+			}
+			f.mu.Unlock()
+			b, _ := wire.LoopEvents.Encode(&wire.StopDone{Session: st.Session, Stopped: running})
+			frame.Write(c, b, wire.LoopFrameMax)
+			continue
+		}
 		s := v.(*wire.Send)
+		stop := make(chan struct{})
 		f.mu.Lock()
+		if f.stops == nil {
+			f.stops = map[string]chan struct{}{}
+		}
+		f.stops[s.Session] = stop
 		f.sends = append(f.sends, *s)
 		delay, answer := f.delay, f.answer
 		f.mu.Unlock()
@@ -54,8 +72,18 @@ func (f *fakeLoop) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
 			b, _ := wire.LoopEvents.Encode(ev)
 			frame.Write(c, b, wire.LoopFrameMax)
 		}
-		time.Sleep(delay)
-		b, _ := wire.LoopEvents.Encode(&wire.Answer{Session: s.Session, Text: out})
+		var end interface{ Tag() string } = &wire.Answer{Session: s.Session, Text: out}
+		select {
+		case <-time.After(delay):
+			f.mu.Lock()
+			if f.stops[s.Session] == stop {
+				delete(f.stops, s.Session)
+			}
+			f.mu.Unlock()
+		case <-stop:
+			end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
+		}
+		b, _ := wire.LoopEvents.Encode(end)
 		if frame.Write(c, b, wire.LoopFrameMax) != nil {
 			return
 		}
