@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 )
 
 func TestDMAnsweredInThread(t *testing.T) {
@@ -36,5 +39,35 @@ func TestMessagesDuringTurnBatched(t *testing.T) {
 	s := r.loop.sent()
 	if len(s) != 2 || s[1].Text != "second\n\nthird" || s[1].Session != s[0].Session {
 		t.Errorf("loopd got %+v", s)
+	}
+}
+
+// TestHostileAnswer: a 20,000-rune answer with @channel and an image
+// link reaches the thread as two posts within the server's limit (the
+// fake refuses longer ones), nothing lost, nothing mentioned or embedded;
+// the typing indicator is refreshed while the turn runs.
+func TestHostileAnswer(t *testing.T) {
+	r := newRig(t, nil)
+	r.loop.delay = 300 * time.Millisecond
+	long := "@channel ![pwn](https://evil.example/x.png) " + strings.Repeat("é", 20000)
+	r.loop.answer = func(string) string { return long }
+	p := r.post(t, r.owner, r.dm, "", "write a lot")
+	waitFor(t, "two posts", func() bool { return len(r.botPosts(p.ID)) == 2 })
+	var all strings.Builder
+	for _, b := range r.botPosts(p.ID) {
+		if utf8.RuneCountInString(b.Message) > mattermost.MaxRunes {
+			t.Errorf("a post of %d runes", utf8.RuneCountInString(b.Message))
+		}
+		all.WriteString(b.Message)
+	}
+	got := all.String()
+	if strings.Contains(got, "@") || strings.Contains(got, "![") && !strings.Contains(got, `\![`) {
+		t.Errorf("the answer mentions or embeds: %.80q", got)
+	}
+	if strings.Count(got, "é") != 20000 {
+		t.Error("the answer lost text")
+	}
+	if n := len(r.mm.Typings()); n < 3 {
+		t.Errorf("typing sent %d times during a 300 ms turn refreshed every 50 ms", n)
 	}
 }
