@@ -202,3 +202,27 @@ func TestCreatePostChecks(t *testing.T) {
 		t.Error("ids are not 26 characters")
 	}
 }
+
+// TestResumeWithLoss: a known connection asking for a seq the server
+// cannot replay gets a new id and a hello, and the events queued while
+// it was away still follow (writePump's hasMsgLoss branch).
+func TestResumeWithLoss(t *testing.T) {
+	s := New(t)
+	bot := s.AddUser("boxmaker", true)
+	owner := s.AddUser("owner", false)
+	dm := s.Direct(bot.ID, owner.ID)
+	w := dialWS(t, s, bot.Token, "")
+	id := w.next()["data"].(map[string]any)["connection_id"].(string)
+	waitConns(t, s, 1)
+	s.Drop(false)
+	s.PostAs(owner.ID, Post{ChannelID: dm, Message: "queued"})
+	w = dialWS(t, s, bot.Token, "?connection_id="+id+"&sequence_number=99")
+	h := w.next()
+	if h["event"] != "hello" || h["seq"].(float64) != 0 || h["data"].(map[string]any)["connection_id"] == id {
+		t.Fatalf("first = %v", h)
+	}
+	ev := w.next()
+	if ev["event"] != "posted" || ev["seq"].(float64) != 1 || !strings.Contains(ev["data"].(map[string]any)["post"].(string), "queued") {
+		t.Fatalf("then = %v", ev)
+	}
+}

@@ -241,8 +241,10 @@ func (s *Server) getThread(user string, r *http.Request) (int, any, error) {
 }
 
 // getChannelPosts is api4/post.go getPostsForChannel with since:
-// store GetPostsSince returns the channel's posts whose update_at is
-// after since, deleted ones included. page/before/after are not modelled.
+// store/sqlstore/post_store.go GetPostsSince (collapsed threads off)
+// returns the channel's posts whose UpdateAt is after since, deleted
+// ones included, plus (the query's UNION) the roots of those that are
+// replies, at most 1000. page/before/after are not modelled.
 func (s *Server) getChannelPosts(user string, r *http.Request) (int, any, error) {
 	since, err := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 	if err != nil {
@@ -255,9 +257,17 @@ func (s *Server) getChannelPosts(user string, r *http.Request) (int, any, error)
 		return 0, nil, newAppError(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
 	}
 	var ps []*Post
+	in := map[string]bool{}
 	for _, id := range s.order {
-		if p := s.posts[id]; p.ChannelID == ch.ID && p.UpdateAt > since {
+		if p := s.posts[id]; p.ChannelID == ch.ID && p.UpdateAt > since && len(ps) < 1000 {
 			ps = append(ps, p)
+			in[p.ID] = true
+		}
+	}
+	for _, p := range ps {
+		if p.RootID != "" && !in[p.RootID] {
+			ps = append(ps, s.posts[p.RootID])
+			in[p.RootID] = true
 		}
 	}
 	return 200, snap(list(ps)), nil

@@ -195,25 +195,41 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	// web_hub.go CheckConn/RemoveInactiveByConnectionID: only an inactive
+	// connection of the same user is reused.
 	c, ok := s.conns[connID]
-	resume := ok && c.user == user && c.ws == nil && (seq == c.seq || c.inDead(seq))
-	if resume {
-		// Replay what the client missed from the dead queue; no hello.
+	reuse := ok && c.user == user && c.ws == nil
+	switch {
+	case reuse && c.inDead(seq):
+		// writePump: isInDeadQueue -> drainDeadQueue, original seqs, no hello.
 		c.replay = nil
 		for _, e := range c.dead {
 			if e.Seq >= seq {
 				c.replay = append(c.replay, e)
 			}
 		}
-	} else {
-		if ok {
+	case reuse && seq == c.seq:
+		// !hasMsgLoss: the client is caught up; nothing replayed, no hello.
+		c.replay = nil
+	case reuse:
+		// hasMsgLoss: clearDeadQueue, a new connection id, Sequence = 0,
+		// a hello; the active queue kept while disconnected still follows.
+		delete(s.conns, c.id)
+		c.id, c.seq, c.dead, c.replay = newID(), 0, nil, nil
+		c.queue = append([]event{hello(c.id, user)}, c.queue...)
+		s.conns[c.id] = c
+	default:
+		// Not found (reaped, restarted, or still marked active): a new
+		// connection, seq from 0, hello first (createHelloMessage).
+		if ok && c.user == user {
+			if c.ws != nil {
+				c.ws.CloseNow()
+			}
+			c.gen++
 			delete(s.conns, connID)
 		}
-		// A new connection: new id, seq from 0, hello first
-		// (createHelloMessage).
 		c = &conn{id: newID(), user: user, wake: make(chan struct{}, 1)}
-		c.queue = []event{{Event: "hello", Data: map[string]any{"connection_id": c.id, "server_version": "10.11.0.0.fake.false"},
-			Broadcast: broadcast{UserID: user}}}
+		c.queue = []event{hello(c.id, user)}
 		s.conns[c.id] = c
 	}
 	c.ws = ws
@@ -284,4 +300,10 @@ func (s *Server) write(ctx context.Context, c *conn, ws *websocket.Conn, gen int
 			return
 		}
 	}
+}
+
+// hello is web_conn.go createHelloMessage.
+func hello(connID, user string) event {
+	return event{Event: "hello", Data: map[string]any{"connection_id": connID, "server_version": "10.11.0.0.fake.false"},
+		Broadcast: broadcast{UserID: user}}
 }
