@@ -67,7 +67,11 @@ func (b *Broker) carry(ctx context.Context, e pending.Entry) {
 	for ctx.Err() == nil {
 		again, err := b.carryOnce(ctx, e)
 		if !again {
-			if err != nil {
+			switch {
+			case errors.Is(err, wire.Invalid):
+				// Not a chat session (a bxctl chat one): expected.
+				b.log.Info("approval not for the chat; answer it with bxctl", "approval", e.ID, "err", err.Error())
+			case err != nil:
 				b.log.Warn("approval not posted to the chat; answer it with bxctl", "approval", e.ID, "err", err.Error())
 			}
 			<-ctx.Done()
