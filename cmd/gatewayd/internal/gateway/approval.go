@@ -20,9 +20,9 @@ type approval struct {
 	id         int64
 	root       string // the thread
 	channel    string
-	posts      []string
-	lastAt     int64 // create_at of the last part; commands must be later
-	answerable bool
+	posts      []string        // written only before answerable is set
+	lastAt     int64           // create_at of the last part; commands must be later (guarded by Gateway.mu)
+	answerable bool            // guarded by Gateway.mu
 	answers    chan chatAnswer // buffered 1
 }
 
@@ -88,6 +88,7 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 	}()
 
 	posts := render.Approval(call, g.cfg.MaxApprovalParts)
+	var lastAt int64
 	for _, part := range posts.Parts {
 		p, err := g.mm.CreatePost(ctx, a.channel, root, part)
 		if err != nil {
@@ -97,13 +98,13 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 			return
 		}
 		a.posts = append(a.posts, p.ID)
-		a.lastAt = p.CreateAt
+		lastAt = p.CreateAt
 	}
 	if err := g.dead.add(call.ID, a.posts); err != nil {
 		g.log.Error("recording an approval post failed", "approval", call.ID, "err", err.Error())
 	}
 	g.mu.Lock()
-	a.answerable = posts.Answerable
+	a.answerable, a.lastAt = posts.Answerable, lastAt
 	g.mu.Unlock()
 	if !g.send(c, &wire.ApprovalPosted{ID: call.ID, Parts: len(posts.Parts), Answerable: posts.Answerable}) {
 		g.withdraw(context.WithoutCancel(ctx), a, "brokerd went away")

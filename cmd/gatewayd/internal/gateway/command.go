@@ -50,12 +50,17 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 func (g *Gateway) answer(post *mattermost.Post, id int64, approve bool, reason string) {
 	g.mu.Lock()
 	a := g.pending[id]
+	var answerable bool
+	var lastAt int64
+	if a != nil {
+		answerable, lastAt = a.answerable, a.lastAt
+	}
 	g.mu.Unlock()
 	switch {
 	case a == nil || a.root != post.Thread():
 		g.log.Info("approval command ignored: the id is not pending in this thread", "approval", id, "post", post.ID)
 		return
-	case !a.answerable || a.lastAt == 0 || post.CreateAt <= a.lastAt:
+	case !answerable || lastAt == 0 || post.CreateAt <= lastAt:
 		g.log.Warn("approval command ignored: sent before the approval's last part, or the approval is not answerable in the chat",
 			"approval", id, "post", post.ID)
 		return
