@@ -38,7 +38,7 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 		}
 		g.answer(post, id, verb == "!approve", reason)
 	case "!stop":
-		g.stopTurn(ctx, post)
+		go g.stopTurn(ctx, post) // loopd may take a moment; the event stream must not wait
 	default:
 		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: `!approve <id>`, `!deny <id> [reason]`, `!stop`; start a message with `!!` to send a literal `!`.")
 	}
