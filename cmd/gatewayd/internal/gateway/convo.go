@@ -86,10 +86,20 @@ func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
 			g.mu.Unlock()
 			return
 		}
-		text = strings.Join(c.queue, "\n\n")
-		c.queue = nil
+		text, c.queue = batch(c.queue)
 		g.mu.Unlock()
 	}
+}
+
+// batch joins the waiting messages, as many as fit in one loopd message
+// (each one fits by itself: handle refuses longer), and returns the rest.
+func batch(queue []string) (string, []string) {
+	n, size := 1, len(queue[0])
+	for n < len(queue) && size+2+len(queue[n]) <= wire.MaxMessage {
+		size += 2 + len(queue[n])
+		n++
+	}
+	return strings.Join(queue[:n], "\n\n"), queue[n:]
 }
 
 // turn sends one message to loopd, shows the bot as typing while the

@@ -71,3 +71,15 @@ func TestHostileAnswer(t *testing.T) {
 		t.Errorf("typing sent %d times during a 300 ms turn refreshed every 50 ms", n)
 	}
 }
+
+func TestBatchFitsLoopd(t *testing.T) {
+	big := strings.Repeat("x", 40000)
+	text, rest := batch([]string{"a", "b", big, big, "c"})
+	if text != "a\n\nb\n\n"+big || len(rest) != 2 {
+		t.Fatalf("batch = %d bytes, %d left", len(text), len(rest))
+	}
+	text, rest = batch(rest)
+	if text != big+"\n\nc" || len(rest) != 0 {
+		t.Fatalf("second batch = %d bytes, %d left", len(text), len(rest))
+	}
+}
