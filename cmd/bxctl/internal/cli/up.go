@@ -113,7 +113,7 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 			return err
 		}
 	}
-	for _, pair := range []string{"infer", "loop", "broker", "admin", "gateway"} {
+	for _, pair := range []string{"infer", "loop", "broker", "admin"} {
 		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
 			return err
 		}
@@ -129,9 +129,11 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 			socketDir(state, "infer"), llamaAddr),
 		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\n\n[model]\nname = %q\n",
 			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), model),
-		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\ngateway_socket = %q\n",
-			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin"), gatewaySocket(state)),
+		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n",
+			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")),
 	}
+
+	configs["brokerd"] = gatewayConfig(state) + configs["brokerd"] // a top-level key: before any table
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
