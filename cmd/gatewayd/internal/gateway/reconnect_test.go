@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,6 +45,9 @@ func TestReconnectLosesNoMessage(t *testing.T) {
 	}
 	if sends := r.loop.sent(); len(sends) != len(roots) {
 		t.Errorf("loopd got %d messages for %d posts", len(sends), len(roots))
+	}
+	if strings.Contains(r.logs.String(), r.bot.Token) {
+		t.Error("the bot token is in the log")
 	}
 	t.Logf("100 runs, %d with the server's queues lost", lossy)
 }
