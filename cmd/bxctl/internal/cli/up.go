@@ -70,6 +70,12 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{name: "brokerd", socket: adminSocket(state)},
 		{name: "loopd", socket: loopSocket(state)},
 	}
+	if gw, err := gatewayRole(state); err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	} else if gw != nil {
+		roles = append(roles, gw)
+	}
 	defer stopAll(roles)
 	for _, r := range roles {
 		if err := start(r, bin, state); err != nil {
@@ -126,6 +132,8 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n",
 			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")),
 	}
+
+	configs["brokerd"] = gatewayConfig(state) + configs["brokerd"] // a top-level key: before any table
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
