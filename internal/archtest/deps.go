@@ -38,6 +38,10 @@ var Rules = []Rule{
 	{"memoryd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
 	{"memoryd", "os/exec", "memoryd runs nothing", "modernc.org/libc"},
 	{"toolkit", "github.com/containers/", "tools do not drive Podman", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/grant", "the toolkit runs decided calls; it never reads grants", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/audit", "the audit log is brokerd's alone", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/wire", "the toolkit speaks only the stdin envelope and SOCKS5, never the daemons' sockets", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/sockets", "the toolkit serves no daemon socket", ""},
 	{"bxctl", "github.com/containers/", "the owner's CLI does not drive Podman", ""},
 }
 

@@ -19,6 +19,10 @@
 //	shell       {"command": "sh -c text", "workdir": "/abs/dir"}
 //	http_fetch  {"url": "https://host.example/path"}
 //
+// In a tool container the arguments arrive wrapped in an [Input], the
+// one JSON object brokerd's runner writes to the toolkit's stdin, with the
+// one secret the grant injects, if any ([DecodeInput]).
+//
 // The memory tools (recall, ask_memory, memory) are decided by a rule
 // built into brokerd and run in memoryd, which checks their arguments;
 // here their arguments are only required to be one JSON object

@@ -71,6 +71,12 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{name: "brokerd", socket: adminSocket(state)},
 		{name: "loopd", socket: loopSocket(state)},
 	}
+	if gw, err := gatewayRole(state); err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	} else if gw != nil {
+		roles = append(roles, gw)
+	}
 	defer stopAll(roles)
 	for _, r := range roles {
 		if err := start(r, bin, state); err != nil {
@@ -128,6 +134,8 @@ func layout(ctx context.Context, state, llamaAddr, model string) error {
 			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin"), memtoolSocket(state)),
 		"memoryd": memorydConfig(state),
 	}
+
+	configs["brokerd"] = gatewayConfig(state) + configs["brokerd"] // a top-level key: before any table
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
