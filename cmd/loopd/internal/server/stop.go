@@ -85,6 +85,9 @@ func (m *Manager) stopped(l *live, t int64, emit func(strict.Variant)) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	if m.Engine != nil && m.Engine.Ended != nil {
+		m.Engine.Ended(l.s.ID, t) // memoryd indexes the stopped turn too
+	}
 	emit(&wire.Stopped{Session: l.s.ID, Reason: wire.StopInterrupted, Msg: msg})
 	return nil
 }
