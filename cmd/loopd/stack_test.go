@@ -39,7 +39,7 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 func buildStack(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd"} {
+	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd", "memoryd"} {
 		args := []string{"build", "-o", filepath.Join(bin, role)}
 		if tags, err := os.ReadFile(filepath.Join("..", role, "tags.txt")); err == nil {
 			args = append(args, "-tags", strings.Join(strings.Fields(string(tags)), ","))

@@ -15,28 +15,34 @@ type Rule struct {
 	Binary string // cmd/<Binary>
 	Prefix string // an import path, or a prefix ending in "/"
 	Why    string
+	// Only, if set, is the one module through which the binary may link
+	// Prefix: every package that imports it directly must be under Only.
+	// For a package of a required module that links it unreachably (as
+	// modernc.org/libc links os/exec for system(3), which SQLite never
+	// calls); docs/decisions.md records each such exception.
+	Only string
 }
 
 // Rules are the imports each role must never have. A rule for a binary
 // that does not exist yet is skipped; it takes effect when the role lands.
 var Rules = []Rule{
-	{"loopd", "wntrmute.dev/boxmaker/pkg/secret", "loopd holds no credential"},
-	{"loopd", "github.com/containers/", "only brokerd's runner drives Podman"},
-	{"loopd", "os/exec", "loopd runs nothing; tools run in containers"},
-	{"inferproxy", "wntrmute.dev/boxmaker/pkg/secret", "inferproxy holds no credential"},
-	{"inferproxy", "net/http", "inferproxy copies bytes and parses no HTTP"},
-	{"inferproxy", "os/exec", "inferproxy runs nothing"},
-	{"inferproxy", "github.com/containers/", "only brokerd's runner drives Podman"},
-	{"gatewayd", "github.com/containers/", "only brokerd's runner drives Podman"},
-	{"gatewayd", "os/exec", "gatewayd runs nothing"},
-	{"memoryd", "github.com/containers/", "only brokerd's runner drives Podman"},
-	{"memoryd", "os/exec", "memoryd runs nothing"},
-	{"toolkit", "github.com/containers/", "tools do not drive Podman"},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/grant", "the toolkit runs decided calls; it never reads grants"},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/audit", "the audit log is brokerd's alone"},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/wire", "the toolkit speaks only the stdin envelope and SOCKS5, never the daemons' sockets"},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/sockets", "the toolkit serves no daemon socket"},
-	{"bxctl", "github.com/containers/", "the owner's CLI does not drive Podman"},
+	{"loopd", "wntrmute.dev/boxmaker/pkg/secret", "loopd holds no credential", ""},
+	{"loopd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
+	{"loopd", "os/exec", "loopd runs nothing; tools run in containers", ""},
+	{"inferproxy", "wntrmute.dev/boxmaker/pkg/secret", "inferproxy holds no credential", ""},
+	{"inferproxy", "net/http", "inferproxy copies bytes and parses no HTTP", ""},
+	{"inferproxy", "os/exec", "inferproxy runs nothing", ""},
+	{"inferproxy", "github.com/containers/", "only brokerd's runner drives Podman", ""},
+	{"gatewayd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
+	{"gatewayd", "os/exec", "gatewayd runs nothing", ""},
+	{"memoryd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
+	{"memoryd", "os/exec", "memoryd runs nothing", "modernc.org/libc"},
+	{"toolkit", "github.com/containers/", "tools do not drive Podman", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/grant", "the toolkit runs decided calls; it never reads grants", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/audit", "the audit log is brokerd's alone", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/wire", "the toolkit speaks only the stdin envelope and SOCKS5, never the daemons' sockets", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/sockets", "the toolkit serves no daemon socket", ""},
+	{"bxctl", "github.com/containers/", "the owner's CLI does not drive Podman", ""},
 }
 
 // Binaries lists the roles that exist: the directories under cmd/ with a
@@ -115,6 +121,10 @@ func Deps(root string, update bool) []string {
 			if r.Binary != bin {
 				continue
 			}
+			if r.Only != "" {
+				out = append(out, importersOutside(root, bin, r)...)
+				continue
+			}
 			for _, p := range strings.Fields(string(got)) {
 				if p == r.Prefix || (strings.HasSuffix(r.Prefix, "/") && strings.HasPrefix(p, r.Prefix)) {
 					out = append(out, fmt.Sprintf("cmd/%s links %s: %s", bin, p, r.Why))
@@ -186,6 +196,31 @@ func Modules(root string) []string {
 		}
 		if mod != "" && !strings.Contains(string(doc), "`"+mod+"`") {
 			out = append(out, fmt.Sprintf("go.mod requires %s, which docs/dependencies.md does not justify", mod))
+		}
+	}
+	return out
+}
+
+// importersOutside reports the packages of bin that import r.Prefix
+// directly and are not under r.Only.
+func importersOutside(root, bin string, r Rule) []string {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./cmd/"+bin)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	b, err := cmd.Output()
+	if err != nil {
+		return []string{fmt.Sprintf("go list %s: %v", bin, err)}
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == r.Only || strings.HasPrefix(f[0], r.Only+"/") {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp == r.Prefix || (strings.HasSuffix(r.Prefix, "/") && strings.HasPrefix(imp, r.Prefix)) {
+				out = append(out, fmt.Sprintf("cmd/%s: %s imports %s: %s", bin, f[0], imp, r.Why))
+			}
 		}
 	}
 	return out

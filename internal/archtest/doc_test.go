@@ -158,6 +158,19 @@ func TestPlantedDeps(t *testing.T) {
 	expect(t, got, "cmd/inferproxy links net/http")
 }
 
+// TestPlantedDepsOnly: a rule with Only lets the binary link the package
+// through that module alone; the role's own import of it is reported.
+func TestPlantedDepsOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	dir := plant(t, map[string]string{
+		"cmd/memoryd/main.go":  "// Command memoryd.\npackage main\nimport _ \"os/exec\"\nfunc main() {}\n",
+		"cmd/memoryd/deps.txt": "",
+	})
+	expect(t, Deps(dir, true), "cmd/memoryd: example.com/m/cmd/memoryd imports os/exec: memoryd runs nothing")
+}
+
 func TestPlantedModules(t *testing.T) {
 	dir := plant(t, map[string]string{
 		"go.mod":               "module example.com/m\n\ngo 1.26\n\nrequire (\n\tgithub.com/ok/one v1.0.0\n\tgithub.com/sneaky/two v1.0.0 // indirect\n)\n\nrequire github.com/sneaky/three v0.1.0\n",

@@ -147,6 +147,9 @@ type Approval struct {
 	Prev     string `json:"prev"`
 	Decision int64  `json:"decision"`
 	Answer   Answer `json:"answer"`
+	// Approver names who answered, when known: "mattermost:<user id>"
+	// for an answer from the chat, "admin.sock:uid <n>" for bxctl.
+	Approver string `json:"approver,omitempty"`
 	// The re-decision (for a refusal or expiry: denied, with that reason)
 	// and the session's state when it was made.
 	Outcome   Outcome         `json:"outcome"`

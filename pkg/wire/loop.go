@@ -42,9 +42,28 @@ type Send struct {
 // Tag implements strict.Variant.
 func (*Send) Tag() string { return "send" }
 
+// Stop asks loopd to stop the session's running turn (gatewayd's !stop).
+// loopd answers [StopDone]; the turn's own followers get [Stopped].
+type Stop struct {
+	Session string `json:"session"`
+}
+
+// Tag implements strict.Variant.
+func (*Stop) Tag() string { return "stop" }
+
+// StopDone answers Stop: Stopped says whether a turn was running.
+type StopDone struct {
+	Session string `json:"session"`
+	Stopped bool   `json:"stopped"`
+}
+
+// Tag implements strict.Variant.
+func (*StopDone) Tag() string { return "stop_done" }
+
 // LoopRequests is every message a client may send on loop.sock.
 var LoopRequests = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Send) },
+	func() strict.Variant { return new(Stop) },
 )
 
 // Accepted: the message is logged. Queued is true when a turn was running
@@ -149,6 +168,7 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(ToolDenied) },
 	func() strict.Variant { return new(Answer) },
 	func() strict.Variant { return new(Stopped) },
+	func() strict.Variant { return new(StopDone) },
 	func() strict.Variant { return new(Error) },
 )
 

@@ -22,7 +22,7 @@ var messages = strict.NewUnion[strict.Variant]("type",
 // without a golden file fails TestGolden, and so does a golden file that
 // no union can decode.
 var unions = map[string]*strict.Union[strict.Variant]{
-	"messages": messages, "loop requests": LoopRequests, "loop events": LoopEvents, "broker": BrokerMessages, "memtool": MemoryMessages,
+	"messages": messages, "loop requests": LoopRequests, "loop events": LoopEvents, "broker": BrokerMessages, "memtool": MemoryMessages, "memoryd": MemorydMessages,
 }
 
 // TestGolden is the wire spec: each golden file decodes strictly and
@@ -132,5 +132,19 @@ func TestErrorIsAndCauseStaysLocal(t *testing.T) {
 	}
 	if strings.Contains(string(b), "secret-path") {
 		t.Errorf("encoded error leaks its cause: %s", b)
+	}
+}
+
+func TestMemorydRefusals(t *testing.T) {
+	for _, tt := range []struct{ in, err string }{
+		{`{"type":"memory_undo","file":"memory.md","extra":1}`, "unknown field"},
+		{`{"type":"turn_done","session":"s","epoch":0}`, "missing field"},
+		{`{"type":"turn_done","session":"s","epoch":0,"turn":1.5}`, ""},
+		{`{"type":"identity_request","Session":"s","epoch":0}`, "case differs"},
+		{`{"type":"send","session":"s","text":"x"}`, "unknown type"},
+	} {
+		if _, err := MemorydMessages.Decode([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("Decode(%s) = %v, want %q", tt.in, err, tt.err)
+		}
 	}
 }

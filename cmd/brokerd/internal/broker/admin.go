@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -41,14 +42,14 @@ func (b *Broker) serveAdmin(ctx context.Context, peer sockets.Peer, c net.Conn) 
 				out = &wire.Approval{Call: pendingCall(e)}
 			}
 		case *wire.Approve:
-			if _, err := b.pending.Approve(m.ID); err != nil {
+			if _, err := b.pending.ApproveBy(m.ID, adminApprover(peer)); err != nil {
 				out = notPending("approve", m.ID)
 			} else {
 				b.log.Info("approved by the owner", "id", m.ID, "uid", peer.UID())
 				out = &wire.Answered{ID: m.ID, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
 			}
 		case *wire.Refuse:
-			if _, err := b.pending.Refuse(m.ID, m.Reason); err != nil {
+			if _, err := b.pending.RefuseBy(m.ID, m.Reason, adminApprover(peer)); err != nil {
 				out = &wire.Error{Op: "refuse", Kind: wire.Invalid, Msg: err.Error()}
 			} else {
 				b.log.Info("refused by the owner", "id", m.ID, "uid", peer.UID())
@@ -71,3 +72,6 @@ func notPending(op string, id int64) *wire.Error {
 func pendingCall(e pending.Entry) wire.PendingCall {
 	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339)}
 }
+
+// adminApprover names an answer given on admin.sock, for the audit log.
+func adminApprover(peer sockets.Peer) string { return fmt.Sprintf("admin.sock:uid %d", peer.UID()) }

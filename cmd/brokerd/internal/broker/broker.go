@@ -97,6 +97,9 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 	}
 	defer al.Close()
 	log.Info("serving", "broker", bl.Path(), "admin", al.Path(), "grants", cfg.GrantsDir)
+	if cfg.GatewaySocket != "" {
+		go b.courier(ctx)
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- bl.Serve(ctx, b.serveBroker) }()
 	go func() { errc <- al.Serve(ctx, b.serveAdmin) }()

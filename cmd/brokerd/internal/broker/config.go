@@ -26,6 +26,11 @@ type Config struct {
 	// calls go. Empty: memory tools fail with a runbook pointer.
 	MemtoolSocket string `toml:"memtool_socket"`
 
+	// GatewaySocket is gatewayd's gateway.sock: the courier posts each
+	// pending approval there for the owner to answer in the chat.
+	// Empty: approvals are answered with bxctl only.
+	GatewaySocket string `toml:"gateway_socket"`
+
 	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
 	// ResultCap caps one tool result sent back to loopd, in bytes.
@@ -59,6 +64,9 @@ func Load(path string) (Config, error) {
 	}
 	if c.MemtoolSocket != "" && !filepath.IsAbs(c.MemtoolSocket) {
 		return Config{}, fmt.Errorf("config %s: memtool_socket must be an absolute path, got %q", path, c.MemtoolSocket)
+	}
+	if c.GatewaySocket != "" && !filepath.IsAbs(c.GatewaySocket) {
+		return Config{}, fmt.Errorf("config %s: gateway_socket must be an absolute path, got %q", path, c.GatewaySocket)
 	}
 	if filepath.Clean(c.BrokerSocketDir) == filepath.Clean(c.AdminSocketDir) {
 		// One directory would give whoever may reach broker.sock the

@@ -140,7 +140,7 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 			}
 		}
 		_, err := b.ledger.Answer(seq, func(policy.Session, error) audit.Approval {
-			return audit.Approval{Answer: answer, Outcome: audit.Denied, Reason: reason, Detail: a.Reason}
+			return audit.Approval{Approver: a.Approver, Answer: answer, Outcome: audit.Denied, Reason: reason, Detail: a.Reason}
 		})
 		if err != nil {
 			return unavailable(err)
@@ -152,15 +152,15 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
 		if unreadable != nil {
-			return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: audit.StateUnreadable}
+			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: audit.StateUnreadable}
 		}
 		dec, den = policy.Redecide(gs, preq, s, b.now())
 		if den != nil {
 			r := denialRecord(den, preq.Arguments)
-			return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: r.Reason, Detail: r.Detail, Grant: r.Grant}
+			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: r.Reason, Detail: r.Detail, Grant: r.Grant}
 		}
 		g := dec.Grant()
-		return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Allowed, Grant: grantRef(&g)}
+		return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Allowed, Grant: grantRef(&g)}
 	})
 	switch {
 	case err != nil:

@@ -67,8 +67,9 @@ func (k Kind) String() string {
 
 // Answer is the one answer an entry gets.
 type Answer struct {
-	Kind   Kind
-	Reason string // Refused only: the owner's words, one line, possibly empty
+	Kind     Kind
+	Reason   string // Refused only: the owner's words, one line, possibly empty
+	Approver string // Approved or Refused: who answered, if known (for the audit record)
 }
 
 // Entry is one parked call.
@@ -172,6 +173,19 @@ func (t *Table) answer(id int64, a Answer) (Entry, error) {
 // Approve answers entry id Approved and returns it.
 func (t *Table) Approve(id int64) (Entry, error) {
 	return t.answer(id, Answer{Kind: Approved})
+}
+
+// ApproveBy is [Table.Approve] recording who approved.
+func (t *Table) ApproveBy(id int64, approver string) (Entry, error) {
+	return t.answer(id, Answer{Kind: Approved, Approver: approver})
+}
+
+// RefuseBy is [Table.Refuse] recording who refused.
+func (t *Table) RefuseBy(id int64, reason, approver string) (Entry, error) {
+	if err := checkReason(reason); err != nil {
+		return Entry{}, fmt.Errorf("refuse approval %d: reason %v", id, err)
+	}
+	return t.answer(id, Answer{Kind: Refused, Reason: reason, Approver: approver})
 }
 
 // MaxReason caps a refusal's reason, in characters: it becomes the

@@ -42,6 +42,8 @@ var commands = map[string]command{
 	"grants":    {"check a grant directory offline", runGrants},
 	"up":        {"run the local stack from a state directory", runUp},
 	"chat":      {"talk to Boxmaker from the terminal", runChat},
+	"memory":    {"memory writes: log, undo FILE, check (stdin), review", runMemory},
+	"reindex":   {"rebuild memoryd's recall index from the files", runReindex},
 }
 
 // Main runs bxctl with args (without the program name) and returns the

@@ -75,11 +75,18 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	roles := []*role{
 		{name: "inferproxy", socket: filepath.Join(socketDir(state, "infer"), "infer.sock")},
+		{name: "memoryd", socket: memadminSocket(state)},
 		{name: "brokerd", socket: adminSocket(state)},
 		{name: "loopd", socket: loopSocket(state)},
 	}
 	if pr != nil {
 		roles = append([]*role{pr}, roles...)
+	}
+	if gw, err := gatewayRole(state); err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	} else if gw != nil {
+		roles = append(roles, gw)
 	}
 	defer stopAll(roles)
 	for _, r := range roles {
@@ -118,7 +125,7 @@ func layout(ctx context.Context, state, llamaAddr, model, toolImage string) erro
 			return err
 		}
 	}
-	for _, pair := range []string{"infer", "loop", "broker", "admin", "podman"} {
+	for _, pair := range append([]string{"infer", "loop", "broker", "admin", "podman"}, memoryPairs...) {
 		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
 			return err
 		}
@@ -132,11 +139,14 @@ func layout(ctx context.Context, state, llamaAddr, model, toolImage string) erro
 	configs := map[string]string{
 		"inferproxy": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/inferproxy.toml explains every key).\nsocket_dir = %q\nupstream = %q\n",
 			socketDir(state, "infer"), llamaAddr),
-		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\n\n[model]\nname = %q\n",
-			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), model),
-		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n",
-			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin")) + runnerTable(state, toolImage),
+		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\nmemory_socket = %q\n\n[model]\nname = %q\n",
+			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), memorySocket(state), model),
+		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n",
+			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin"), memtoolSocket(state)) + runnerTable(state, toolImage),
+		"memoryd": memorydConfig(state),
 	}
+
+	configs["brokerd"] = gatewayConfig(state) + configs["brokerd"] // a top-level key: before any table
 	for name, body := range configs {
 		p := filepath.Join(state, "config", name+".toml")
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

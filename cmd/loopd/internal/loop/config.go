@@ -21,6 +21,10 @@ type Config struct {
 	// BrokerSocket is brokerd's broker.sock. Empty means no brokerd: every
 	// tool call but clock and find_tool is refused.
 	BrokerSocket string `toml:"broker_socket"`
+	// MemorySocket is memoryd's memory.sock. Empty means no memoryd: the
+	// baseline has no identity block and turns are not indexed. Set, a
+	// new session does not start unless memoryd hands over the block.
+	MemorySocket string `toml:"memory_socket"`
 	SystemFile   string `toml:"system_prompt_file"`
 
 	Model    ModelConfig    `toml:"model"`
@@ -80,6 +84,9 @@ func Load(path string) (Config, error) {
 	}
 	if c.BrokerSocket != "" && !filepath.IsAbs(c.BrokerSocket) {
 		return Config{}, fmt.Errorf("config %s: broker_socket must be an absolute path, got %q", path, c.BrokerSocket)
+	}
+	if c.MemorySocket != "" && !filepath.IsAbs(c.MemorySocket) {
+		return Config{}, fmt.Errorf("config %s: memory_socket must be an absolute path, got %q", path, c.MemorySocket)
 	}
 	if c.Model.Name == "" {
 		return Config{}, fmt.Errorf("config %s: model.name is required (the router routes on it)", path)

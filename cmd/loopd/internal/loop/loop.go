@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/server"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
@@ -70,14 +71,23 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
 	}
 	defer ln.Close()
+	engine := &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits()}
+	var mem *memory.Client
+	if cfg.MemorySocket != "" {
+		mem = &memory.Client{Path: cfg.MemorySocket}
+		engine.Ended = func(id string, t int64) {
+			// Indexing is memoryd's; a failure never fails the turn (the
+			// index catches up from the log when memoryd restarts).
+			if err := mem.TurnDone(ctx, id, session.Epoch, t); err != nil {
+				log.Warn("turn not indexed", "session", id, "turn", t, "err", err.Error())
+			}
+		}
+	}
 	m := &server.Manager{
 		State:  cfg.StateDir,
-		Engine: &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits()},
-		Baseline: func() (session.Baseline, error) {
-			// The identity block from memoryd joins the system message
-			// when memoryd lands; until then the baseline is the system
-			// prompt and the core tools.
-			return session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core()}, nil
+		Engine: engine,
+		Baseline: func(id string) (session.Baseline, error) {
+			return Baseline(ctx, system, mem, id)
 		},
 		Log: log,
 	}
@@ -86,6 +96,23 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	err = ln.Serve(ctx, m.Serve)
 	m.Wait()
 	return err
+}
+
+// Baseline builds a new epoch's baseline: the system prompt, then the
+// identity block from memoryd (when one is configured), then the core
+// tools. A block memoryd refuses, or no answer, refuses the session: it
+// must not start without its identity.
+func Baseline(ctx context.Context, system string, mem *memory.Client, id string) (session.Baseline, error) {
+	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core()}
+	if mem == nil {
+		return b, nil
+	}
+	block, err := mem.Identity(ctx, id, session.Epoch)
+	if err != nil {
+		return session.Baseline{}, err
+	}
+	b.System += "\n\n" + block
+	return b, nil
 }
 
 // broker is the port to brokerd: its socket, or a refusal of every call

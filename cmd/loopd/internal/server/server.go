@@ -9,8 +9,11 @@
 //   - a turn left open by a stopped or failed loopd is closed (its missing
 //     tool results marked interrupted, never re-run) before the session's
 //     next message is logged;
-//   - every frame is decoded strictly; anything but a [wire.Send] is
-//     refused with forbidden, and a malformed frame ends the connection.
+//   - every frame is decoded strictly; anything but a [wire.Send] or a
+//     [wire.Stop] is refused with forbidden, and a malformed frame ends
+//     the connection;
+//   - a stopped turn is closed on disk as interrupted before its
+//     followers hear [wire.Stopped] (stop.go).
 package server
 
 import (
@@ -34,7 +37,7 @@ import (
 type Manager struct {
 	State    string // the state directory; sessions/ is under it
 	Engine   *turn.Engine
-	Baseline func() (session.Baseline, error)
+	Baseline func(id string) (session.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
 
 	ctx context.Context // the daemon's life; turns stop with it
@@ -52,6 +55,7 @@ type live struct {
 	turn    int64         // the running turn
 	cur     []*subscriber // following the running turn
 	next    []*subscriber // following the next turn
+	stop    turnStop      // cancels the running turn (package-level stop.go)
 }
 
 type subscriber struct {
@@ -82,7 +86,7 @@ func (m *Manager) open(id string) (*live, error) {
 	if l, ok := m.sessions[id]; ok {
 		return l, nil
 	}
-	s, err := session.Open(m.State, id, m.Baseline)
+	s, err := session.Open(m.State, id, func() (session.Baseline, error) { return m.Baseline(id) })
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +136,12 @@ func (m *Manager) run(l *live) {
 				sub.send(v)
 			}
 		}
-		if err := m.Engine.Run(m.ctx, l.s, t, emit); err != nil {
+		ctx := l.stop.begin(&l.mu, m.ctx)
+		err := m.Engine.Run(ctx, l.s, t, emit)
+		if stopped := l.stop.end(&l.mu); stopped && err != nil {
+			err = m.stopped(l, t, emit)
+		}
+		if err != nil {
 			m.Log.Error("turn failed", "session", l.s.ID, "turn", t, "err", err.Error())
 			kind, msg := wire.Internal, "the turn failed: "+err.Error()
 			if m.ctx.Err() != nil {
@@ -166,8 +175,14 @@ func (m *Manager) Serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
 		}
 		v, err := wire.LoopRequests.Decode(body)
 		if err != nil {
-			m.reply(c, &wire.Error{Op: "loop", Kind: wire.Forbidden, Msg: "loop.sock takes only send messages: " + err.Error()})
+			m.reply(c, &wire.Error{Op: "loop", Kind: wire.Forbidden, Msg: "loop.sock takes only send and stop messages: " + err.Error()})
 			return
+		}
+		if st, ok := v.(*wire.Stop); ok {
+			if !m.reply(c, m.Stop(st.Session)) {
+				return
+			}
+			continue
 		}
 		send := v.(*wire.Send)
 		if err := check(send); err != nil {

@@ -46,7 +46,7 @@ func start(t *testing.T, srv *fake.Server, state string) *harness {
 		t.Fatal(err)
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: broker.Refusing{}}, Log: log,
-		Baseline: func() (session.Baseline, error) {
+		Baseline: func(string) (session.Baseline, error) {
 			return session.Baseline{System: "test", Tools: tools.Core()}, nil
 		}}
 	ctx, cancel := context.WithCancel(context.Background())

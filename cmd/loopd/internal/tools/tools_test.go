@@ -11,7 +11,7 @@ func TestCoreIsFixed(t *testing.T) {
 	for _, tl := range Core() {
 		names = append(names, tl.Function.Name)
 	}
-	if got := strings.Join(names, ","); got != "clock,find_tool,call_tool" {
+	if got := strings.Join(names, ","); got != "clock,find_tool,call_tool,recall,memory" {
 		t.Errorf("core tools = %s", got)
 	}
 }
@@ -60,5 +60,16 @@ func TestClock(t *testing.T) {
 	}
 	if _, err := Now(`{"tz":"x"}`, at); err == nil {
 		t.Error("clock accepted an argument it does not take")
+	}
+}
+
+func TestMemoryCall(t *testing.T) {
+	if a, err := MemoryCall("recall", `{"query":"tea"}`); err != nil || a.Name != "recall" || string(a.Arguments) != `{"query":"tea"}` {
+		t.Errorf("MemoryCall = %+v, %v", a, err)
+	}
+	for _, bad := range []string{`["x"]`, `null`, `"x"`, `{`} {
+		if _, err := MemoryCall("memory", bad); err == nil {
+			t.Errorf("MemoryCall(%s) = nil", bad)
+		}
 	}
 }

@@ -50,6 +50,10 @@ type Engine struct {
 	Broker broker.Port
 	Limits Limits
 	Now    func() time.Time
+	// Ended, if set, is told of each turn once its TurnEnd is on disk and
+	// before its final event is sent (memoryd indexes it from the log).
+	// It must not fail the turn: errors are its own to report.
+	Ended func(session string, turn int64)
 }
 
 // Emit sends one event to whoever follows the turn.
@@ -96,6 +100,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
 				return err
 			}
+			e.ended(s.ID, t)
 			emit(&wire.Answer{Session: s.ID, Text: comp.Message.Content})
 			return nil
 		}
@@ -112,6 +117,12 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 				return err
 			}
 		}
+	}
+}
+
+func (e *Engine) ended(id string, t int64) {
+	if e.Ended != nil {
+		e.Ended(id, t)
 	}
 }
 
@@ -164,6 +175,7 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []llama.Tool
 	if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
 		return err
 	}
+	e.ended(s.ID, t)
 	emit(&wire.Stopped{Session: s.ID, Reason: why, Msg: msg})
 	return nil
 }
@@ -178,8 +190,11 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c lla
 	case tools.FindTool:
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.FindTool})
 		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments) })
-	case tools.CallTool:
+	case tools.CallTool, tools.Recall, tools.Memory:
 		target, err := tools.ParseCall(c.Function.Arguments)
+		if tools.IsMemory(c.Function.Name) {
+			target, err = tools.MemoryCall(c.Function.Name, c.Function.Arguments)
+		}
 		if err != nil {
 			r.Status, r.Content = session.StatusError, err.Error()
 			break

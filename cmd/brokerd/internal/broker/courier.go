@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"regexp"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// The courier carries pending approvals to gatewayd, so the owner can
+// answer them in the chat: one gateway.sock connection per pending
+// approval, open while it is pending. brokerd dials out; gatewayd never
+// reaches admin.sock, and can answer only an approval it was sent, by
+// id, once. Closing the connection (the approval was answered elsewhere,
+// expired or withdrawn) withdraws the post. When gatewayd goes away (a
+// restart), the courier posts the approval again.
+
+// courierPoll is how often the courier looks for new pending approvals.
+var courierPoll = 100 * time.Millisecond
+
+// approverPattern is what gatewayd may name as the approver.
+var approverPattern = regexp.MustCompile(`^mattermost:[a-z0-9]{26}$`)
+
+func (b *Broker) courier(ctx context.Context) {
+	running := map[int64]context.CancelFunc{}
+	defer func() {
+		for _, cancel := range running {
+			cancel()
+		}
+	}()
+	t := time.NewTicker(courierPoll)
+	defer t.Stop()
+	for {
+		now := map[int64]bool{}
+		for _, e := range b.pending.List() {
+			now[e.ID] = true
+			if _, ok := running[e.ID]; !ok {
+				cctx, cancel := context.WithCancel(ctx)
+				running[e.ID] = cancel
+				go b.carry(cctx, e)
+			}
+		}
+		for id, cancel := range running {
+			if !now[id] {
+				cancel() // answered, expired or withdrawn: close its connection
+				delete(running, id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// carry keeps approval e posted until ctx ends (it stops pending).
+func (b *Broker) carry(ctx context.Context, e pending.Entry) {
+	wait := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		again, err := b.carryOnce(ctx, e)
+		if !again {
+			switch {
+			case errors.Is(err, wire.Invalid):
+				// Not a chat session (a bxctl chat one): expected.
+				b.log.Info("approval not for the chat; answer it with bxctl", "approval", e.ID, "err", err.Error())
+			case err != nil:
+				b.log.Warn("approval not posted to the chat; answer it with bxctl", "approval", e.ID, "err", err.Error())
+			}
+			<-ctx.Done()
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			b.log.Debug("gateway.sock", "approval", e.ID, "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+// carryOnce runs one connection. It reports whether to try again.
+func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
+	c, err := sockets.Dial(ctx, b.cfg.GatewaySocket)
+	if err != nil {
+		return true, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if !b.gwSend(c, &wire.PostApproval{Call: pendingCall(e)}) {
+		return true, errors.New("write failed")
+	}
+	v, err := gwRead(c)
+	if err != nil {
+		return true, err
+	}
+	switch m := v.(type) {
+	case *wire.ApprovalPosted:
+		if m.ID != e.ID {
+			return false, errors.New("gatewayd confirmed another approval")
+		}
+	case *wire.Error:
+		// Unavailable is passing (Mattermost unreachable); anything
+		// else (not a chat session, a thread it does not hear) is final.
+		return m.Kind == wire.Unavailable, m
+	default:
+		return false, errors.New("gatewayd sent " + v.Tag())
+	}
+	b.log.Info("approval posted to the chat", "approval", e.ID)
+	// Wait for the owner's answer; EOF means gatewayd went away.
+	c.SetReadDeadline(time.Time{})
+	v, err = gwRead(c)
+	if err != nil {
+		return true, err
+	}
+	ans, ok := v.(*wire.OwnerAnswer)
+	if !ok || ans.ID != e.ID || !approverPattern.MatchString(ans.Approver) {
+		b.log.Warn("gateway.sock: refused a malformed answer", "approval", e.ID, "message", v.Tag())
+		b.gwSend(c, &wire.Error{Op: "owner_answer", Kind: wire.Invalid, Msg: "an answer names the approval it was sent for and a mattermost:<user id> approver"})
+		return true, errors.New("malformed answer")
+	}
+	var out strict.Variant
+	if ans.Approve {
+		if _, err := b.pending.ApproveBy(e.ID, ans.Approver); err != nil {
+			out = notPending("approve", e.ID)
+		} else {
+			b.log.Info("approved in the chat", "id", e.ID, "approver", ans.Approver)
+			out = &wire.Answered{ID: e.ID, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
+		}
+	} else {
+		if _, err := b.pending.RefuseBy(e.ID, ans.Reason, ans.Approver); err != nil {
+			out = &wire.Error{Op: "refuse", Kind: wire.Invalid, Msg: err.Error()}
+		} else {
+			b.log.Info("refused in the chat", "id", e.ID, "approver", ans.Approver)
+			out = &wire.Answered{ID: e.ID, Outcome: "refused", Msg: "refused"}
+		}
+	}
+	b.gwSend(c, out)
+	if _, ok := out.(*wire.Answered); ok {
+		return false, nil
+	}
+	return true, errors.New("answer not taken")
+}
+
+func gwRead(c net.Conn) (strict.Variant, error) {
+	body, err := frame.Read(c, wire.GatewayFrameMax)
+	if err != nil {
+		return nil, err
+	}
+	return wire.GatewayMessages.Decode(body)
+}
+
+func (b *Broker) gwSend(c net.Conn, v strict.Variant) bool {
+	out, err := wire.GatewayMessages.Encode(v)
+	if err == nil {
+		err = frame.Write(c, out, wire.GatewayFrameMax)
+	}
+	return err == nil
+}

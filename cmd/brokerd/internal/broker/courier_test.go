@@ -1,0 +1,142 @@
+package broker
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// fakeGateway is gatewayd's gateway.sock: each connection brokerd's
+// courier opens is handed to the test, and held open until the test
+// closes it.
+func fakeGateway(t *testing.T) (string, chan *conn) {
+	conns := make(chan *conn, 8)
+	dir, err := os.MkdirTemp("", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := sockettest.Serve(t, filepath.Join(dir, "gateway"), "gateway.sock", func(ctx context.Context, _ sockets.Peer, c net.Conn) {
+		closed := make(chan struct{})
+		conns <- &conn{T: t, C: closer{c, closed}, Max: wire.GatewayFrameMax, Out: wire.GatewayMessages, In: wire.GatewayMessages}
+		select {
+		case <-closed:
+		case <-ctx.Done():
+		}
+	})
+	return path, conns
+}
+
+type closer struct {
+	net.Conn
+	closed chan struct{}
+}
+
+func (c closer) Close() error {
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	return c.Conn.Close()
+}
+
+func next(t *testing.T, conns chan *conn) *conn {
+	t.Helper()
+	select {
+	case c := <-conns:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("the courier did not connect")
+		return nil
+	}
+}
+
+// TestCourierRepostsAndRelays: the courier posts a pending approval;
+// when gatewayd goes away it posts it again; the owner's answer from the
+// chat is taken, recorded with the approver, and the call goes on.
+func TestCourierRepostsAndRelays(t *testing.T) {
+	gw, conns := fakeGateway(t)
+	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
+	p := call.Recv().(*wire.ToolPending)
+
+	g := next(t, conns)
+	post, ok := g.Recv().(*wire.PostApproval)
+	if !ok || post.Call.ID != p.ID || post.Call.Session != "s1" || string(post.Call.Arguments) != `{"path":"/home/owner/Downloads/report.pdf"}` {
+		t.Fatalf("PostApproval = %+v", post)
+	}
+	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+	g.C.Close() // gatewayd restarts
+
+	g = next(t, conns)
+	if again, ok := g.Recv().(*wire.PostApproval); !ok || again.Call.ID != p.ID {
+		t.Fatalf("after a restart: %+v", again)
+	}
+	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+	// A malformed approver is refused and the approval stays pending.
+	g.Send(&wire.OwnerAnswer{ID: p.ID, Approve: true, Approver: "anyone"})
+	if e, ok := g.Recv().(*wire.Error); !ok || e.Kind != wire.Invalid {
+		t.Fatalf("malformed answer: %+v", e)
+	}
+	g = next(t, conns)
+	g.Recv()
+	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+	owner := "mattermost:" + strings.Repeat("o", 26)
+	g.Send(&wire.OwnerAnswer{ID: p.ID, Approve: true, Approver: owner})
+	if a, ok := g.Recv().(*wire.Answered); !ok || a.Outcome != "approved" {
+		t.Fatalf("answer = %+v", a)
+	}
+	if r := result(t, call); !strings.Contains(r.Output, "tool containers are not available") {
+		t.Errorf("after the chat's approval: %+v", r)
+	}
+	h.stop()
+	log := readAudit(t, h.cfg.StateDir)
+	if !strings.Contains(log, `"approver":"`+owner+`"`) {
+		t.Errorf("audit lacks the approver:\n%s", log)
+	}
+}
+
+// TestCourierWithdrawsWhenAnsweredElsewhere: bxctl's answer closes the
+// courier's connection, which withdraws the chat's post.
+func TestCourierWithdrawsWhenAnsweredElsewhere(t *testing.T) {
+	gw, conns := fakeGateway(t)
+	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
+	p := call.Recv().(*wire.ToolPending)
+	g := next(t, conns)
+	g.Recv()
+	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+	admin := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
+	admin.Send(&wire.Refuse{ID: p.ID, Reason: "no"})
+	admin.Recv()
+	g.C.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := frame.Read(g.C, wire.GatewayFrameMax); err != io.EOF {
+		t.Errorf("gateway side read = %v, want EOF (the connection closed)", err)
+	}
+	result(t, call)
+	h.stop()
+	if log := readAudit(t, h.cfg.StateDir); !strings.Contains(log, `"approver":"admin.sock:uid `) {
+		t.Errorf("audit lacks bxctl's approver:\n%s", log)
+	}
+}
+
+func readAudit(t *testing.T, state string) string {
+	files, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	var b strings.Builder
+	for _, f := range files {
+		d, _ := os.ReadFile(f)
+		b.Write(d)
+	}
+	return b.String()
+}

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/sanitize"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// memadmin sends one message to memoryd's memadmin.sock and wants an
+// answer of type T.
+func memadmin[T strict.Variant](ctx context.Context, state string, v strict.Variant) (T, error) {
+	var zero T
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	c, err := sockets.Dial(ctx, memadminSocket(state))
+	if err != nil {
+		return zero, fmt.Errorf("memoryd is not running (%v); start Boxmaker with bxctl up", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Minute)) // a reindex reads every session log
+	b, err := wire.MemorydMessages.Encode(v)
+	if err == nil {
+		err = frame.Write(c, b, wire.MemoryFrameMax)
+	}
+	if err != nil {
+		return zero, err
+	}
+	body, err := frame.Read(c, wire.MemoryFrameMax)
+	if err != nil {
+		return zero, fmt.Errorf("memoryd did not answer: %v", err)
+	}
+	out, err := wire.MemorydMessages.Decode(body)
+	if err != nil {
+		return zero, fmt.Errorf("memoryd broke the protocol: %v", err)
+	}
+	if e, ok := out.(*wire.Error); ok {
+		return zero, errors.New(escape.Line(e.Msg))
+	}
+	t, ok := out.(T)
+	if !ok {
+		return zero, fmt.Errorf("memoryd answered %s", out.Tag())
+	}
+	return t, nil
+}
+
+// runMemory is `bxctl memory log|undo|check|review`.
+func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check|review [promote ID [FILE] | drop ID] [--state DIR]")
+		return ExitUsage
+	}
+	sub, args := args[0], args[1:]
+	fs := flags("memory "+sub, stderr)
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	state, err := resolveState(*stateFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl memory: %v\n", err)
+		return ExitUsage
+	}
+	rest := fs.Args()
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "bxctl memory %s: %v\n", sub, err)
+		return ExitFailed
+	}
+	switch {
+	case sub == "check" && len(rest) == 0:
+		return memoryCheck(os.Stdin, stdout, stderr)
+	case sub == "log" && len(rest) == 0:
+		return memoryLog(state, stdout, stderr)
+	case sub == "undo" && len(rest) == 1:
+		d, err := memadmin[*wire.MemoryDone](ctx, state, &wire.MemoryUndo{File: rest[0]})
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintln(stdout, escape.Line(d.Msg))
+		return ExitOK
+	case sub == "review" && len(rest) == 0:
+		items, err := memadmin[*wire.ReviewItems](ctx, state, &wire.ReviewList{})
+		if err != nil {
+			return fail(err)
+		}
+		if len(items.Items) == 0 {
+			fmt.Fprintln(stdout, "nothing to review")
+		}
+		for _, it := range items.Items {
+			fmt.Fprintf(stdout, "%s: %s, session %s, %s, for %s\n  %s\n", escape.Line(it.ID), escape.Line(it.Kind), escape.Line(it.Session),
+				escape.Line(it.At), escape.Line(it.File), escape.Line(it.Text))
+		}
+		return ExitOK
+	case sub == "review" && len(rest) >= 2 && len(rest) <= 3 && (rest[0] == "promote" || rest[0] == "drop"):
+		file := ""
+		if len(rest) == 3 {
+			file = rest[2]
+		}
+		d, err := memadmin[*wire.MemoryDone](ctx, state, &wire.ReviewDecide{ID: rest[1], Action: rest[0], File: file})
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintln(stdout, escape.Line(d.Msg))
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check|review [promote ID [FILE] | drop ID] [--state DIR]")
+	return ExitUsage
+}
+
+// memoryCheck is `bxctl memory check`: the write check on stdin.
+func memoryCheck(in io.Reader, stdout, stderr io.Writer) int {
+	b, err := io.ReadAll(io.LimitReader(in, 1<<20))
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl memory check: %v\n", err)
+		return ExitFailed
+	}
+	if err := sanitize.Check(string(b)); err != nil {
+		fmt.Fprintf(stdout, "refused: %s; see docs/runbook.md#memory-file-refused\n", escape.Line(err.Error()))
+		return ExitFailed
+	}
+	fmt.Fprintln(stdout, "clean")
+	return ExitOK
+}
+
+// memoryLog is `bxctl memory log`: the journal, read from the file.
+func memoryLog(state string, stdout, stderr io.Writer) int {
+	path := filepath.Join(state, "memory", "edits", "journal.jsonl")
+	n := 0
+	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(line int, b []byte) error {
+		var e wire.MemoryEdit
+		if err := strict.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		n++
+		what := e.Action
+		switch {
+		case e.Undoes != 0:
+			what = fmt.Sprintf("undo of edit %d", e.Undoes)
+		case e.Note != "":
+			what += " " + e.Note
+		}
+		fmt.Fprintf(stdout, "%d %s %s %s %s\n", e.Seq, escape.Line(e.At), escape.Line(e.Session), escape.Line(e.File), escape.Line(what))
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl memory log: %v\n", err)
+		return ExitFailed
+	}
+	if n == 0 {
+		fmt.Fprintln(stdout, "no memory writes yet")
+	}
+	return ExitOK
+}
+
+// runReindex is `bxctl reindex`: memoryd rebuilds its index from the
+// session logs and notes.md.
+func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flags("reindex", stderr)
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return ExitUsage
+	}
+	state, err := resolveState(*stateFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl reindex: %v\n", err)
+		return ExitUsage
+	}
+	d, err := memadmin[*wire.MemoryDone](ctx, state, &wire.Reindex{})
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl reindex: %v\n", err)
+		return ExitFailed
+	}
+	fmt.Fprintln(stdout, escape.Line(d.Msg))
+	return ExitOK
+}

@@ -1,0 +1,157 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
+	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// courier connects to gateway.sock as brokerd does and posts one call.
+func (r *rig) courier(t *testing.T, call wire.PendingCall) *sockettest.Conn {
+	t.Helper()
+	c := sockettest.Dial(t, filepath.Join(r.cfg.SocketDir, Socket), wire.GatewayFrameMax, wire.GatewayMessages, wire.GatewayMessages)
+	c.Send(&wire.PostApproval{Call: call})
+	return c
+}
+
+// thread starts a conversation so the bot has a thread to post in.
+func (r *rig) thread(t *testing.T) fake.Post {
+	t.Helper()
+	p := r.post(t, r.owner, r.dm, "", "do something")
+	waitFor(t, "the answer", func() bool { return len(r.botPosts(p.ID)) == 1 })
+	return p
+}
+
+func pendingCall(id int64, root, args string) wire.PendingCall {
+	return wire.PendingCall{ID: id, Session: SessionPrefix + root, Tool: "http_fetch", Arguments: json.RawMessage(args), Expires: "2026-11-30T10:00:00Z"}
+}
+
+// TestApprovalMultiPartOnlyLast: an approval too long for one post spans
+// numbered parts; a command sent before the last part is posted is
+// ignored; the last part carries the SHA-256 of the arguments; an
+// approver's command after it is relayed with the approver's identity.
+func TestApprovalMultiPartOnlyLast(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	args := `{"url":"https://example.org/","body":"` + strings.Repeat("B", 30000) + `"}`
+	c := r.courier(t, pendingCall(7, root.ID, args))
+	posted, ok := c.Recv().(*wire.ApprovalPosted)
+	if !ok || posted.ID != 7 || posted.Parts != 3 || !posted.Answerable {
+		t.Fatalf("ApprovalPosted = %+v", posted)
+	}
+	parts := r.botPosts(root.ID)[1:]
+	if len(parts) != 3 {
+		t.Fatalf("%d approval posts, want 3", len(parts))
+	}
+	sum := sha256.Sum256([]byte(args))
+	m := regexp.MustCompile("SHA-256 `([0-9a-f]{64})`").FindStringSubmatch(parts[2].Message)
+	if m == nil || m[1] != hex.EncodeToString(sum[:]) {
+		t.Errorf("last part's hash = %v, want %x", m, sum)
+	}
+	for i, p := range parts[:2] {
+		if strings.Contains(p.Message, "!approve") {
+			t.Errorf("part %d is answerable", i+1)
+		}
+	}
+	// A command dated before the last part (as one sent while the parts
+	// were being posted would be) is ignored.
+	r.g.answer(&mattermost.Post{ID: strings.Repeat("e", 26), UserID: r.owner.ID, ChannelID: r.dm, RootID: root.ID, CreateAt: parts[1].CreateAt}, 7, true, "")
+	if !strings.Contains(r.logs.String(), "sent before the approval's last part") {
+		t.Error("an early command was not refused")
+	}
+	// In another thread: ignored.
+	other := r.thread(t)
+	r.post(t, r.owner, r.dm, other.ID, "!approve 7")
+	// After the last part, in the thread: relayed.
+	r.post(t, r.owner, r.dm, root.ID, "!deny 7 too long")
+	a, ok := c.Recv().(*wire.OwnerAnswer)
+	if !ok || a.ID != 7 || a.Approve || a.Reason != "too long" || a.Approver != "mattermost:"+r.owner.ID {
+		t.Fatalf("OwnerAnswer = %+v", a)
+	}
+	c.Send(&wire.Answered{ID: 7, Outcome: "refused", Msg: "refused"})
+	waitFor(t, "the posts marked refused", func() bool {
+		for _, p := range r.botPosts(root.ID)[1:4] {
+			if !strings.Contains(p.Message, "refused by an approver") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestApprovalNonApproverIgnored(t *testing.T) {
+	r := newRig(t, func(r *rig, c *Config) {
+		c.Allow.Channels = []string{r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, r.other.ID)}
+		c.Allow.Users = append(c.Allow.Users, r.other.ID)
+		c.Approvals.Users = []string{r.owner.ID}
+	})
+	ch := r.cfg.Allow.Channels[0]
+	root := r.post(t, r.owner, ch, "", "@boxmaker go")
+	waitFor(t, "the answer", func() bool { return len(r.botPosts(root.ID)) == 1 })
+	c := r.courier(t, pendingCall(9, root.ID, `{"url":"https://example.org/"}`))
+	if _, ok := c.Recv().(*wire.ApprovalPosted); !ok {
+		t.Fatal("not posted")
+	}
+	r.post(t, r.other, ch, root.ID, "!approve 9")
+	waitFor(t, "the refusal logged", func() bool { return strings.Contains(r.logs.String(), "the user is not an approver") })
+	r.post(t, r.owner, ch, root.ID, "@boxmaker !approve 9")
+	a, ok := c.Recv().(*wire.OwnerAnswer)
+	if !ok || !a.Approve || a.Approver != "mattermost:"+r.owner.ID {
+		t.Fatalf("OwnerAnswer = %+v", a)
+	}
+}
+
+// TestApprovalWithdrawnAndDead: brokerd closing the connection withdraws
+// the post; a restart marks the previous run's approval posts dead.
+func TestApprovalWithdrawnAndDead(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	c := r.courier(t, pendingCall(3, root.ID, `{"url":"https://example.org/"}`))
+	c.Recv()
+	c.C.Close()
+	waitFor(t, "the post withdrawn", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "withdrawn") })
+
+	c = r.courier(t, pendingCall(4, root.ID, `{"url":"https://example.org/b"}`))
+	c.Recv()
+	r.stop()
+	waitFor(t, "the post withdrawn at stop", func() bool { return strings.Contains(r.botPosts(root.ID)[2].Message, "gatewayd stopped") })
+	// Make it look answerable again, as if gatewayd had been killed.
+	r.mm.Patch(r.botPosts(root.ID)[2].ID, "**Approval 4** answer with !approve 4")
+	r.start(t)
+	waitFor(t, "the post marked dead", func() bool { return strings.Contains(r.botPosts(root.ID)[2].Message, "dead") })
+	// A command for it now is not relayed anywhere: nothing is pending.
+	r.post(t, r.owner, r.dm, root.ID, "!approve 4")
+	waitFor(t, "the command ignored", func() bool { return strings.Contains(r.logs.String(), "the id is not pending in this thread") })
+}
+
+func TestApprovalRefusals(t *testing.T) {
+	r := newRig(t, nil)
+	for _, tt := range []struct {
+		name string
+		msg  strict.Variant
+		kind wire.Kind
+	}{
+		{"terminal session", &wire.PostApproval{Call: wire.PendingCall{ID: 1, Session: "term-abc", Tool: "x", Arguments: json.RawMessage(`{}`)}}, wire.Invalid},
+		{"unknown thread", &wire.PostApproval{Call: pendingCall(2, strings.Repeat("q", 26), `{}`)}, wire.Unavailable},
+		{"wrong message", &wire.OwnerAnswer{ID: 1, Approve: true, Approver: "mattermost:x"}, wire.Forbidden},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := sockettest.Dial(t, filepath.Join(r.cfg.SocketDir, Socket), wire.GatewayFrameMax, wire.GatewayMessages, wire.GatewayMessages)
+			c.Send(tt.msg)
+			e, ok := c.Recv().(*wire.Error)
+			if !ok || e.Kind != tt.kind {
+				t.Errorf("got %+v, want kind %s", e, tt.kind)
+			}
+		})
+	}
+}

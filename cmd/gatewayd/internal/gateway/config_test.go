@@ -1,0 +1,52 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := Load("../../../../deploy/gatewayd.toml")
+	if err != nil {
+		t.Fatalf("deploy/gatewayd.toml: %v", err)
+	}
+	if c.MaxApprovalParts != 4 || c.Token.String() != "credential:mattermost-token" || len(c.approvers()) != 1 {
+		t.Errorf("example = %+v", c)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	base := `url = "https://mm.example"
+token = "credential:t"
+state_dir = "/s"
+loop_socket = "/l/loop.sock"
+socket_dir = "/g"
+[allow]
+users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
+`
+	for _, tt := range []struct{ name, text, want string }{
+		{"token in config", strings.Replace(base, `"credential:t"`, `"k3j9x8c7v6b5n4m3q2w1e0r9ty"`, 1), "token looks like a Mattermost token"},
+		{"no token", strings.Replace(base, "token = \"credential:t\"\n", "", 1), "token is required"},
+		{"no users", strings.Replace(base, `users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]`, `users = []`, 1), "nobody would be heard"},
+		{"username not id", strings.Replace(base, `"aaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"owner"`, 1), "not a Mattermost id"},
+		{"relative socket", strings.Replace(base, `"/g"`, `"g"`, 1), "socket_dir must be an absolute path"},
+		{"unknown key", base + "secret = \"x\"\n", "secret"},
+		{"too many parts", strings.Replace(base, "[allow]", "max_approval_parts = 99\n[allow]", 1), "max_approval_parts"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "g.toml")
+			os.WriteFile(p, []byte(tt.text), 0o600)
+			_, err := Load(p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "k3j9x8c7") {
+				t.Errorf("Load = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	p := filepath.Join(t.TempDir(), "g.toml")
+	os.WriteFile(p, []byte(base), 0o600)
+	if c, err := Load(p); err != nil || c.MaxApprovalParts != DefaultMaxApprovalParts {
+		t.Errorf("Load(base) = %+v, %v", c, err)
+	}
+}

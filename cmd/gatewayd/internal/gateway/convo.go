@@ -1,0 +1,269 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// convo is one thread's conversation. Guarded by Gateway.mu.
+type convo struct {
+	channel string
+	busy    bool     // a turn runs
+	queue   []string // messages for the next turn
+}
+
+// SessionPrefix starts every session id gatewayd makes.
+const SessionPrefix = "mm-"
+
+// handle takes one post, from the WebSocket or a gap fetch, at most once.
+func (g *Gateway) handle(_ context.Context, p *mattermost.Posted) {
+	ctx := g.life
+	if !g.markSeen(p.Post.ID, p.Post.CreateAt) {
+		return
+	}
+	text, why := g.hear.hear(p, func(root string) bool { return g.ownThread(ctx, root) })
+	if why != heardOK {
+		g.log.Debug("post not heard", "post", p.Post.ID, "user", p.Post.UserID, "why", string(why))
+		return
+	}
+	post := p.Post
+	if strings.HasPrefix(text, "!") && !strings.HasPrefix(text, "!!") {
+		g.command(ctx, post, text)
+		return
+	}
+	if strings.HasPrefix(text, "!!") {
+		text = text[1:]
+	}
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	if len(text) > wire.MaxMessage {
+		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("That message is %d bytes, over Boxmaker's limit of %d; it was not sent; see docs/runbook.md#gateway-message-too-long", len(text), wire.MaxMessage))
+		return
+	}
+	g.submit(ctx, post.ChannelID, post.Thread(), text)
+}
+
+// submit starts a turn for the thread, or queues text for its next one.
+func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
+	g.mu.Lock()
+	c := g.convos[root]
+	if c == nil {
+		c = &convo{channel: channel}
+		g.convos[root] = c
+	}
+	if c.busy {
+		c.queue = append(c.queue, text)
+		g.mu.Unlock()
+		return
+	}
+	c.busy = true
+	g.mine[root] = true
+	g.mu.Unlock()
+	// The turn runs for the daemon's life, not the WebSocket
+	// connection's: a dropped connection must not lose the answer.
+	go g.converse(g.life, c, root, text)
+}
+
+// converse runs turns for one thread until no message waits.
+func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
+	for {
+		g.turn(ctx, c.channel, root, text)
+		g.mu.Lock()
+		if len(c.queue) == 0 || ctx.Err() != nil {
+			c.busy = false
+			c.queue = nil
+			g.mu.Unlock()
+			return
+		}
+		text, c.queue = batch(c.queue)
+		g.mu.Unlock()
+	}
+}
+
+// batch joins the waiting messages, as many as fit in one loopd message
+// (each one fits by itself: handle refuses longer), and returns the rest.
+func batch(queue []string) (string, []string) {
+	n, size := 1, len(queue[0])
+	for n < len(queue) && size+2+len(queue[n]) <= wire.MaxMessage {
+		size += 2 + len(queue[n])
+		n++
+	}
+	return strings.Join(queue[:n], "\n\n"), queue[n:]
+}
+
+// turn sends one message to loopd, shows the bot as typing while the
+// turn runs, and posts the outcome in the thread. No thinking and no
+// status text reach the chat.
+func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
+	tctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(g.typingEvery)
+		defer t.Stop()
+		for {
+			if err := g.mm.Typing(tctx, channel, root); err != nil && tctx.Err() == nil {
+				g.log.Debug("typing", "err", err.Error())
+			}
+			select {
+			case <-tctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	out, err := g.loopTurn(ctx, SessionPrefix+root, text)
+	stop()
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		g.log.Warn("turn failed", "thread", root, "err", err.Error())
+		g.reply(ctx, channel, root, "Boxmaker could not answer: "+render.Plain(err.Error()))
+		return
+	}
+	for _, part := range out {
+		if _, err := g.mm.CreatePost(ctx, channel, root, part); err != nil {
+			g.log.Error("posting the answer failed", "thread", root, "err", err.Error())
+			return
+		}
+	}
+}
+
+// reply posts Boxmaker's own text in a thread.
+func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
+	if _, err := g.mm.CreatePost(ctx, channel, root, text); err != nil {
+		g.log.Error("posting failed", "thread", root, "err", err.Error())
+	}
+}
+
+// loopTurn is one turn on loop.sock (as bxctl chat does it): it returns
+// the posts to make, or an error whose text is for the owner.
+func (g *Gateway) loopTurn(ctx context.Context, session, text string) ([]string, error) {
+	conn, err := sockets.Dial(ctx, g.cfg.LoopSocket)
+	if err != nil {
+		return nil, errors.New("loopd is not reachable; see docs/runbook.md#loopd-not-running")
+	}
+	defer conn.Close()
+	done := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer done()
+	req, err := wire.LoopRequests.Encode(&wire.Send{Session: session, Text: text})
+	if err == nil {
+		err = frame.Write(conn, req, wire.LoopFrameMax)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sending to loopd failed: %v; see docs/runbook.md#loopd-not-running", err)
+	}
+	for {
+		body, err := frame.Read(conn, wire.LoopFrameMax)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, errors.New("loopd closed the connection before the turn ended; see docs/runbook.md#loopd-not-running")
+			}
+			return nil, fmt.Errorf("reading from loopd failed: %v; see docs/runbook.md#loopd-not-running", err)
+		}
+		ev, err := wire.LoopEvents.Decode(body)
+		if err != nil {
+			return nil, fmt.Errorf("loopd sent an event gatewayd cannot read: %v; see docs/runbook.md#loopd-not-running", err)
+		}
+		switch e := ev.(type) {
+		case *wire.Answer:
+			if e.Session != session {
+				return nil, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
+			}
+			return render.Answer(e.Text), nil
+		case *wire.Stopped:
+			return []string{"The turn was stopped (" + render.Plain(string(e.Reason)) + "): " + render.Plain(e.Msg)}, nil
+		case *wire.Error:
+			return nil, fmt.Errorf("loopd: %s", e.Error())
+		}
+	}
+}
+
+// ownThread reports whether root is one of this Boxmaker's threads: one
+// it has posted in, asking the server when it does not know.
+func (g *Gateway) ownThread(ctx context.Context, root string) bool {
+	g.mu.Lock()
+	ok := g.mine[root]
+	g.mu.Unlock()
+	if ok {
+		return true
+	}
+	posts, err := g.mm.Thread(ctx, root)
+	if err != nil {
+		return false
+	}
+	for _, p := range posts {
+		if p.UserID == g.me.ID {
+			g.mu.Lock()
+			g.mine[root] = true
+			g.mu.Unlock()
+			return true
+		}
+	}
+	return false
+}
+
+// stopTurn is !stop: the thread's messages waiting for the next turn are
+// dropped, and loopd stops the running turn, whose follower then posts
+// that it was stopped.
+func (g *Gateway) stopTurn(ctx context.Context, post *mattermost.Post) {
+	root := post.Thread()
+	g.mu.Lock()
+	dropped := 0
+	if c := g.convos[root]; c != nil {
+		dropped, c.queue = len(c.queue), nil
+	}
+	g.mu.Unlock()
+	done, err := g.loopStop(ctx, SessionPrefix+root)
+	switch {
+	case err != nil:
+		g.reply(ctx, post.ChannelID, root, "Boxmaker could not stop the turn: "+render.Plain(err.Error()))
+	case !done.Stopped && dropped == 0:
+		g.reply(ctx, post.ChannelID, root, "No turn is running in this thread.")
+	case dropped > 0:
+		g.reply(ctx, post.ChannelID, root, fmt.Sprintf("Stopped; %d waiting message(s) dropped.", dropped))
+	}
+}
+
+// loopStop sends one stop for session on loop.sock.
+func (g *Gateway) loopStop(ctx context.Context, session string) (*wire.StopDone, error) {
+	conn, err := sockets.Dial(ctx, g.cfg.LoopSocket)
+	if err != nil {
+		return nil, errors.New("loopd is not reachable; see docs/runbook.md#loopd-not-running")
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req, err := wire.LoopRequests.Encode(&wire.Stop{Session: session})
+	if err == nil {
+		err = frame.Write(conn, req, wire.LoopFrameMax)
+	}
+	var body []byte
+	if err == nil {
+		body, err = frame.Read(conn, wire.LoopFrameMax)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loopd did not answer the stop: %v; see docs/runbook.md#loopd-not-running", err)
+	}
+	v, err := wire.LoopEvents.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("loopd sent an event gatewayd cannot read: %v; see docs/runbook.md#loopd-not-running", err)
+	}
+	switch d := v.(type) {
+	case *wire.StopDone:
+		return d, nil
+	case *wire.Error:
+		return nil, fmt.Errorf("loopd: %s", d.Error())
+	}
+	return nil, errors.New("loopd answered a stop with " + v.Tag() + "; see docs/runbook.md#loopd-not-running")
+}

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+)
+
+func TestDMAnsweredInThread(t *testing.T) {
+	r := newRig(t, nil)
+	p := r.post(t, r.owner, r.dm, "", "hello there")
+	waitFor(t, "an answer", func() bool { return len(r.botPosts(p.ID)) == 1 })
+	got := r.botPosts(p.ID)[0]
+	if got.RootID != p.ID || got.Message != "echo: hello there" {
+		t.Errorf("answer = %+v", got)
+	}
+	if strings.Contains(got.Message, "secret thinking") {
+		t.Error("reasoning reached the chat")
+	}
+	if s := r.loop.sent(); len(s) != 1 || s[0].Session != "mm-"+p.ID {
+		t.Errorf("loopd got %+v", s)
+	}
+	if len(r.mm.Typings()) == 0 {
+		t.Error("no typing indicator")
+	}
+}
+
+func TestMessagesDuringTurnBatched(t *testing.T) {
+	r := newRig(t, nil)
+	r.loop.delay = 300 * time.Millisecond
+	p := r.post(t, r.owner, r.dm, "", "first")
+	waitFor(t, "the first turn", func() bool { return len(r.loop.sent()) == 1 })
+	r.post(t, r.owner, r.dm, p.ID, "second")
+	r.post(t, r.owner, r.dm, p.ID, "third")
+	waitFor(t, "two answers", func() bool { return len(r.botPosts(p.ID)) == 2 })
+	s := r.loop.sent()
+	if len(s) != 2 || s[1].Text != "second\n\nthird" || s[1].Session != s[0].Session {
+		t.Errorf("loopd got %+v", s)
+	}
+}
+
+// TestHostileAnswer: a 20,000-rune answer with @channel and an image
+// link reaches the thread as two posts within the server's limit (the
+// fake refuses longer ones), nothing lost, nothing mentioned or embedded;
+// the typing indicator is refreshed while the turn runs.
+func TestHostileAnswer(t *testing.T) {
+	r := newRig(t, nil)
+	r.loop.delay = 300 * time.Millisecond
+	long := "@channel ![pwn](https://evil.example/x.png) " + strings.Repeat("é", 20000)
+	r.loop.answer = func(string) string { return long }
+	p := r.post(t, r.owner, r.dm, "", "write a lot")
+	waitFor(t, "two posts", func() bool { return len(r.botPosts(p.ID)) == 2 })
+	var all strings.Builder
+	for _, b := range r.botPosts(p.ID) {
+		if utf8.RuneCountInString(b.Message) > mattermost.MaxRunes {
+			t.Errorf("a post of %d runes", utf8.RuneCountInString(b.Message))
+		}
+		all.WriteString(b.Message)
+	}
+	got := all.String()
+	if strings.Contains(got, "@") || strings.Contains(got, "![") && !strings.Contains(got, `\![`) {
+		t.Errorf("the answer mentions or embeds: %.80q", got)
+	}
+	if strings.Count(got, "é") != 20000 {
+		t.Error("the answer lost text")
+	}
+	if n := len(r.mm.Typings()); n < 3 {
+		t.Errorf("typing sent %d times during a 300 ms turn refreshed every 50 ms", n)
+	}
+}
+
+func TestBatchFitsLoopd(t *testing.T) {
+	big := strings.Repeat("x", 40000)
+	text, rest := batch([]string{"a", "b", big, big, "c"})
+	if text != "a\n\nb\n\n"+big || len(rest) != 2 {
+		t.Fatalf("batch = %d bytes, %d left", len(text), len(rest))
+	}
+	text, rest = batch(rest)
+	if text != big+"\n\nc" || len(rest) != 0 {
+		t.Fatalf("second batch = %d bytes, %d left", len(text), len(rest))
+	}
+}

@@ -1,0 +1,221 @@
+// Package gateway is gatewayd's daemon: it carries the owner's messages
+// from Mattermost to loopd and the answers back, and posts brokerd's
+// pending approvals in the asking thread, relaying the owner's answers.
+//
+// Invariants:
+//   - only posts [hearer] accepts reach loopd or the command parser;
+//     a message starting with '!' is a command and never reaches the
+//     model ("!!" escapes a literal '!');
+//   - a thread is a session ("mm-" + the root post's id); messages that
+//     arrive while its turn runs go together as the next turn; every
+//     post is handled at most once, whether it came over the WebSocket
+//     or from a gap fetched after a lost connection;
+//   - everything posted that Boxmaker did not write passes through
+//     package render: no mention, no embedded image, nothing hidden;
+//   - an approval is answered only by an approver, only in its thread,
+//     only after its last part is posted and only while brokerd keeps
+//     its connection open; a command from anyone else is ignored and
+//     logged;
+//   - gatewayd opens no TCP listener: it listens only on gateway.sock.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+)
+
+// Socket is gateway.sock's file name.
+const Socket = "gateway.sock"
+
+// Gateway is the running daemon.
+type Gateway struct {
+	cfg  Config
+	log  *slog.Logger
+	mm   *mattermost.Client
+	me   *mattermost.User
+	hear *hearer
+
+	life      context.Context // the daemon's life: turns outlive a WebSocket connection
+	approvers map[string]bool
+	dead      *deadLog
+
+	// Test knobs: how often typing is refreshed, and the stream's backoff.
+	typingEvery time.Duration
+	stream      *mattermost.Stream
+
+	mu       sync.Mutex // guards the fields below
+	seen     map[string]bool
+	seenFIFO []string
+	convos   map[string]*convo   // by thread root id
+	mine     map[string]bool     // thread roots this Boxmaker has posted in
+	channels map[string]bool     // channels whose gaps are fetched
+	pending  map[int64]*approval // approvals posted, by id
+	since    int64               // newest create_at seen, for gap fetches
+}
+
+// maxSeen bounds the set of handled post ids.
+const maxSeen = 4096
+
+// Run loads the token, connects and serves until ctx ends.
+func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
+	tok, err := secret.NewStore(log).Load(cfg.Token)
+	if err != nil {
+		return fmt.Errorf("%w: bot token: %v", daemon.ErrRefused, err)
+	}
+	mm, err := mattermost.NewClient(cfg.URL, tok, cfg.CAFile)
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	g, err := New(ctx, log, cfg, mm)
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	return g.Serve(ctx)
+}
+
+// New prepares a gateway: who the bot is, the allowlisted users' direct
+// channels, and the approval posts a previous run left (marked dead).
+func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Client) (*Gateway, error) {
+	me, err := mm.Me(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("who am I: %v; see docs/runbook.md#gateway-mattermost", err)
+	}
+	g := &Gateway{cfg: cfg, log: log, mm: mm, me: me, typingEvery: 4 * time.Second,
+		seen: map[string]bool{}, convos: map[string]*convo{}, mine: map[string]bool{},
+		channels: map[string]bool{}, pending: map[int64]*approval{}, approvers: map[string]bool{},
+		since: time.Now().UnixMilli()}
+	g.hear = &hearer{me: me.ID, name: lower(me.Username), users: set(cfg.Allow.Users), channels: set(cfg.Allow.Channels)}
+	for _, id := range cfg.approvers() {
+		g.approvers[id] = true
+	}
+	for _, id := range cfg.Allow.Channels {
+		g.channels[id] = true
+	}
+	for _, u := range cfg.Allow.Users {
+		ch, err := mm.DirectChannel(ctx, me.ID, u)
+		if err != nil {
+			return nil, fmt.Errorf("direct channel with %s: %v; see docs/runbook.md#gateway-mattermost", u, err)
+		}
+		g.channels[ch.ID] = true
+	}
+	if g.dead, err = openDeadLog(ctx, filepath.Join(cfg.StateDir, "gateway"), mm, log); err != nil {
+		return nil, err
+	}
+	g.stream = &mattermost.Stream{Client: mm, Log: log, OnEvent: g.onEvent, OnGap: g.fetchGap}
+	return g, nil
+}
+
+// Stream is the WebSocket stream (tests set its backoff and hooks).
+func (g *Gateway) Stream() *mattermost.Stream { return g.stream }
+
+// Serve runs the event stream and gateway.sock until ctx ends.
+func (g *Gateway) Serve(ctx context.Context) error {
+	l, err := sockets.Listen(sockets.Config{Dir: g.cfg.SocketDir, Name: Socket, AllowUIDs: g.cfg.AllowUIDs,
+		MaxConns: 256, IdleTimeout: 25 * time.Hour, Logger: g.log})
+	if err != nil {
+		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+	}
+	defer l.Close()
+	g.log.Info("serving", "gateway", l.Path(), "mattermost", g.cfg.URL, "bot", g.me.Username)
+	g.life = ctx
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); g.stream.Run(ctx) }()
+	err = l.Serve(ctx, g.serveApproval)
+	wg.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func set(ids []string) map[string]bool {
+	m := map[string]bool{}
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// markSeen records a post id and reports whether it was new.
+func (g *Gateway) markSeen(id string, createAt int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if createAt > g.since {
+		g.since = createAt
+	}
+	if g.seen[id] {
+		return false
+	}
+	g.seen[id] = true
+	g.seenFIFO = append(g.seenFIFO, id)
+	if len(g.seenFIFO) > maxSeen {
+		delete(g.seen, g.seenFIFO[0])
+		g.seenFIFO = g.seenFIFO[1:]
+	}
+	return true
+}
+
+// onEvent handles one WebSocket event.
+func (g *Gateway) onEvent(ctx context.Context, e *mattermost.Event) {
+	if e.Event != "posted" {
+		return // edits are not new messages; typing and the rest are for people
+	}
+	p, err := mattermost.ParsePosted(e)
+	if err != nil {
+		g.log.Warn("unreadable posted event dropped", "err", err.Error())
+		return
+	}
+	g.handle(ctx, p)
+}
+
+// fetchGap fetches, from every channel gatewayd hears in, the posts
+// since the newest it saw (less a margin for clock steps), and handles
+// those it has not: the WebSocket lost events.
+func (g *Gateway) fetchGap(ctx context.Context) {
+	g.mu.Lock()
+	since := g.since - 5000
+	var chans []string
+	for id := range g.channels {
+		chans = append(chans, id)
+	}
+	g.mu.Unlock()
+	g.log.Info("mattermost events were lost; fetching the gap", "since", since, "channels", len(chans))
+	for _, ch := range chans {
+		posts, err := g.mm.PostsSince(ctx, ch, since)
+		if err != nil {
+			g.log.Warn("gap fetch failed", "channel", ch, "err", err.Error())
+			continue
+		}
+		typ := mattermost.ChannelDirect
+		if g.hear.channels[ch] {
+			typ = mattermost.ChannelOpen // allowlisted channels follow the channel rules whatever their type
+		}
+		for _, p := range posts {
+			if p.DeleteAt != 0 || p.CreateAt <= since { // deleted, or an edit of an older post
+				continue
+			}
+			g.handle(ctx, &mattermost.Posted{Post: p, ChannelType: typ})
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"regexp"
+	"strings"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+)
+
+// Who is heard (the decision rows of 2026-09-23 and 2026-09-24):
+//   - identity is the Mattermost user id, and only allowlisted ids are
+//     heard; a bot is heard only if listed (props.from_bot can be set
+//     by any client, so it proves nothing);
+//   - Boxmaker's own posts, and every post whose type is not empty
+//     (system messages, plugin posts), are ignored;
+//   - direct messages are heard; an open, private or group channel only
+//     if allowlisted by id, and there only a post that names this bot,
+//     or a reply in one of this Boxmaker's threads that names no other
+//     user (@channel, @here and @all name nobody);
+//   - a leading mention of this bot is stripped before anything else
+//     sees the message.
+//
+// Mentions are read from the message, never from the event's mentions
+// list, which the server also fills for @channel.
+
+// hearer holds the rules.
+type hearer struct {
+	me       string          // the bot's user id
+	name     string          // the bot's username, lower case
+	users    map[string]bool // allow.users
+	channels map[string]bool // allow.channels
+}
+
+// mention is an @name as Mattermost reads one: @ then username
+// characters (model.IsValidUsername: a-z, 0-9, '.', '-', '_').
+var mention = regexp.MustCompile(`@([A-Za-z0-9._-]+)`)
+
+// names lists the users a message names, lower case, with trailing
+// '.', '-' and '_' trimmed as the server's mention parser tries them.
+func names(msg string) []string {
+	var out []string
+	for _, m := range mention.FindAllStringSubmatchIndex(msg, -1) {
+		if m[0] > 0 && isNameByte(msg[m[0]-1]) {
+			continue // part of a word (an e-mail address), not a mention
+		}
+		out = append(out, strings.TrimRight(strings.ToLower(msg[m[2]:m[3]]), ".-_"))
+	}
+	return out
+}
+
+func isNameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.' || b == '-' || b == '_'
+}
+
+// verdict is why a post is or is not heard.
+type verdict string
+
+const (
+	heardOK       verdict = ""
+	ignoredOwn    verdict = "own post"
+	ignoredType   verdict = "post type is set"
+	ignoredUser   verdict = "author not in allow.users"
+	ignoredChan   verdict = "channel not in allow.channels"
+	ignoredNamed  verdict = "does not name this bot"
+	ignoredOther  verdict = "names another user"
+	ignoredGone   verdict = "deleted"
+	ignoredChType verdict = "unknown channel type"
+)
+
+// hear decides whether p is for this Boxmaker; if so it returns the text
+// with a leading mention of the bot stripped. ownThread reports whether
+// a thread root is one of this Boxmaker's threads.
+func (h *hearer) hear(p *mattermost.Posted, ownThread func(root string) bool) (string, verdict) {
+	post := p.Post
+	switch {
+	case post.UserID == h.me:
+		return "", ignoredOwn
+	case post.Type != "":
+		return "", ignoredType
+	case post.DeleteAt != 0:
+		return "", ignoredGone
+	case !h.users[post.UserID]:
+		return "", ignoredUser
+	}
+	switch p.ChannelType {
+	case mattermost.ChannelDirect:
+	case mattermost.ChannelOpen, mattermost.ChannelPrivate, mattermost.ChannelGroup:
+		if !h.channels[post.ChannelID] {
+			return "", ignoredChan
+		}
+		namesMe, namesOther := false, false
+		for _, n := range names(post.Message) {
+			switch n {
+			case h.name:
+				namesMe = true
+			case "channel", "here", "all":
+			default:
+				namesOther = true
+			}
+		}
+		if !namesMe {
+			if post.RootID == "" || !ownThread(post.RootID) {
+				return "", ignoredNamed
+			}
+			if namesOther {
+				return "", ignoredOther
+			}
+		}
+	default:
+		return "", ignoredChType
+	}
+	return h.strip(post.Message), heardOK
+}
+
+// strip removes a leading @botname (and the separator after it).
+func (h *hearer) strip(msg string) string {
+	t := strings.TrimLeft(msg, " \t\r\n")
+	if len(t) < len(h.name)+1 || t[0] != '@' || !strings.EqualFold(t[1:1+len(h.name)], h.name) {
+		return msg
+	}
+	rest := t[1+len(h.name):]
+	if rest != "" && isNameByte(rest[0]) && rest[0] != '.' && rest[0] != '-' && rest[0] != '_' {
+		return msg // @botname2 is someone else
+	}
+	if rest != "" && isNameByte(rest[0]) {
+		// @botname. or @botname- : trimmed punctuation, as names() reads it
+		rest = strings.TrimLeft(rest, ".-_")
+		if rest != "" && isNameByte(rest[0]) {
+			return msg
+		}
+	}
+	rest = strings.TrimLeft(rest, ",:;")
+	return strings.TrimLeft(rest, " \t\r\n")
+}

@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
+	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// fakeLoop is loopd's loop.sock for gateway tests: it answers each
+// message with "echo: <text>" (or what answer returns), after delay.
+type fakeLoop struct {
+	mu     sync.Mutex
+	stops  map[string]chan struct{}
+	sends  []wire.Send
+	delay  time.Duration
+	answer func(text string) string
+}
+
+func (f *fakeLoop) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
+	for {
+		body, err := frame.Read(c, wire.LoopFrameMax)
+		if err != nil {
+			return
+		}
+		v, err := wire.LoopRequests.Decode(body)
+		if err != nil {
+			return
+		}
+		if st, ok := v.(*wire.Stop); ok {
+			f.mu.Lock()
+			ch, running := f.stops[st.Session]
+			if running {
+				close(ch)
+				delete(f.stops, st.Session)
+			}
+			f.mu.Unlock()
+			b, _ := wire.LoopEvents.Encode(&wire.StopDone{Session: st.Session, Stopped: running})
+			frame.Write(c, b, wire.LoopFrameMax)
+			continue
+		}
+		s := v.(*wire.Send)
+		stop := make(chan struct{})
+		f.mu.Lock()
+		if f.stops == nil {
+			f.stops = map[string]chan struct{}{}
+		}
+		f.stops[s.Session] = stop
+		f.sends = append(f.sends, *s)
+		delay, answer := f.delay, f.answer
+		f.mu.Unlock()
+		out := "echo: " + s.Text
+		if answer != nil {
+			out = answer(s.Text)
+		}
+		for _, ev := range []interface{ Tag() string }{&wire.Accepted{Session: s.Session}, &wire.Working{Session: s.Session},
+			&wire.Reasoning{Session: s.Session, Text: "secret thinking"}} {
+			b, _ := wire.LoopEvents.Encode(ev)
+			frame.Write(c, b, wire.LoopFrameMax)
+		}
+		var end interface{ Tag() string } = &wire.Answer{Session: s.Session, Text: out}
+		select {
+		case <-time.After(delay):
+			f.mu.Lock()
+			if f.stops[s.Session] == stop {
+				delete(f.stops, s.Session)
+			}
+			f.mu.Unlock()
+		case <-stop:
+			end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
+		}
+		b, _ := wire.LoopEvents.Encode(end)
+		if frame.Write(c, b, wire.LoopFrameMax) != nil {
+			return
+		}
+	}
+}
+
+func (f *fakeLoop) sent() []wire.Send {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]wire.Send(nil), f.sends...)
+}
+
+// rig is a gateway against the fake Mattermost and a fake loopd.
+type rig struct {
+	mm      *fake.Server
+	bot     fake.User
+	owner   fake.User
+	other   fake.User
+	dm      string
+	loop    *fakeLoop
+	g       *Gateway
+	cfg     Config
+	logs    *syncBuf
+	cancel  context.CancelFunc
+	done    chan struct{}
+	connect chan string
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func shortDir(t *testing.T) string {
+	d, err := os.MkdirTemp("", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// newRig starts everything; edit(cfg) may change the config first.
+func newRig(t *testing.T, edit func(r *rig, c *Config)) *rig {
+	t.Helper()
+	r := &rig{mm: fake.New(t), loop: &fakeLoop{}, logs: &syncBuf{}, connect: make(chan string, 100)}
+	r.bot = r.mm.AddUser("boxmaker", true)
+	r.owner = r.mm.AddUser("owner", false)
+	r.other = r.mm.AddUser("mallory", false)
+	r.dm = r.mm.Direct(r.bot.ID, r.owner.ID)
+	dir := shortDir(t)
+	loopSock := sockettest.Serve(t, filepath.Join(dir, "loop"), "loop.sock", r.loop.serve)
+	r.cfg = Config{URL: r.mm.URL(), StateDir: filepath.Join(dir, "state"), LoopSocket: loopSock,
+		SocketDir: filepath.Join(dir, "gw"), MaxApprovalParts: DefaultMaxApprovalParts,
+		Allow: Allow{Users: []string{r.owner.ID}}}
+	if edit != nil {
+		edit(r, &r.cfg)
+	}
+	r.start(t)
+	return r
+}
+
+func (r *rig) start(t *testing.T) {
+	t.Helper()
+	os.MkdirAll(r.cfg.SocketDir, 0o700)
+	mm, err := mattermost.NewClient(r.cfg.URL, secret.New([]byte(r.bot.Token)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	g, err := New(ctx, log, r.cfg, mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.typingEvery = 50 * time.Millisecond
+	s := g.Stream()
+	s.MinBackoff, s.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
+	s.OnConnected = func(id string) { r.connect <- id }
+	r.g, r.cancel, r.done = g, cancel, make(chan struct{})
+	go func() { defer close(r.done); g.Serve(ctx) }()
+	t.Cleanup(r.stop)
+	select {
+	case <-r.connect:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("gateway did not connect:\n%s", r.logs.String())
+	}
+}
+
+func (r *rig) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// post posts as user in channel (root may be empty).
+func (r *rig) post(t *testing.T, user fake.User, channel, root, msg string) fake.Post {
+	t.Helper()
+	p, err := r.mm.PostAs(user.ID, fake.Post{ChannelID: channel, RootID: root, Message: msg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// waitLog is waitFor, showing the gateway's log on failure.
+func (r *rig) waitLog(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 1000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s\n%s", what, r.logs.String())
+}
+
+// botPosts are the bot's posts in a thread.
+func (r *rig) botPosts(root string) []fake.Post {
+	var out []fake.Post
+	for _, p := range r.mm.Thread(root) {
+		if p.UserID == r.bot.ID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+var _ = fmt.Sprint

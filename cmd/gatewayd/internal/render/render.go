@@ -1,0 +1,138 @@
+// Package render turns text Boxmaker did not write (the model's answers,
+// a tool call's arguments) into Mattermost posts that show it and do
+// nothing else.
+//
+// Invariants, for every output of [Answer] and [Approval]:
+//   - no ASCII '@' survives, so no post can mention a user, @channel,
+//     @here or @all (an answer's '@' becomes U+FF20 FULLWIDTH COMMERCIAL
+//     AT; an argument's becomes the JSON escape \u0040, the same value);
+//   - no image is embedded: "![" is written "\![", a link, so no image is
+//     fetched from a URL the model chose;
+//   - invisible and control runes are shown as escapes (package escape),
+//     so nothing is hidden;
+//   - arguments sit in a code fence longer than any run of backticks in
+//     them, so they cannot close it and become markdown;
+//   - each post is at most [mattermost.MaxRunes] runes and nothing is
+//     dropped: long text becomes several posts.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// Answer renders a model answer as one or more posts.
+func Answer(text string) []string {
+	t := escape.Text(text)
+	t = strings.ReplaceAll(t, "@", "\uff20")
+	t = strings.ReplaceAll(t, "![", `\![`)
+	if strings.TrimSpace(t) == "" {
+		t = "(the answer was empty)"
+	}
+	return mattermost.Split(t, mattermost.MaxRunes)
+}
+
+// Plain renders text of Boxmaker's own that quotes untrusted words (a
+// stop reason, an error from loopd) as one line.
+func Plain(text string) string {
+	t := escape.Line(text)
+	t = strings.ReplaceAll(t, "@", "\uff20")
+	t = strings.ReplaceAll(t, "![", `\![`)
+	for _, c := range "*_`[]<>#~|" {
+		t = strings.ReplaceAll(t, string(c), `\`+string(c))
+	}
+	return t
+}
+
+// Code renders untrusted text of one line as an inline code span, whose
+// backtick fence is longer than any run inside it.
+func Code(text string) string {
+	t := strings.ReplaceAll(escape.Line(text), "@", "\uff20")
+	f := fenceFor(t)[:max(1, longestRun(t)+1)]
+	return f + " " + t + " " + f
+}
+
+// ApprovalPosts is an approval as posts.
+type ApprovalPosts struct {
+	Parts      []string
+	Answerable bool   // false: too long for the chat; the post points to bxctl
+	SHA256     string // hex SHA-256 of the arguments as brokerd holds them
+}
+
+// chunk is the budget of argument text per post, leaving room for the
+// header, the fence and the last part's footer.
+const chunk = mattermost.MaxRunes - 2000
+
+// Approval renders pending call c in at most maxParts posts, the last
+// one answerable; it repeats the id, the part count and the SHA-256 of
+// the whole arguments. More than maxParts: one post pointing to bxctl.
+func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
+	sum := sha256.Sum256(c.Arguments)
+	hash := hex.EncodeToString(sum[:])
+	args := strings.ReplaceAll(escape.JSON(string(c.Arguments)), "@", `\u0040`)
+	pieces := splitRunes(args, chunk)
+	out := ApprovalPosts{SHA256: hash}
+	tool := Code(c.Tool)
+	if len(pieces) > maxParts {
+		out.Parts = []string{fmt.Sprintf("**Approval %d**: a call to %s waits for you, but its arguments (%d bytes, SHA-256 %s) need %d posts, over this chat's limit of %d. Review and answer it on the host: `bxctl approvals %d`, then `bxctl approve %d` or `bxctl refuse %d`.",
+			c.ID, tool, len(c.Arguments), hash, len(pieces), maxParts, c.ID, c.ID, c.ID)}
+		return out
+	}
+	n := len(pieces)
+	for i, p := range pieces {
+		fence := fenceFor(p)
+		var b strings.Builder
+		fmt.Fprintf(&b, "**Approval %d**, part %d of %d: a call to %s, expires %s. Arguments:\n%sjson\n%s\n%s\n", c.ID, i+1, n, tool, Plain(c.Expires), fence, p, fence)
+		if i < n-1 {
+			fmt.Fprintf(&b, "Continued in part %d. Not answerable here: answer on part %d of %d.", i+2, n, n)
+		} else {
+			fmt.Fprintf(&b, "Approval %d: %d part(s); the arguments are %d bytes with SHA-256 `%s`.\nAnswer in this thread: `!approve %d` or `!deny %d [reason]`.", c.ID, n, len(c.Arguments), hash, c.ID, c.ID)
+		}
+		out.Parts = append(out.Parts, b.String())
+	}
+	out.Answerable = true
+	return out
+}
+
+// fenceFor is a backtick fence longer than any backtick run in s
+// (CommonMark: a fence closes only with at least as many backticks).
+func fenceFor(s string) string {
+	return strings.Repeat("`", max(3, longestRun(s)+1))
+}
+
+func longestRun(s string) int {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}
+
+// splitRunes cuts s into pieces of at most n runes (no line preference:
+// escaped JSON is one line).
+func splitRunes(s string, n int) []string {
+	var out []string
+	for utf8.RuneCountInString(s) > n {
+		i, k := 0, 0
+		for i < len(s) && k < n {
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+			k++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return append(out, s)
+}

@@ -1,0 +1,26 @@
+// Command gatewayd carries the owner's messages between Mattermost and
+// loopd, and posts brokerd's pending approvals in the asking thread. It
+// holds the bot token (from the secret store), reaches Mattermost
+// outbound only and listens on no TCP port: only on gateway.sock, for
+// brokerd. See package gateway for its invariants.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/gateway"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+)
+
+func main() {
+	os.Exit(daemon.Main("gatewayd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
+		cfg, err := gateway.Load(f.Config)
+		if err != nil {
+			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		}
+		return gateway.Run(ctx, log, cfg)
+	}))
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	llama "wntrmute.dev/boxmaker/internal/fake/llama"
+	mm "wntrmute.dev/boxmaker/internal/fake/mattermost"
+)
+
+const stackGrants = `
+[[grant]]
+id = "downloads-read"
+tool = "read_file"
+paths = ["/home/owner/Downloads"]
+max_taint = "secret"
+mode = "ask"
+`
+
+// TestStackGateway runs the real stack (bxctl up with loopd, inferproxy,
+// brokerd and gatewayd) against the fake llama-server and the fake
+// Mattermost: the owner DMs the bot and gets an answer in the thread; in
+// an allowlisted channel a tool call under an ask grant posts an
+// approval in the thread; a user who may talk but not approve sends
+// !approve and is ignored and logged; the owner's !approve reaches
+// brokerd, which records the approver, re-decides and hands the call to
+// the runner (which refuses: tool containers come later); the turn goes
+// on to its answer in the thread.
+func TestStackGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the stack")
+	}
+	bin := t.TempDir()
+	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd"} {
+		args := []string{"build", "-o", filepath.Join(bin, role)}
+		if tags, err := os.ReadFile(filepath.Join("..", role, "tags.txt")); err == nil {
+			args = append(args, "-tags", strings.Join(strings.Fields(string(tags)), ","))
+		}
+		cmd := exec.Command("go", append(args, "wntrmute.dev/boxmaker/cmd/"+role)...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", role, err, out)
+		}
+	}
+	// Socket paths must stay short: a temp dir of its own.
+	root, err := os.MkdirTemp("", "bxs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	state := filepath.Join(root, "s")
+
+	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
+	srv.Script(
+		llama.Reply{Reasoning: "The time.", ToolCalls: []llama.ToolCall{{Name: "clock", Arguments: `{}`}}},
+		llama.Reply{Reasoning: "Greet.", Content: "Hello."},
+		llama.Reply{Reasoning: "Again.", Content: "Hello again."},
+		// The DM.
+		llama.Reply{Reasoning: "Greet the owner.", Content: "Hello, @channel! ![x](https://evil.example/p.png)"},
+		// The channel thread.
+		llama.Reply{Reasoning: "Read it.", ToolCalls: []llama.ToolCall{{Name: "call_tool", Arguments: `{"name":"read_file","arguments":{"path":"/home/owner/Downloads/report.pdf"}}`}}},
+		llama.Reply{Reasoning: "It could not run.", Content: "I could not read the report."},
+	)
+	fmm := mm.New(t)
+	bot := fmm.AddUser("boxmaker", true)
+	owner := fmm.AddUser("owner", false)
+	mallory := fmm.AddUser("mallory", false)
+	channel := fmm.AddChannel("O", "town-square", bot.ID, owner.ID, mallory.ID)
+	dm := fmm.Direct(bot.ID, owner.ID)
+
+	u, _ := url.Parse(srv.URL())
+	for _, d := range []string{filepath.Join(state, "config"), filepath.Join(state, "grants")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(state, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("config/inferproxy.toml", fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(state, "run", "infer"), u.Host))
+	write("grants/downloads.toml", stackGrants)
+	write("config/gatewayd.toml", fmt.Sprintf(`url = %q
+token = "env:BOXMAKER_TEST_MM_TOKEN"
+state_dir = %q
+loop_socket = %q
+socket_dir = %q
+
+[allow]
+users = [%q, %q]
+channels = [%q]
+
+[approvals]
+users = [%q]
+`, fmm.URL(), state, filepath.Join(state, "run", "loop", "loop.sock"), filepath.Join(state, "run", "gateway"),
+		owner.ID, mallory.ID, channel, owner.ID))
+
+	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)
+	cmd.Env = append(os.Environ(), "BOXMAKER_TEST_MM_TOKEN="+bot.Token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "bxctl up: ready") {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("bxctl up ended before it was ready:\n%s", stderr.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("bxctl up not ready:\n%s", stderr.String())
+	}
+	logs := func() string {
+		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
+		return string(b)
+	}
+	waitBot := func(root string, n int, what string) []mm.Post {
+		t.Helper()
+		for i := 0; i < 1500; i++ {
+			var got []mm.Post
+			for _, p := range fmm.Thread(root) {
+				if p.UserID == bot.ID {
+					got = append(got, p)
+				}
+			}
+			if len(got) >= n {
+				return got
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no %s in thread %s; thread: %+v\ngatewayd log:\n%s", what, root, fmm.Thread(root), logs())
+		return nil
+	}
+	// Wait for gatewayd's WebSocket before posting.
+	for i := 0; fmm.Connections() == 0; i++ {
+		if i > 500 {
+			t.Fatalf("gatewayd never connected:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// 1. A DM, answered in its thread, escaped.
+	hello, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans := waitBot(hello.ID, 1, "answer")[0]
+	if ans.RootID != hello.ID || !strings.Contains(ans.Message, "Hello, \uff20channel!") || strings.Contains(ans.Message, "@") ||
+		!strings.Contains(ans.Message, `\![x](https://evil.example/p.png)`) {
+		t.Errorf("DM answer = %q", ans.Message)
+	}
+
+	// 2. A tool call in a channel thread posts an approval there.
+	ask, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: channel, Message: "@boxmaker read my report"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appr := waitBot(ask.ID, 1, "approval")[0]
+	m := regexp.MustCompile(`\*\*Approval (\d+)\*\*, part 1 of 1: a call to ` + "` read_file `").FindStringSubmatch(appr.Message)
+	if m == nil || !strings.Contains(appr.Message, `{"path":"/home/owner/Downloads/report.pdf"}`) || !strings.Contains(appr.Message, "!approve "+m[1]) {
+		t.Fatalf("approval post = %q", appr.Message)
+	}
+	id := m[1]
+
+	// 3. Someone who may talk but not approve: ignored and logged.
+	if _, err := fmm.PostAs(mallory.ID, mm.Post{ChannelID: channel, RootID: ask.ID, Message: "!approve " + id}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; !strings.Contains(logs(), "the user is not an approver"); i++ {
+		if i > 500 {
+			t.Fatalf("the non-approver's command was not logged:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs(), mallory.ID) {
+		t.Errorf("the log does not name the non-approver:\n%s", logs())
+	}
+
+	// 4. The owner approves; the call reaches the runner; the turn answers.
+	if _, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: channel, RootID: ask.ID, Message: "@boxmaker !approve " + id}); err != nil {
+		t.Fatal(err)
+	}
+	var final mm.Post
+	for i := 0; ; i++ {
+		posts := waitBot(ask.ID, 1, "answer")
+		if last := posts[len(posts)-1]; strings.Contains(last.Message, "I could not read the report.") {
+			final = last
+			break
+		}
+		if i > 1000 {
+			t.Fatalf("no final answer; thread: %+v\n%s", fmm.Thread(ask.ID), logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if final.RootID != ask.ID {
+		t.Errorf("final answer not in the thread: %+v", final)
+	}
+	for _, p := range fmm.Thread(ask.ID) {
+		if p.ID == appr.ID && !strings.Contains(p.Message, "approved by an approver") {
+			t.Errorf("approval post not marked answered: %q", p.Message)
+		}
+	}
+	session, _ := os.ReadFile(filepath.Join(state, "sessions", "mm-"+ask.ID, "0.jsonl"))
+	if !strings.Contains(string(session), "tool containers are not available") {
+		t.Errorf("session log lacks the runner's refusal:\n%s", session)
+	}
+	var audit []byte
+	files, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		audit = append(audit, b...)
+	}
+	if !strings.Contains(string(audit), `"approver":"mattermost:`+owner.ID+`"`) {
+		t.Errorf("audit log lacks the approver:\n%s", audit)
+	}
+	if strings.Contains(logs(), bot.Token) {
+		t.Error("the bot token is in gatewayd's log")
+	}
+}

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// turnStop lets a client stop a session's running turn ([wire.Stop],
+// gatewayd's !stop). The turn's context is cancelled: a model call is
+// abandoned, a tool call's connection to brokerd closes (which withdraws
+// a pending approval); the turn is then closed on disk as interrupted
+// (its calls without results marked so, never re-run) and its followers
+// get [wire.Stopped]. Messages queued for the next turn still go.
+//
+// Its fields are guarded by the live session's mu.
+type turnStop struct {
+	cancel    context.CancelFunc // nil when no turn runs
+	requested bool
+}
+
+// begin gives the running turn its own context.
+func (s *turnStop) begin(mu *sync.Mutex, parent context.Context) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	mu.Lock()
+	s.cancel, s.requested = cancel, false
+	mu.Unlock()
+	return ctx
+}
+
+// end reports whether the turn that just returned was stopped.
+func (s *turnStop) end(mu *sync.Mutex) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	s.cancel()
+	stopped := s.requested
+	s.cancel, s.requested = nil, false
+	return stopped
+}
+
+// Stop stops session id's running turn, if any.
+func (m *Manager) Stop(id string) *wire.StopDone {
+	if wire.CheckSessionID(id) != nil {
+		return &wire.StopDone{Session: id}
+	}
+	m.mu.Lock()
+	l := m.sessions[id]
+	m.mu.Unlock()
+	if l == nil {
+		return &wire.StopDone{Session: id}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.running || l.stop.cancel == nil {
+		return &wire.StopDone{Session: id}
+	}
+	l.stop.requested = true
+	l.stop.cancel()
+	m.Log.Info("turn stopped by a client", "session", id, "turn", l.turn)
+	return &wire.StopDone{Session: id, Stopped: true}
+}
+
+// stopped closes a stopped turn on disk and tells its followers: its
+// calls without results are marked interrupted (never re-run), then a
+// Stopped and a TurnEnd record close it, whether or not the model had
+// been asked yet (so the stopped message does not join the next turn).
+func (m *Manager) stopped(l *live, t int64, emit func(strict.Variant)) error {
+	const msg = "the turn was stopped on request"
+	st := session.StateOf(l.s.Records())
+	var errs []error
+	if st.Interrupted == t {
+		for _, c := range st.Pending {
+			errs = append(errs, l.s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
+				Content: "the turn was stopped before the result came; the call may or may not have run", Class: dataclass.Public}))
+		}
+	}
+	errs = append(errs,
+		l.s.Append(&session.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: msg}),
+		l.s.Append(&session.TurnEnd{Turn: t}))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if m.Engine != nil && m.Engine.Ended != nil {
+		m.Engine.Ended(l.s.ID, t) // memoryd indexes the stopped turn too
+	}
+	emit(&wire.Stopped{Session: l.s.ID, Reason: wire.StopInterrupted, Msg: msg})
+	return nil
+}

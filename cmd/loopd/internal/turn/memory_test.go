@@ -1,0 +1,54 @@
+package turn
+
+import (
+	"context"
+	"testing"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+)
+
+// TestMemoryToolsAndEnded: the core memory tools go to brokerd under their
+// own names with the model's arguments, their labels are logged as
+// brokerd gave them, and Ended hears of the turn once its end is on disk.
+func TestMemoryToolsAndEnded(t *testing.T) {
+	srv, c := setup(t, fake.Options{}, 0)
+	srv.Script(
+		fake.Reply{Reasoning: "Look.", ToolCalls: []fake.ToolCall{call("recall", `{"query":"tea","k":2}`), call("memory", `{"action":"note","text":"tea"}`)}},
+		fake.Reply{Reasoning: "Done.", Content: "Sencha."},
+	)
+	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: "[1] source=memory-tainted", Class: dataclass.Private, Untrusted: true}}
+	var ended []int64
+	s := openSession(t, stateDir(t))
+	e := &Engine{Model: c, Broker: b, Ended: func(id string, turn int64) {
+		recs := s.Records()
+		if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok || id != "s1" {
+			t.Errorf("Ended before the turn's end was logged")
+		}
+		ended = append(ended, turn)
+	}}
+	user(t, s, 1, "what tea?")
+	var ev events
+	if err := e.Run(context.Background(), s, 1, ev.emit); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.calls) != 2 || b.calls[0].Tool != "recall" || string(b.calls[0].Arguments) != `{"query":"tea","k":2}` ||
+		b.calls[1].Tool != "memory" || string(b.calls[1].Arguments) != `{"action":"note","text":"tea"}` {
+		t.Errorf("broker calls = %+v", b.calls)
+	}
+	var results []*session.ToolResult
+	for _, r := range s.Records() {
+		if tr, ok := r.(*session.ToolResult); ok {
+			results = append(results, tr)
+		}
+	}
+	if len(results) != 2 || results[0].Tool != "recall" || !results[0].Untrusted || results[0].Class != dataclass.Private ||
+		results[1].Tool != "memory" {
+		t.Errorf("results = %+v %+v", results[0], results[1])
+	}
+	if len(ended) != 1 || ended[0] != 1 {
+		t.Errorf("Ended = %v, want turn 1 once", ended)
+	}
+}

@@ -1,0 +1,66 @@
+package memd
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"wntrmute.dev/boxmaker/pkg/config"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+)
+
+// Config is memoryd.toml; deploy/memoryd.toml is the documented example.
+type Config struct {
+	// StateDir holds memory/ and index/ (memoryd's) and sessions/ (loopd's,
+	// read-only here).
+	StateDir string `toml:"state_dir"`
+
+	MemorySocketDir  string   `toml:"memory_socket_dir"` // holds memory.sock (loopd connects)
+	MemoryAllowUIDs  []uint32 `toml:"memory_allow_uids"`
+	MemtoolSocketDir string   `toml:"memtool_socket_dir"` // holds memtool.sock (brokerd connects)
+	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
+	AdminSocketDir   string   `toml:"admin_socket_dir"` // holds memadmin.sock (bxctl connects)
+	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
+
+	// IndexMaxClass: sessions (and notes) above this class are not
+	// indexed. Default "private".
+	IndexMaxClass string `toml:"index_max_class"`
+	// StageIdentityWrites stages identity adds for the owner's review
+	// (bxctl memory review) instead of applying them. Default off.
+	StageIdentityWrites bool `toml:"stage_identity_writes"`
+
+	maxClass dataclass.Class
+}
+
+// Load reads and checks memoryd.toml.
+func Load(path string) (Config, error) {
+	var c Config
+	if err := config.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	dirs := map[string]string{"state_dir": c.StateDir, "memory_socket_dir": c.MemorySocketDir,
+		"memtool_socket_dir": c.MemtoolSocketDir, "admin_socket_dir": c.AdminSocketDir}
+	for name, p := range dirs {
+		if !filepath.IsAbs(p) {
+			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
+		}
+	}
+	seen := map[string]string{}
+	for _, name := range []string{"memory_socket_dir", "memtool_socket_dir", "admin_socket_dir"} {
+		d := filepath.Clean(dirs[name])
+		if other, ok := seen[d]; ok {
+			// One directory would let whoever reaches one socket reach
+			// the other: a session's tool call could undo an edit.
+			return Config{}, fmt.Errorf("config %s: %s and %s must differ", path, other, name)
+		}
+		seen[d] = name
+	}
+	c.maxClass = dataclass.Private
+	if c.IndexMaxClass != "" {
+		mc, err := dataclass.Parse(c.IndexMaxClass)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: index_max_class: %v", path, err)
+		}
+		c.maxClass = mc
+	}
+	return c, nil
+}

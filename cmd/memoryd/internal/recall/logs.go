@@ -1,0 +1,227 @@
+package recall
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// memoryd reads loopd's session logs (sessions/<id>/<epoch>.jsonl) but may
+// not import loopd's code, so it decodes the records it needs here,
+// strictly, field for field as loopd writes them: a record type or field
+// it does not know stops the indexing of that log loudly, rather than
+// being skipped.
+
+type (
+	userRec struct {
+		Turn int64  `json:"turn"`
+		Text string `json:"text"`
+	}
+	callRec struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	assistantRec struct {
+		Turn    int64 `json:"turn"`
+		Message struct {
+			Role             string    `json:"role"`
+			Content          string    `json:"content"`
+			ReasoningContent string    `json:"reasoning_content,omitempty"`
+			ToolCalls        []callRec `json:"tool_calls,omitempty"`
+			ToolCallID       string    `json:"tool_call_id,omitempty"`
+			Name             string    `json:"name,omitempty"`
+		} `json:"message"`
+	}
+	resultRec struct {
+		Turn      int64           `json:"turn"`
+		CallID    string          `json:"call_id"`
+		Tool      string          `json:"tool"`
+		Status    string          `json:"status"`
+		Content   string          `json:"content"`
+		Truncated bool            `json:"truncated"`
+		Class     dataclass.Class `json:"class"`
+		Untrusted bool            `json:"untrusted"`
+	}
+	usageRec struct {
+		Turn            int64 `json:"turn"`
+		CacheN          int   `json:"cache_n"`
+		PromptN         int   `json:"prompt_n"`
+		PredictedN      int   `json:"predicted_n"`
+		PromptUS        int64 `json:"prompt_us"`
+		PredictedUS     int64 `json:"predicted_us"`
+		PromptTokens    int   `json:"prompt_tokens"`
+		ReasoningTokens int   `json:"reasoning_tokens"`
+		CapFired        bool  `json:"cap_fired"`
+		CacheGap        int   `json:"cache_gap"`
+	}
+	cacheLossRec struct {
+		Turn      int64 `json:"turn"`
+		Tokens    int   `json:"tokens"`
+		PrevTotal int   `json:"prev_total"`
+		Cached    int   `json:"cached"`
+	}
+	approvalRec struct {
+		Turn   int64  `json:"turn"`
+		CallID string `json:"call_id"`
+		ID     int64  `json:"id"`
+		State  string `json:"state"`
+	}
+	stoppedRec struct {
+		Turn   int64  `json:"turn"`
+		Reason string `json:"reason"`
+		Msg    string `json:"msg"`
+	}
+	turnEndRec struct {
+		Turn int64 `json:"turn"`
+	}
+)
+
+func (*userRec) Tag() string      { return "user" }
+func (*assistantRec) Tag() string { return "assistant" }
+func (*resultRec) Tag() string    { return "tool_result" }
+func (*usageRec) Tag() string     { return "usage" }
+func (*cacheLossRec) Tag() string { return "cache_loss" }
+func (*approvalRec) Tag() string  { return "approval" }
+func (*stoppedRec) Tag() string   { return "stopped" }
+func (*turnEndRec) Tag() string   { return "turn_end" }
+
+var records = strict.NewUnion[strict.Variant]("type",
+	func() strict.Variant { return new(userRec) },
+	func() strict.Variant { return new(assistantRec) },
+	func() strict.Variant { return new(resultRec) },
+	func() strict.Variant { return new(usageRec) },
+	func() strict.Variant { return new(cacheLossRec) },
+	func() strict.Variant { return new(approvalRec) },
+	func() strict.Variant { return new(stoppedRec) },
+	func() strict.Variant { return new(turnEndRec) },
+)
+
+// Doc is one indexed item: a message of a session, or a note.
+type Doc struct {
+	Text    string
+	Source  string          // identity, memory or memory-tainted
+	Class   dataclass.Class // the session's taint at the turn's end, or the note's
+	Session string          // "" for a note
+	Epoch   int64
+	Turn    int64
+	Record  int    // line of the log, from 1
+	Note    string // the note's id, "" for a session record
+}
+
+// Turn is one ended turn of a session log and the documents it yields.
+type Turn struct {
+	Session   string
+	Epoch     int64
+	Turn      int64
+	Class     dataclass.Class
+	Untrusted bool
+	Docs      []Doc
+}
+
+var epochRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.jsonl$`)
+
+// LogFiles lists every session log under sessions/, in a fixed order.
+func LogFiles(sessions string) ([]string, error) {
+	dirs, err := os.ReadDir(sessions)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range dirs {
+		if !d.IsDir() || wire.CheckSessionID(d.Name()) != nil {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(sessions, d.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			if epochRE.MatchString(f.Name()) {
+				out = append(out, filepath.Join(sessions, d.Name(), f.Name()))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ReadLog reads one session log and returns its ended turns, in the order
+// they ended. A turn's class and trust are the session's as of the turn's
+// end: the reply was made from the whole context so far. Tool results
+// are not indexed (only the calls, by name and arguments).
+func ReadLog(path string) ([]Turn, error) {
+	session := filepath.Base(filepath.Dir(path))
+	if err := wire.CheckSessionID(session); err != nil {
+		return nil, err
+	}
+	m := epochRE.FindStringSubmatch(filepath.Base(path))
+	if m == nil {
+		return nil, fmt.Errorf("%s is not a session log", path)
+	}
+	epoch, _ := strconv.ParseInt(m[1], 10, 64)
+	class, untrusted := dataclass.Floor, false
+	open := map[int64][]Doc{}
+	var out []Turn
+	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
+		v, err := records.Decode(b)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		doc := func(turn int64, text string) {
+			if text != "" {
+				open[turn] = append(open[turn], Doc{Text: text, Session: session, Epoch: epoch, Turn: turn, Record: n})
+			}
+		}
+		switch r := v.(type) {
+		case *userRec:
+			doc(r.Turn, r.Text)
+		case *assistantRec:
+			doc(r.Turn, r.Message.Content)
+			for _, c := range r.Message.ToolCalls {
+				doc(r.Turn, c.Function.Name+" "+c.Function.Arguments)
+			}
+		case *resultRec:
+			if !r.Class.Valid() {
+				return fmt.Errorf("%s:%d: tool result without a class", path, n)
+			}
+			class, untrusted = dataclass.Join(class, r.Class), untrusted || r.Untrusted
+		case *turnEndRec:
+			t := Turn{Session: session, Epoch: epoch, Turn: r.Turn, Class: class, Untrusted: untrusted, Docs: open[r.Turn]}
+			for i := range t.Docs {
+				t.Docs[i].Class, t.Docs[i].Source = class, SourceOf(untrusted)
+			}
+			delete(open, r.Turn)
+			out = append(out, t)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// SourceOf is the source tag of a session's experience.
+func SourceOf(untrusted bool) string {
+	if untrusted {
+		return SourceTainted
+	}
+	return SourceMemory
+}

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/sanitize"
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
+
+// MaxText caps the text of one write, in bytes.
+const MaxText = 4096
+
+// Caller is the session a memory call comes from, as brokerd tracks it.
+type Caller struct {
+	Session   string
+	Taint     dataclass.Class
+	Untrusted bool
+}
+
+// clean reports whether the caller may edit identity: it has read no
+// untrusted content and holds nothing above private (identity is in every
+// prompt, so a secret must not reach it).
+func (c Caller) clean() bool { return !c.Untrusted && c.Taint.AtMost(dataclass.Private) }
+
+// Args are the memory tool's arguments. Which fields an action takes is
+// checked by [ParseArgs].
+type Args struct {
+	Action string `json:"action"`
+	File   string `json:"file,omitempty"` // "memory" or "user"
+	Text   string `json:"text,omitempty"`
+	Old    string `json:"old,omitempty"`
+	Plan   []Step `json:"plan,omitempty"`
+}
+
+// Step is consolidate's decision for one entry, in file order: keep,
+// rewrite (with Text), move (to notes, recallable) or drop.
+type Step struct {
+	Op   string `json:"op"`
+	Text string `json:"text,omitempty"`
+}
+
+// Refused is a call the tool refused: the model reads Msg.
+type Refused struct{ Msg string }
+
+func (e *Refused) Error() string { return e.Msg }
+
+func refuse(format string, a ...any) error { return &Refused{Msg: fmt.Sprintf(format, a...)} }
+
+// ParseArgs decodes and checks the memory tool's arguments.
+func ParseArgs(raw []byte) (Args, error) {
+	var a Args
+	if err := strict.Unmarshal(raw, &a); err != nil {
+		return Args{}, refuse("memory: %v", err)
+	}
+	want := map[string]string{"note": "text", "add": "file text", "replace": "file old text", "remove": "file old", "consolidate": "file plan"}
+	fields, ok := want[a.Action]
+	if !ok {
+		return Args{}, refuse("memory: action must be note, add, replace, remove or consolidate, not %q", a.Action)
+	}
+	has := map[string]bool{"file": a.File != "", "text": a.Text != "", "old": a.Old != "", "plan": a.Plan != nil}
+	for _, f := range []string{"file", "text", "old", "plan"} {
+		if need := strings.Contains(" "+fields+" ", " "+f+" "); need != has[f] {
+			return Args{}, refuse("memory: %s takes exactly the fields %s", a.Action, strings.ReplaceAll(fields, " ", ", "))
+		}
+	}
+	if a.File != "" && a.File != "memory" && a.File != "user" {
+		return Args{}, refuse("memory: file must be \"memory\" or \"user\" (soul.md is the owner's)")
+	}
+	if len(a.Text) > MaxText || len(a.Old) > MaxText {
+		return Args{}, refuse("memory: text is over %d bytes", MaxText)
+	}
+	return a, nil
+}
+
+// Do runs one memory tool call and returns what the model reads. A
+// refusal is a *[Refused]; any other error is memoryd's own failure.
+func (s *Store) Do(c Caller, raw []byte) (string, error) {
+	a, err := ParseArgs(raw)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range append([]string{a.Text}, stepTexts(a.Plan)...) {
+		if t == "" {
+			continue
+		}
+		if err := sanitize.Check(t); err != nil {
+			return "", refuse("memory: the write check refused the text: %v; see docs/runbook.md#memory-write-refused", err)
+		}
+		if err := checkText(t); err != nil {
+			return "", refuse("memory: %v; see docs/runbook.md#memory-write-refused", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	file := a.File + ".md"
+	switch {
+	case a.Action == "note":
+		n, err := s.appendNote(Note{Session: c.Session, Kind: KindNote, Untrusted: c.Untrusted, Class: c.Taint, Text: strings.TrimSpace(a.Text)})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("noted as %s (%s)", n.ID, n.Source()), nil
+	case !c.clean() && a.Action == "add":
+		n, err := s.appendNote(Note{Session: c.Session, Kind: KindNote, Untrusted: c.Untrusted, Class: c.Taint, File: file, Text: strings.TrimSpace(a.Text)})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("this session has read untrusted content or holds %s data, so the entry was saved as note %s (%s), not in %s; the owner can promote it (bxctl memory review)", c.Taint, n.ID, n.Source(), file), nil
+	case !c.clean():
+		return "", refuse("memory: %s of identity is refused in a session that has read untrusted content or holds %s data; record a note instead; see docs/runbook.md#memory-identity-refused", a.Action, c.Taint)
+	case s.stage && a.Action == "add":
+		n, err := s.appendNote(Note{Session: c.Session, Kind: KindStaged, Class: c.Taint, File: file, Text: strings.TrimSpace(a.Text)})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("staged as %s for the owner's review before it reaches %s", n.ID, file), nil
+	case s.stage:
+		return "", refuse("memory: identity writes are staged for the owner's review, and only add can be staged; see docs/runbook.md#memory-identity-refused")
+	}
+	return s.edit(c.Session, file, a)
+}
+
+func stepTexts(plan []Step) []string {
+	var out []string
+	for _, st := range plan {
+		out = append(out, st.Text)
+	}
+	return out
+}
+
+// edit applies an identity edit. The caller holds s.mu.
+func (s *Store) edit(session, file string, a Args) (string, error) {
+	cur, err := s.read(file)
+	if err != nil {
+		return "", err
+	}
+	entries := Entries(cur)
+	var next []string
+	var left []Note // entries leaving the file
+	switch a.Action {
+	case "add":
+		next = append(entries, strings.TrimSpace(a.Text))
+	case "replace", "remove":
+		i, err := find(entries, a.Old)
+		if err != nil {
+			return "", err
+		}
+		left = append(left, Note{Kind: KindDropped, Text: entries[i]})
+		next = append([]string(nil), entries...)
+		if a.Action == "replace" {
+			next[i] = strings.TrimSpace(a.Text)
+		} else {
+			next = append(next[:i], next[i+1:]...)
+		}
+	case "consolidate":
+		if len(a.Plan) != len(entries) {
+			return "", refuse("memory: consolidate needs one step per entry of %s: it has %d entries, the plan %d", file, len(entries), len(a.Plan))
+		}
+		for i, st := range a.Plan {
+			switch {
+			case st.Op == "keep" && st.Text == "":
+				next = append(next, entries[i])
+			case st.Op == "rewrite" && st.Text != "":
+				next = append(next, strings.TrimSpace(st.Text))
+			case st.Op == "move" && st.Text == "":
+				left = append(left, Note{Kind: KindMoved, Text: entries[i]})
+			case st.Op == "drop" && st.Text == "":
+				left = append(left, Note{Kind: KindDropped, Text: entries[i]})
+			default:
+				return "", refuse("memory: consolidate step %d must be keep, move or drop without text, or rewrite with text", i+1)
+			}
+		}
+	}
+	after := Join(next)
+	if n := utf8.RuneCountInString(after); n > Limit[file] {
+		return "", refuse("memory: %s would be %d characters, over its limit of %d; make room with the consolidate action (move or drop entries) first; see docs/runbook.md#memory-over-limit", file, n, Limit[file])
+	}
+	for _, n := range left {
+		n.Session, n.Class, n.File = session, dataclass.Private, file
+		if _, err := s.appendNote(n); err != nil {
+			return "", err
+		}
+	}
+	seq, err := s.commit(session, file, a.Action, cur, after)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: %s done (edit %d, %d/%d characters); it applies from the next session", file, a.Action, seq, utf8.RuneCountInString(after), Limit[file]), nil
+}
+
+// find returns the one entry containing old.
+func find(entries []string, old string) (int, error) {
+	at := -1
+	for i, e := range entries {
+		if strings.Contains(e, strings.TrimSpace(old)) {
+			if at >= 0 {
+				return 0, refuse("memory: %q is in more than one entry; quote more of the entry", old)
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return 0, refuse("memory: no entry contains %q", old)
+	}
+	return at, nil
+}

@@ -1,0 +1,26 @@
+// Command memoryd keeps Boxmaker's memory: the identity files handed to
+// loopd once per epoch, the append-only notes, the journal of every write,
+// and the local recall index over the session logs and notes. It runs the
+// memory tool calls brokerd has decided. See package memd for its
+// invariants.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/memd"
+	"wntrmute.dev/boxmaker/pkg/daemon"
+)
+
+func main() {
+	os.Exit(daemon.Main("memoryd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
+		cfg, err := memd.Load(f.Config)
+		if err != nil {
+			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		}
+		return memd.Run(ctx, log, cfg)
+	}))
+}

@@ -1,0 +1,137 @@
+package wire
+
+import "wntrmute.dev/boxmaker/pkg/strict"
+
+// # memory.sock and memadmin.sock
+//
+// memoryd listens on three sockets. memtool.sock (brokerd's) is described
+// with [MemoryCall]. On memory.sock loopd sends one request per
+// connection: [IdentityRequest] when a session's epoch starts, answered
+// with [IdentityBlock] (the three identity files, checked again, each with
+// how full it is), or [TurnDone] when a turn has ended, answered with
+// [TurnIndexed] once memoryd has indexed it from the session log (loopd
+// never sends the turn's text: memoryd reads sessions/ itself). On
+// memadmin.sock bxctl sends [MemoryUndo], [Reindex], [ReviewList] or
+// [ReviewDecide], answered with [MemoryDone] or [ReviewItems]. Any socket
+// may answer [*Error] instead.
+//
+// Every message of the three sockets is in [MemorydMessages], so each
+// socket tells a message meant for another and refuses it with
+// [Forbidden]: a session's tool call must never undo an edit or read the
+// identity block, and loopd must never make a memory edit.
+
+// IdentityRequest asks for the identity block of a new epoch.
+type IdentityRequest struct {
+	Session string `json:"session"`
+	Epoch   int64  `json:"epoch"`
+}
+
+// IdentityBlock is the identity block: soul.md, memory.md and user.md, in
+// that order, each under a heading that says how full it is. It goes into
+// the epoch's baseline after the system prompt.
+type IdentityBlock struct {
+	Text string `json:"text"`
+}
+
+// TurnDone says a turn of a session's epoch has ended and is on disk.
+type TurnDone struct {
+	Session string `json:"session"`
+	Epoch   int64  `json:"epoch"`
+	Turn    int64  `json:"turn"`
+}
+
+// TurnIndexed answers TurnDone: how many records memoryd indexed (0 when
+// the session is above the configured class, or was indexed already).
+type TurnIndexed struct {
+	Records int `json:"records"`
+}
+
+// MemoryUndo asks memoryd to undo the latest edit of an identity file
+// ("memory.md" or "user.md").
+type MemoryUndo struct {
+	File string `json:"file"`
+}
+
+// Reindex asks memoryd to rebuild its index from sessions/ and notes.md.
+type Reindex struct{}
+
+// ReviewList asks for the staged identity writes and the untrusted notes.
+type ReviewList struct{}
+
+// ReviewItem is one staged write or untrusted note.
+type ReviewItem struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"` // "staged" or "untrusted"
+	File    string `json:"file"` // the identity file it would go to
+	Session string `json:"session"`
+	At      string `json:"at"` // RFC 3339
+	Text    string `json:"text"`
+}
+
+// ReviewItems answers ReviewList, oldest first.
+type ReviewItems struct {
+	Items []ReviewItem `json:"items"`
+}
+
+// ReviewDecide promotes a review item to identity ("promote", into File)
+// or drops it ("drop"). Either way the decision is journalled.
+type ReviewDecide struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	File   string `json:"file"`
+}
+
+// MemoryDone answers an admin request; Msg says what was done.
+type MemoryDone struct {
+	Msg string `json:"msg"`
+}
+
+// Tags.
+func (*IdentityRequest) Tag() string { return "identity_request" }
+func (*IdentityBlock) Tag() string   { return "identity_block" }
+func (*TurnDone) Tag() string        { return "turn_done" }
+func (*TurnIndexed) Tag() string     { return "turn_indexed" }
+func (*MemoryUndo) Tag() string      { return "memory_undo" }
+func (*Reindex) Tag() string         { return "reindex" }
+func (*ReviewList) Tag() string      { return "review_list" }
+func (*ReviewItems) Tag() string     { return "review_items" }
+func (*ReviewDecide) Tag() string    { return "review_decide" }
+func (*MemoryDone) Tag() string      { return "memory_done" }
+
+// MemorydMessages is every message of memoryd's three sockets.
+var MemorydMessages = strict.NewUnion[strict.Variant]("type",
+	func() strict.Variant { return new(MemoryCall) },
+	func() strict.Variant { return new(ToolResult) },
+	func() strict.Variant { return new(IdentityRequest) },
+	func() strict.Variant { return new(IdentityBlock) },
+	func() strict.Variant { return new(TurnDone) },
+	func() strict.Variant { return new(TurnIndexed) },
+	func() strict.Variant { return new(MemoryUndo) },
+	func() strict.Variant { return new(Reindex) },
+	func() strict.Variant { return new(ReviewList) },
+	func() strict.Variant { return new(ReviewItems) },
+	func() strict.Variant { return new(ReviewDecide) },
+	func() strict.Variant { return new(MemoryDone) },
+	func() strict.Variant { return new(Error) },
+)
+
+// MemoryFrameMax caps frames on memory.sock and memadmin.sock.
+const MemoryFrameMax = 1 << 20
+
+// MemoryEdit is one line of memoryd's journal, memory/edits/journal.jsonl:
+// every write to memory/, in order. memoryd writes it; `bxctl memory log`
+// reads it. For an identity file, Before and After are the SHA-256 of the
+// file's content before and after the edit, and edits/<Seq>.before holds
+// the content before; Undoes names the edit an undo reverted. For
+// notes.md, Note is the note's id.
+type MemoryEdit struct {
+	Seq     int64  `json:"seq"`
+	At      string `json:"at"`
+	Session string `json:"session"` // the session, or "owner" for bxctl
+	File    string `json:"file"`
+	Action  string `json:"action"`
+	Note    string `json:"note,omitempty"`
+	Before  string `json:"before,omitempty"`
+	After   string `json:"after,omitempty"`
+	Undoes  int64  `json:"undoes,omitempty"`
+}
