@@ -229,7 +229,7 @@ users = [%q]
 		}
 	}
 	session, _ := os.ReadFile(filepath.Join(state, "sessions", "mm-"+ask.ID, "0.jsonl"))
-	if !strings.Contains(string(session), "tool containers are not available") {
+	if !strings.Contains(string(session), "tool containers are not configured") {
 		t.Errorf("session log lacks the runner's refusal:\n%s", session)
 	}
 	var audit []byte

@@ -97,7 +97,7 @@ func TestCourierRepostsAndRelays(t *testing.T) {
 	if a, ok := g.Recv().(*wire.Answered); !ok || a.Outcome != "approved" {
 		t.Fatalf("answer = %+v", a)
 	}
-	if r := result(t, call); !strings.Contains(r.Output, "tool containers are not available") {
+	if r := result(t, call); !strings.Contains(r.Output, "tool containers are not configured") {
 		t.Errorf("after the chat's approval: %+v", r)
 	}
 	h.stop()
