@@ -1,6 +1,9 @@
 package wire
 
-import "wntrmute.dev/boxmaker/pkg/strict"
+import (
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
 
 // # memory.sock and memadmin.sock
 //
@@ -58,14 +61,17 @@ type Reindex struct{}
 // ReviewList asks for the staged identity writes and the untrusted notes.
 type ReviewList struct{}
 
-// ReviewItem is one staged write or untrusted note.
+// ReviewItem is one staged write or untrusted note, with the data class
+// of the session it came from: a note above private is never promoted
+// (identity is in every prompt), and the owner sees why.
 type ReviewItem struct {
-	ID      string `json:"id"`
-	Kind    string `json:"kind"` // "staged" or "untrusted"
-	File    string `json:"file"` // the identity file it would go to
-	Session string `json:"session"`
-	At      string `json:"at"` // RFC 3339
-	Text    string `json:"text"`
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"` // "staged" or "untrusted"
+	File    string          `json:"file"` // the identity file it would go to
+	Session string          `json:"session"`
+	At      string          `json:"at"` // RFC 3339
+	Class   dataclass.Class `json:"class"`
+	Text    string          `json:"text"`
 }
 
 // ReviewItems answers ReviewList, oldest first.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/escape"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
@@ -94,13 +95,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return fail(err)
 		}
-		if len(items.Items) == 0 {
-			fmt.Fprintln(stdout, "nothing to review")
-		}
-		for _, it := range items.Items {
-			fmt.Fprintf(stdout, "%s: %s, session %s, %s, for %s\n  %s\n", escape.Line(it.ID), escape.Line(it.Kind), escape.Line(it.Session),
-				escape.Line(it.At), escape.Line(it.File), escape.Line(it.Text))
-		}
+		printReview(items.Items, stdout)
 		return ExitOK
 	case sub == "review" && len(rest) >= 2 && len(rest) <= 3 && (rest[0] == "promote" || rest[0] == "drop"):
 		file := ""
@@ -116,6 +111,22 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check|review [promote ID [FILE] | drop ID] [--state DIR]")
 	return ExitUsage
+}
+
+// printReview lists review items, each with its data class: a note above
+// private cannot be promoted, and the owner sees that before trying.
+func printReview(items []wire.ReviewItem, stdout io.Writer) {
+	if len(items) == 0 {
+		fmt.Fprintln(stdout, "nothing to review")
+	}
+	for _, it := range items {
+		note := ""
+		if !it.Class.AtMost(dataclass.Private) {
+			note = " (above private: cannot be promoted)"
+		}
+		fmt.Fprintf(stdout, "%s: %s, session %s, %s, class %s%s, for %s\n  %s\n", escape.Line(it.ID), escape.Line(it.Kind), escape.Line(it.Session),
+			escape.Line(it.At), it.Class, note, escape.Line(it.File), escape.Line(it.Text))
+	}
 }
 
 // memoryCheck is `bxctl memory check`: the write check on stdin.

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func TestMemoryCheck(t *testing.T) {
@@ -72,5 +75,18 @@ func TestLayoutWiresMemoryd(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(state, "config", "loopd.toml")); strings.Index(string(b), "memory_socket") > strings.Index(string(b), "[model]") {
 		t.Error("memory_socket is inside [model]")
+	}
+}
+
+func TestPrintReviewShowsClass(t *testing.T) {
+	var out bytes.Buffer
+	printReview([]wire.ReviewItem{
+		{ID: "n1", Kind: "untrusted", File: "user.md", Session: "s2", At: "2026-11-30T06:00:00Z", Class: dataclass.Secret, Text: "PIN"},
+		{ID: "n2", Kind: "staged", File: "user.md", Session: "s3", At: "2026-11-30T06:00:00Z", Class: dataclass.Private, Text: "tea"},
+	}, &out)
+	got := out.String()
+	if !strings.Contains(got, "n1: untrusted, session s2, 2026-11-30T06:00:00Z, class secret (above private: cannot be promoted), for user.md") ||
+		!strings.Contains(got, "n2: staged, session s3, 2026-11-30T06:00:00Z, class private, for user.md") {
+		t.Errorf("review listing:\n%s", got)
 	}
 }
