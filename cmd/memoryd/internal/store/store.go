@@ -168,14 +168,26 @@ func (s *Store) read(f string) (string, error) {
 	return string(b), nil
 }
 
-// Entries splits an identity file into its entries.
+// Entries splits an identity file into its entries: only a line holding
+// nothing but § separates them, so a § inside a line ("see §4 of the
+// lease") is text.
 func Entries(text string) []string {
 	var out []string
-	for _, e := range strings.Split(strings.TrimSpace(text), strings.TrimSpace(Separator)) {
-		if e = strings.TrimSpace(e); e != "" {
+	var cur []string
+	flush := func() {
+		if e := strings.TrimSpace(strings.Join(cur, "\n")); e != "" {
 			out = append(out, e)
 		}
+		cur = nil
 	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "§" {
+			flush()
+			continue
+		}
+		cur = append(cur, line)
+	}
+	flush()
 	return out
 }
 

@@ -168,6 +168,10 @@ func (s *Store) edit(session, file string, a Args) (string, error) {
 				next = append(next, entries[i])
 			case st.Op == "rewrite" && st.Text != "":
 				next = append(next, strings.TrimSpace(st.Text))
+				if strings.TrimSpace(st.Text) != entries[i] {
+					// Nothing is deleted: the text it replaces is kept.
+					left = append(left, Note{Kind: KindDropped, Text: entries[i]})
+				}
 			case st.Op == "move" && st.Text == "":
 				left = append(left, Note{Kind: KindMoved, Text: entries[i]})
 			case st.Op == "drop" && st.Text == "":
