@@ -156,6 +156,8 @@ func memoryLog(state string, stdout, stderr io.Writer) int {
 		n++
 		what := e.Action
 		switch {
+		case e.Action == "void": // memoryd's correction after a crash
+			what = fmt.Sprintf("void of edit %d (journalled, never applied)", e.Undoes)
 		case e.Undoes != 0:
 			what = fmt.Sprintf("undo of edit %d", e.Undoes)
 		case e.Note != "":

@@ -105,7 +105,12 @@ func Open(dir string, stage bool, now func() time.Time) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open memory journal: %w", err)
 	}
-	return &Store{dir: dir, stage: stage, now: now, journal: j, notes: notes}, nil
+	s := &Store{dir: dir, stage: stage, now: now, journal: j, notes: notes}
+	if err := s.reconcile(); err != nil {
+		j.Close()
+		return nil, fmt.Errorf("open memory journal: %w", err)
+	}
+	return s, nil
 }
 
 // Close closes the journal.
@@ -207,20 +212,30 @@ func sum(s string) string {
 // writeAtomic replaces memory/f with text: temp file, fsync, rename,
 // fsync of the directory.
 func (s *Store) writeAtomic(f, text string) error {
-	path := filepath.Join(s.dir, f)
+	if err := s.writeDurable(f, text); err != nil {
+		return fmt.Errorf("write memory/%s: %w", f, err)
+	}
+	return nil
+}
+
+// writeDurable replaces the file rel (relative to the memory directory)
+// with text: temp file, fsync, rename, fsync of its directory. A crash
+// leaves the old content or the new, never a part.
+func (s *Store) writeDurable(rel, text string) error {
+	path := filepath.Join(s.dir, rel)
 	tmp := path + ".tmp"
 	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("write memory/%s: %w", f, err)
+		return err
 	}
 	_, werr := fh.WriteString(text)
 	if err := errors.Join(werr, fh.Sync(), fh.Close()); err != nil {
-		return fmt.Errorf("write memory/%s: %w", f, err)
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write memory/%s: %w", f, err)
+		return err
 	}
-	d, err := os.Open(s.dir)
+	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
