@@ -124,6 +124,11 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 // MemoryFrameMax caps frames on memory.sock and memadmin.sock.
 const MemoryFrameMax = 1 << 20
 
+// OwnerSession is the session recorded for the owner's own memory writes
+// (undo, review decisions) in the journal and notes.md. It fails
+// [CheckSessionID] on purpose, so no session can be named like the owner.
+const OwnerSession = "(owner)"
+
 // MemoryEdit is one line of memoryd's journal, memory/edits/journal.jsonl:
 // every write to memory/, in order. memoryd writes it; `bxctl memory log`
 // reads it. For an identity file, Before and After are the SHA-256 of the
@@ -133,7 +138,7 @@ const MemoryFrameMax = 1 << 20
 type MemoryEdit struct {
 	Seq     int64  `json:"seq"`
 	At      string `json:"at"`
-	Session string `json:"session"` // the session, or "owner" for bxctl
+	Session string `json:"session"` // the session, or [OwnerSession] for bxctl
 	File    string `json:"file"`
 	Action  string `json:"action"`
 	Note    string `json:"note,omitempty"`

@@ -41,7 +41,7 @@ func TestMemoryLog(t *testing.T) {
 	dir := filepath.Join(state, "memory", "edits")
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(`{"seq":1,"at":"2026-11-30T06:00:00Z","session":"s1","file":"user.md","action":"add","before":"a","after":"b"}`+"\n"+
-		`{"seq":2,"at":"2026-11-30T06:01:00Z","session":"owner","file":"user.md","action":"undo","before":"b","after":"a","undoes":1}`+"\n"+
+		`{"seq":2,"at":"2026-11-30T06:01:00Z","session":"(owner)","file":"user.md","action":"undo","before":"b","after":"a","undoes":1}`+"\n"+
 		`{"seq":3,"at":"2026-11-30T06:02:00Z","session":"s1","file":"user.md","action":"void","before":"a","after":"a","undoes":2}`+"\n"), 0o600)
 	out.Reset()
 	if code := memoryLog(state, &out, &errb); code != ExitOK || !strings.Contains(out.String(), "1 2026-11-30T06:00:00Z s1 user.md add") || !strings.Contains(out.String(), "undo of edit 1") ||

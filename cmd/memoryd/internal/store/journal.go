@@ -145,7 +145,7 @@ func (s *Store) Undo(file string) (string, error) {
 	if err := s.writeDurable(filepath.Join("edits", fmt.Sprintf("%d.before", seq)), cur); err != nil {
 		return "", fmt.Errorf("journal: %w", err)
 	}
-	e := wire.MemoryEdit{Seq: seq, At: s.now().UTC().Format("2006-01-02T15:04:05Z"), Session: "owner", File: file,
+	e := wire.MemoryEdit{Seq: seq, At: s.now().UTC().Format("2006-01-02T15:04:05Z"), Session: wire.OwnerSession, File: file,
 		Action: "undo", Before: sum(cur), After: last.Before, Undoes: last.Seq}
 	if _, err := s.journal.Append(e); err != nil {
 		return "", err

@@ -96,13 +96,13 @@ func (s *Store) Decide(id, action, file string) (string, error) {
 		if err := sanitize.Check(item.Text); err != nil {
 			return "", refuse("review: the write check refused %s: %v; see docs/runbook.md#memory-write-refused", id, err)
 		}
-		out, err := s.edit("owner", file, Args{Action: "add", Text: item.Text})
+		out, err := s.edit(wire.OwnerSession, file, Args{Action: "add", Text: item.Text})
 		if err != nil {
 			return "", err
 		}
 		msg = fmt.Sprintf("%s promoted: %s", id, out)
 	}
-	if _, err := s.appendNote(Note{Session: "owner", Kind: KindReview, Class: dataclass.Private, File: file, Ref: id, Text: action}); err != nil {
+	if _, err := s.appendNote(Note{Session: wire.OwnerSession, Kind: KindReview, Class: dataclass.Private, File: file, Ref: id, Text: action}); err != nil {
 		return "", err
 	}
 	return msg, nil

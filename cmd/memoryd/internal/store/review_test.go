@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // A note from a session above private is listed with its class and is
@@ -82,4 +83,17 @@ func open2(t *testing.T, dir string) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// A session named "owner" is not the owner in the journal.
+func TestSessionNamedOwner(t *testing.T) {
+	s := open(t)
+	do(t, s, Caller{Session: "owner", Taint: dataclass.Private}, `{"action":"add","file":"user","text":"Tea."}`)
+	if _, err := s.Undo(User); err != nil {
+		t.Fatal(err)
+	}
+	edits, _ := ReadJournal(filepath.Join(s.Dir(), "edits", JournalName))
+	if len(edits) != 2 || edits[0].Session != "owner" || edits[1].Session != wire.OwnerSession || edits[1].Session == edits[0].Session {
+		t.Errorf("journal = %+v, want the session and the owner told apart", edits)
+	}
 }
