@@ -124,6 +124,11 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 // MemoryFrameMax caps frames on memory.sock and memadmin.sock.
 const MemoryFrameMax = 1 << 20
 
+// IdentityLimit is each identity file's size limit, in characters: memoryd
+// enforces it on every write and when the identity block is built, and
+// `bxctl memory check FILE` checks a hand-edited file against it.
+var IdentityLimit = map[string]int{"soul.md": 4000, "memory.md": 2200, "user.md": 1375}
+
 // OwnerSession is the session recorded for the owner's own memory writes
 // (undo, review decisions) in the journal and notes.md. It fails
 // [CheckSessionID] on purpose, so no session can be named like the owner.

@@ -36,6 +36,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/jsonl"
 	"wntrmute.dev/boxmaker/pkg/sanitize"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 //go:embed soul.md
@@ -53,7 +54,7 @@ const (
 var Identity = []string{Soul, Memory, User}
 
 // Limit is each identity file's size limit, in characters.
-var Limit = map[string]int{Soul: 4000, Memory: 2200, User: 1375}
+var Limit = wire.IdentityLimit
 
 // Separator divides the entries of an identity file: a line holding only §.
 const Separator = "\n§\n"
