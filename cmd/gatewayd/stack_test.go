@@ -170,8 +170,8 @@ users = [%q]
 	}
 	ans := waitBot(hello.ID, 1, "answer")[0]
 	if ans.RootID != hello.ID || !strings.Contains(ans.Message, "Hello, \uff20channel!") || strings.Contains(ans.Message, "@") ||
-		!strings.Contains(ans.Message, `\![x](https://evil.example/p.png)`) {
-		t.Errorf("DM answer = %q", ans.Message)
+		!strings.Contains(ans.Message, `!\[x]\(https[:]//evil.example/p.png)`) || ans.Props["unsafe_links"] != "true" {
+		t.Errorf("DM answer = %q, props %v", ans.Message, ans.Props)
 	}
 
 	// 2. A tool call in a channel thread posts an approval there.

@@ -209,12 +209,23 @@ type NewPost struct {
 	FileIDs   []string       `json:"file_ids"`
 }
 
+// PropUnsafeLinks is the post prop that turns off the server's link
+// previews for a post: server/channels/app/post_metadata.go,
+// getEmbedsAndImages, reads UnsafeLinksPostProp ("unsafe_links";
+// model.PostPropsUnsafeLinks in server/public/model/post.go) and when
+// it is the string "true" drops the post's inline images and returns
+// before getEmbedForPost unless the first link is a permalink to the
+// server itself: no OpenGraph or image fetch for a URL in the message.
+const PropUnsafeLinks = "unsafe_links"
+
 // CreatePost posts message in channel, in thread root if not empty
-// (POST /posts). The message must be within [MaxRunes]; use [Split].
+// (POST /posts), with [PropUnsafeLinks] set: every post gatewayd makes
+// may quote the model, so the server must fetch no URL in it. The
+// message must be within [MaxRunes]; use [Split].
 func (c *Client) CreatePost(ctx context.Context, channel, root, message string) (*Post, error) {
 	var p Post
 	err := c.do(ctx, "create post", http.MethodPost, "/posts", nil,
-		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: map[string]any{}, FileIDs: []string{}}, &p)
+		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: map[string]any{PropUnsafeLinks: "true"}, FileIDs: []string{}}, &p)
 	if err != nil {
 		return nil, err
 	}
