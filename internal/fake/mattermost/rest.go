@@ -130,6 +130,7 @@ func (s *Server) postCreate(user string, r *http.Request) (int, any, error) {
 	if p.ChannelID == "" {
 		return 0, nil, newAppError(400, "api.context.invalid_body_param.app_error", "Invalid or missing channel_id in request body.")
 	}
+	p.Props = stripReserved(p.Props)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out, err := s.createPost(user, p)

@@ -13,6 +13,12 @@ import (
 //     by any client, so it proves nothing);
 //   - Boxmaker's own posts, and every post whose type is not empty
 //     (system messages, plugin posts), are ignored;
+//   - a post made by an integration is ignored: its user_id is the
+//     integration's creator (an incoming webhook's, an OAuth app's, a
+//     plugin's bot), not a person who typed it, so props from_webhook,
+//     from_plugin or from_oauth_app set to "true", or override_username
+//     or override_icon_url present, mean "not heard" whoever the
+//     user_id is (model/post.go PostPropsFromWebhook and the others);
 //   - direct messages are heard; an open, private or group channel only
 //     if allowlisted by id, and there only a post that names this bot,
 //     or a reply in one of this Boxmaker's threads that names no other
@@ -65,7 +71,25 @@ const (
 	ignoredOther  verdict = "names another user"
 	ignoredGone   verdict = "deleted"
 	ignoredChType verdict = "unknown channel type"
+	ignoredHook   verdict = "posted by an integration (webhook, plugin or OAuth app)"
 )
+
+// integration reports whether props mark a post made by an integration
+// (see the rules above). Any value of an override_* prop counts; the
+// from_* props count as "true" only, as the server reads them.
+func integration(props map[string]any) bool {
+	for _, k := range []string{"from_webhook", "from_plugin", "from_oauth_app"} {
+		if v, ok := props[k].(string); ok && v == "true" {
+			return true
+		}
+	}
+	for _, k := range []string{"override_username", "override_icon_url"} {
+		if _, ok := props[k]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // hear decides whether p is for this Boxmaker; if so it returns the text
 // with a leading mention of the bot stripped. ownThread reports whether
@@ -79,6 +103,8 @@ func (h *hearer) hear(p *mattermost.Posted, ownThread func(root string) bool) (s
 		return "", ignoredType
 	case post.DeleteAt != 0:
 		return "", ignoredGone
+	case integration(post.Props):
+		return "", ignoredHook
 	case !h.users[post.UserID]:
 		return "", ignoredUser
 	}
