@@ -103,6 +103,7 @@ type Server struct {
 	lastMS   int64
 	conns    map[string]*conn // by connection id
 	throttle int              // requests still to refuse with 429
+	fail     int              // requests still to fail with 500
 	typing   []Typing
 	requests []string // "METHOD path" of every API request
 }
@@ -207,6 +208,15 @@ func (s *Server) direct(a, b string) *Channel {
 func (s *Server) Throttle(n int) {
 	s.mu.Lock()
 	s.throttle = n
+	s.mu.Unlock()
+}
+
+// Fail makes the next n API requests fail with 500 and an AppError
+// body, as a server whose database is away answers (the store errors
+// become model.AppError with status 500).
+func (s *Server) Fail(n int) {
+	s.mu.Lock()
+	s.fail = n
 	s.mu.Unlock()
 }
 

@@ -73,7 +73,15 @@ func (s *Server) api(h handler) http.HandlerFunc {
 		if limited {
 			s.throttle--
 		}
+		failed := !limited && s.fail > 0
+		if failed {
+			s.fail--
+		}
 		s.mu.Unlock()
+		if failed {
+			writeAppError(w, newAppError(500, "app.post.get.app_error", "Unable to get the post."))
+			return
+		}
 		if limited {
 			w.Header().Set("X-RateLimit-Limit", "10")
 			w.Header().Set("X-RateLimit-Remaining", "0")

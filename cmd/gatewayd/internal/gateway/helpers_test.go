@@ -110,6 +110,8 @@ type rig struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	connect chan string
+
+	lookupRetries []time.Duration // if set, replaces the gateway's
 }
 
 type syncBuf struct {
@@ -172,6 +174,9 @@ func (r *rig) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.typingEvery = 50 * time.Millisecond
+	if r.lookupRetries != nil {
+		g.lookupRetries = r.lookupRetries
+	}
 	s := g.Stream()
 	s.MinBackoff, s.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
 	s.OnConnected = func(id string) { r.connect <- id }
