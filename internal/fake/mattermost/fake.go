@@ -104,6 +104,7 @@ type Server struct {
 	conns    map[string]*conn // by connection id
 	throttle int              // requests still to refuse with 429
 	fail     int              // requests still to fail with 500
+	failWhen func(method, path string) bool
 	typing   []Typing
 	requests []string // "METHOD path" of every API request
 }
@@ -217,6 +218,15 @@ func (s *Server) Throttle(n int) {
 func (s *Server) Fail(n int) {
 	s.mu.Lock()
 	s.fail = n
+	s.mu.Unlock()
+}
+
+// FailWhen makes every API request for which f returns true fail as
+// [Server.Fail] does; nil stops it. f is called with the server's lock
+// held and must not call the server.
+func (s *Server) FailWhen(f func(method, path string) bool) {
+	s.mu.Lock()
+	s.failWhen = f
 	s.mu.Unlock()
 }
 

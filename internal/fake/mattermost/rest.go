@@ -77,6 +77,7 @@ func (s *Server) api(h handler) http.HandlerFunc {
 		if failed {
 			s.fail--
 		}
+		failed = failed || !limited && s.failWhen != nil && s.failWhen(r.Method, r.URL.Path)
 		s.mu.Unlock()
 		if failed {
 			writeAppError(w, newAppError(500, "app.post.get.app_error", "Unable to get the post."))

@@ -99,9 +99,11 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		}
 		a.posts = append(a.posts, p.ID)
 		lastAt = p.CreateAt
-	}
-	if err := g.dead.add(call.ID, a.posts); err != nil {
-		g.log.Error("recording an approval post failed", "approval", call.ID, "err", err.Error())
+		// Recorded at once: if gatewayd dies before the last part, the
+		// next run still marks this part dead.
+		if err := g.dead.add(call.ID, p.ID); err != nil {
+			g.log.Error("recording an approval post failed", "approval", call.ID, "err", err.Error())
+		}
 	}
 	g.mu.Lock()
 	a.answerable, a.lastAt = posts.Answerable, lastAt
@@ -182,12 +184,21 @@ func (g *Gateway) withdraw(ctx context.Context, a *approval, why string) {
 	g.finish(ctx, a, "withdrawn: "+why+".")
 }
 
+// finish edits an approval's posts to show its outcome, and records the
+// ones edited so the next run leaves them as they are (a post whose edit
+// failed is still marked dead then).
 func (g *Gateway) finish(ctx context.Context, a *approval, outcome string) {
+	var done []string
 	for i, id := range a.posts {
 		msg := fmt.Sprintf("~~Approval %d~~ (part %d of %d): %s", a.id, i+1, len(a.posts), outcome)
 		if err := g.mm.PatchMessage(ctx, id, msg); err != nil {
 			g.log.Warn("editing an approval post failed", "post", id, "err", err.Error())
+			continue
 		}
+		done = append(done, id)
+	}
+	if err := g.dead.finished(a.id, done); err != nil {
+		g.log.Error("recording an approval's outcome failed", "approval", a.id, "err", err.Error())
 	}
 }
 
