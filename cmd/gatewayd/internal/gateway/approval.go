@@ -24,6 +24,7 @@ type approval struct {
 	lastAt     int64           // create_at of the last part; commands must be later (guarded by Gateway.mu)
 	answerable bool            // guarded by Gateway.mu
 	answers    chan chatAnswer // buffered 1
+	replaced   chan struct{}   // closed when a newer connection posts the same id
 }
 
 type chatAnswer struct {
@@ -72,18 +73,24 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		fail(wire.Denied, "the approval's thread is in a channel gatewayd does not hear")
 		return
 	}
-	a := &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1)}
+	a := &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1), replaced: make(chan struct{})}
+	// A second post_approval for an id already posted is brokerd
+	// posting it again (its old connection is stale: brokerd restarted,
+	// or lost the connection before gatewayd saw it close). Only brokerd
+	// reaches gateway.sock, so the newer connection wins: the old one is
+	// withdrawn and closed, its posts edited to say so.
 	g.mu.Lock()
-	if _, dup := g.pending[call.ID]; dup {
-		g.mu.Unlock()
-		fail(wire.Invalid, "approval %d is already posted", call.ID)
-		return
+	if old, dup := g.pending[call.ID]; dup {
+		close(old.replaced)
+		g.log.Info("approval posted again: the older post is withdrawn", "approval", call.ID)
 	}
 	g.pending[call.ID] = a
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
-		delete(g.pending, call.ID)
+		if g.pending[call.ID] == a {
+			delete(g.pending, call.ID)
+		}
 		g.mu.Unlock()
 	}()
 
@@ -106,8 +113,15 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		}
 	}
 	g.mu.Lock()
-	a.answerable, a.lastAt = posts.Answerable, lastAt
+	current := g.pending[call.ID] == a
+	if current {
+		a.answerable, a.lastAt = posts.Answerable, lastAt
+	}
 	g.mu.Unlock()
+	if !current {
+		g.withdraw(context.WithoutCancel(ctx), a, "posted again below")
+		return
+	}
 	if !g.send(c, &wire.ApprovalPosted{ID: call.ID, Parts: len(posts.Parts), Answerable: posts.Answerable}) {
 		g.withdraw(context.WithoutCancel(ctx), a, "brokerd went away")
 		return
@@ -147,6 +161,8 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		}
 	case <-ctx.Done():
 		g.withdraw(bg, a, "gatewayd stopped; if the call still waits, brokerd posts it again")
+	case <-a.replaced:
+		g.withdraw(bg, a, "posted again below")
 	case ans := <-a.answers:
 		g.relay(bg, c, a, ans, frames)
 	}

@@ -14,6 +14,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
 	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -211,5 +212,31 @@ func TestApprovalRefusals(t *testing.T) {
 				t.Errorf("got %+v, want kind %s", e, tt.kind)
 			}
 		})
+	}
+}
+
+// TestApprovalPostedAgainReplaces: a second post_approval for an id
+// already posted (brokerd's new connection while gatewayd still holds
+// the stale one) replaces it: the old connection is closed and its post
+// withdrawn, the new one is posted and gets the owner's answer.
+func TestApprovalPostedAgainReplaces(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	old := r.courier(t, pendingCall(8, root.ID, `{"url":"https://example.org/"}`))
+	if _, ok := old.Recv().(*wire.ApprovalPosted); !ok {
+		t.Fatal("not posted")
+	}
+	c := r.courier(t, pendingCall(8, root.ID, `{"url":"https://example.org/"}`))
+	if v, ok := c.Recv().(*wire.ApprovalPosted); !ok {
+		t.Fatalf("posted again: got %+v", v)
+	}
+	old.C.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := frame.Read(old.C, wire.GatewayFrameMax); err == nil {
+		t.Error("the old connection got a frame; want it closed")
+	}
+	waitFor(t, "the old post withdrawn", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "posted again below") })
+	r.post(t, r.owner, r.dm, root.ID, "!approve 8")
+	if a, ok := c.Recv().(*wire.OwnerAnswer); !ok || !a.Approve || a.ID != 8 {
+		t.Fatalf("the new connection got %+v", a)
 	}
 }
