@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"regexp"
 	"strings"
+	"unicode"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 )
@@ -37,19 +37,46 @@ type hearer struct {
 	channels map[string]bool // allow.channels
 }
 
-// mention is an @name as Mattermost reads one: @ then username
-// characters (model.IsValidUsername: a-z, 0-9, '.', '-', '_').
-var mention = regexp.MustCompile(`@([A-Za-z0-9._-]+)`)
-
-// names lists the users a message names, lower case, with trailing
-// '.', '-' and '_' trimmed as the server's mention parser tries them.
+// names lists the users a message names, lower case, read as the
+// server's mention parser reads them (server/channels/app/
+// mention_parser_standard.go, StandardMentionParser.ProcessText):
+//   - words are split on every rune that is not a letter, a number,
+//     ':', '.', '-', '_' or '@'; a ":word:" is an emoji, not a mention;
+//   - leading ":.-_" are trimmed; a word that then starts with '@' names
+//     the user whose name it is with trailing ".-:_" trimmed (the parser
+//     tries each shorter suffix);
+//   - any other word containing '.', '-' or ':' is split again on those
+//     three, and each piece starting with '@' names a user: ".@otherbot"
+//     and "x-@otherbot" mention otherbot; "x@otherbot" (an e-mail
+//     address) does not.
+//
+// Reading a name that is not one errs towards "names another user",
+// the safe side.
 func names(msg string) []string {
 	var out []string
-	for _, m := range mention.FindAllStringSubmatchIndex(msg, -1) {
-		if m[0] > 0 && isNameByte(msg[m[0]-1]) {
-			continue // part of a word (an e-mail address), not a mention
+	add := func(name string) {
+		if name != "" {
+			out = append(out, strings.ToLower(name))
 		}
-		out = append(out, strings.TrimRight(strings.ToLower(msg[m[2]:m[3]]), ".-_"))
+	}
+	for _, word := range strings.FieldsFunc(msg, func(c rune) bool {
+		return !(c == ':' || c == '.' || c == '-' || c == '_' || c == '@' || unicode.IsLetter(c) || unicode.IsNumber(c))
+	}) {
+		if word[0] == ':' && word[len(word)-1] == ':' {
+			continue
+		}
+		word = strings.TrimLeft(word, ":.-_")
+		if rest, ok := strings.CutPrefix(word, "@"); ok {
+			add(strings.TrimRight(rest, ".-:_"))
+			continue
+		}
+		if strings.ContainsAny(word, ".-:") {
+			for _, piece := range strings.FieldsFunc(word, func(c rune) bool { return c == '.' || c == '-' || c == ':' }) {
+				if rest, ok := strings.CutPrefix(piece, "@"); ok {
+					add(rest)
+				}
+			}
+		}
 	}
 	return out
 }

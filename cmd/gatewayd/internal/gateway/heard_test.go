@@ -68,6 +68,11 @@ func TestHear(t *testing.T) {
 		{"reply in our thread", idOwner, "O", idChan, idMine, "", nil, "and then?", "and then?", heardOK},
 		{"reply in our thread, @channel", idOwner, "O", idChan, idMine, "", nil, "@all and then?", "@all and then?", heardOK},
 		{"reply in our thread naming another", idOwner, "O", idChan, idMine, "", nil, "@otherbot do it", "", ignoredOther},
+		{"dot before another's mention", idOwner, "O", idChan, idMine, "", nil, "hi .@otherbot do it", "", ignoredOther},
+		{"dash before another's mention", idOwner, "O", idChan, idMine, "", nil, "x-@otherbot do it", "", ignoredOther},
+		{"colon before another's mention", idOwner, "O", idChan, idMine, "", nil, "re:@otherbot do it", "", ignoredOther},
+		{"trailing underscore names bot", idOwner, "O", idChan, "", "", nil, "hey @boxmaker_ go", "hey @boxmaker_ go", heardOK},
+		{"emoji is not a mention", idOwner, "O", idChan, idMine, "", nil, "nice :@otherbot: one", "nice :@otherbot: one", heardOK},
 		{"reply naming both", idOwner, "O", idChan, idMine, "", nil, "@otherbot @boxmaker do it", "@otherbot @boxmaker do it", heardOK},
 		{"strip keeps a longer name", idOwner, "D", idDM, "", "", nil, "@boxmakers hi", "@boxmakers hi", heardOK},
 	} {
