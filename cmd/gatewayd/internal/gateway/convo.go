@@ -105,13 +105,41 @@ func isApprovalCommand(msg string) bool {
 	return strings.HasPrefix(t, "!approve") || strings.HasPrefix(t, "!deny")
 }
 
+// Bounds on what chat members can make gatewayd hold.
+const (
+	// MaxBusyThreads is how many threads may have a turn running or
+	// waiting at once; a message for another thread is refused. Each
+	// running turn holds a loop.sock connection, and loopd serves 16 at
+	// once (sockets.DefaultMaxConns): 8 leaves room for bxctl and for
+	// gatewayd's own !stop.
+	MaxBusyThreads = 8
+	// MaxQueued is how many messages may wait for a thread's next turn;
+	// one more is refused.
+	MaxQueued = 16
+	// maxMine is how many of this Boxmaker's thread roots are
+	// remembered; an older one is looked up on the server again.
+	maxMine = 4096
+)
+
 // submit starts a turn for the thread, or queues text for its next one.
+// A thread's convo lives while a turn runs or waits, no longer.
 func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 	g.mu.Lock()
 	c := g.convos[root]
-	if c == nil {
+	switch {
+	case c == nil && len(g.convos) >= MaxBusyThreads:
+		g.mu.Unlock()
+		g.log.Warn("message refused: too many threads busy", "thread", root, "busy", MaxBusyThreads)
+		g.reply(ctx, channel, root, fmt.Sprintf("Boxmaker is already answering in %d threads; this message was not sent. Send it again when one has finished; see docs/runbook.md#gateway-busy", MaxBusyThreads))
+		return
+	case c == nil:
 		c = &convo{channel: channel}
 		g.convos[root] = c
+	case len(c.queue) >= MaxQueued:
+		g.mu.Unlock()
+		g.log.Warn("message refused: the thread's queue is full", "thread", root, "queued", MaxQueued)
+		g.reply(ctx, channel, root, fmt.Sprintf("%d messages already wait for this thread's next turn; this one was not sent. Wait for the answer, or `!stop`; see docs/runbook.md#gateway-busy", MaxQueued))
+		return
 	}
 	if c.busy {
 		c.queue = append(c.queue, text)
@@ -119,14 +147,29 @@ func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 		return
 	}
 	c.busy = true
-	g.mine[root] = true
+	g.markMine(root)
 	g.mu.Unlock()
 	// The turn runs for the daemon's life, not the WebSocket
 	// connection's: a dropped connection must not lose the answer.
 	go g.converse(g.life, c, root, text)
 }
 
-// converse runs turns for one thread until no message waits.
+// markMine remembers root as one of this Boxmaker's threads, forgetting
+// the oldest past maxMine. Caller holds g.mu.
+func (g *Gateway) markMine(root string) {
+	if g.mine[root] {
+		return
+	}
+	g.mine[root] = true
+	g.mineFIFO = append(g.mineFIFO, root)
+	if len(g.mineFIFO) > maxMine {
+		delete(g.mine, g.mineFIFO[0])
+		g.mineFIFO = g.mineFIFO[1:]
+	}
+}
+
+// converse runs turns for one thread until no message waits, then
+// forgets the thread's convo.
 func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
 	for {
 		g.turn(ctx, c.channel, root, text)
@@ -134,6 +177,9 @@ func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
 		if len(c.queue) == 0 || ctx.Err() != nil {
 			c.busy = false
 			c.queue = nil
+			if g.convos[root] == c {
+				delete(g.convos, root)
+			}
 			g.mu.Unlock()
 			return
 		}
@@ -258,7 +304,7 @@ func (g *Gateway) ownThread(ctx context.Context, root string) (bool, error) {
 	for _, p := range posts {
 		if p.UserID == g.me.ID {
 			g.mu.Lock()
-			g.mine[root] = true
+			g.markMine(root)
 			g.mu.Unlock()
 			return true, nil
 		}

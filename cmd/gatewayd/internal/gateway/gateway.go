@@ -57,8 +57,9 @@ type Gateway struct {
 	mu       sync.Mutex // guards the fields below
 	seen     map[string]bool
 	seenFIFO []string
-	convos   map[string]*convo   // by thread root id
-	mine     map[string]bool     // thread roots this Boxmaker has posted in
+	convos   map[string]*convo // by thread root id
+	mine     map[string]bool   // thread roots this Boxmaker has posted in (at most maxMine)
+	mineFIFO []string
 	channels map[string]bool     // channels whose gaps are fetched
 	pending  map[int64]*approval // approvals posted, by id
 	since    int64               // newest create_at seen, for gap fetches

@@ -82,6 +82,8 @@ func (f *fakeLoop) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
 			f.mu.Unlock()
 		case <-stop:
 			end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
+		case <-ctx.Done():
+			return
 		}
 		b, _ := wire.LoopEvents.Encode(end)
 		if frame.Write(c, b, wire.LoopFrameMax) != nil {
