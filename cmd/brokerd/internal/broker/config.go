@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,6 +27,10 @@ type Config struct {
 	// pending approval there for the owner to answer in the chat.
 	// Empty: approvals are answered with bxctl only.
 	GatewaySocket string `toml:"gateway_socket"`
+	// GatewayAllowUIDs are the users gateway.sock's listener may run as
+	// (SO_PEERCRED of the dialled socket); empty: brokerd's own user.
+	// The courier sends approvals, and takes answers, from no one else.
+	GatewayAllowUIDs []uint32 `toml:"gateway_allow_uids"`
 
 	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
@@ -69,6 +74,14 @@ func Load(path string) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: result_cap must not be negative", path)
 	}
 	return c, nil
+}
+
+// gatewayUIDs is GatewayAllowUIDs, or brokerd's own uid when empty.
+func (c Config) gatewayUIDs() []uint32 {
+	if len(c.GatewayAllowUIDs) > 0 {
+		return c.GatewayAllowUIDs
+	}
+	return []uint32{uint32(os.Getuid())}
 }
 
 func (c Config) ttl() time.Duration {
