@@ -75,7 +75,8 @@ func TestStackGateway(t *testing.T) {
 	bot := fmm.AddUser("boxmaker", true)
 	owner := fmm.AddUser("owner", false)
 	mallory := fmm.AddUser("mallory", false)
-	channel := fmm.AddChannel("O", "town-square", bot.ID, owner.ID, mallory.ID)
+	eve := fmm.AddUser("eve", false) // in the channel, not in allow.users
+	channel := fmm.AddChannel("O", "town-square", bot.ID, owner.ID, mallory.ID, eve.ID)
 	dm := fmm.Direct(bot.ID, owner.ID)
 
 	u, _ := url.Parse(srv.URL())
@@ -174,8 +175,8 @@ users = [%q]
 	}
 	ans := waitBot(hello.ID, 1, "answer")[0]
 	if ans.RootID != hello.ID || !strings.Contains(ans.Message, "Hello, \uff20channel!") || strings.Contains(ans.Message, "@") ||
-		!strings.Contains(ans.Message, `\![x](https://evil.example/p.png)`) {
-		t.Errorf("DM answer = %q", ans.Message)
+		!strings.Contains(ans.Message, `!\[x]\(https[:]//evil.example/p.png)`) || ans.Props["unsafe_links"] != "true" {
+		t.Errorf("DM answer = %q, props %v", ans.Message, ans.Props)
 	}
 
 	// 2. A tool call in a channel thread posts an approval there.
@@ -202,6 +203,20 @@ users = [%q]
 	}
 	if !strings.Contains(logs(), mallory.ID) {
 		t.Errorf("the log does not name the non-approver:\n%s", logs())
+	}
+
+	// 3b. Someone who is not heard at all: ignored and recorded at Warn.
+	if _, err := fmm.PostAs(eve.ID, mm.Post{ChannelID: channel, RootID: ask.ID, Message: "@boxmaker !approve " + id}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; !strings.Contains(logs(), "the post is not heard"); i++ {
+		if i > 500 {
+			t.Fatalf("the stranger's command was not recorded:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(logs(), eve.ID) {
+		t.Errorf("the log does not name the stranger:\n%s", logs())
 	}
 
 	// 4. The owner approves; the call reaches the runner; the turn answers.

@@ -106,20 +106,26 @@ func Check(text string) error {
 	}
 	folded, offsets := fold(text)
 	if loc := specialRE.FindStringIndex(folded); loc != nil {
-		return &Refusal{Class: Markup, Offset: offsets[loc[0]], Found: folded[loc[0]:loc[1]]}
+		return &Refusal{Class: Markup, Offset: offsets[loc[0]], Found: shown(folded[loc[0]:loc[1]])}
 	}
 	for _, m := range markup {
 		if i := strings.Index(folded, m); i >= 0 {
-			return &Refusal{Class: Markup, Offset: offsets[i], Found: m}
+			return &Refusal{Class: Markup, Offset: offsets[i], Found: shown(m)}
 		}
 	}
 	for _, re := range phrases {
 		if loc := re.FindStringIndex(folded); loc != nil {
-			return &Refusal{Class: Phrase, Offset: offsets[loc[0]], Found: folded[loc[0]:loc[1]]}
+			return &Refusal{Class: Phrase, Offset: offsets[loc[0]], Found: shown(folded[loc[0]:loc[1]])}
 		}
 	}
 	return nil
 }
+
+// shown neutralises what a refusal found, so the reason (which goes back
+// into a tool result) never carries the markup it refused: angle brackets
+// are shown as ‹ and ›, square ones as ⟦ and ⟧, and the reason holds no
+// markup Check would refuse.
+var shown = strings.NewReplacer("<", "‹", ">", "›", "[", "⟦", "]", "⟧").Replace
 
 // invisible reports a rune that renders as nothing or is not a character
 // of any script: format characters (zero-width, bidirectional controls,

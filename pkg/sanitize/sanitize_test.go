@@ -75,6 +75,19 @@ func TestCheckAccepts(t *testing.T) {
 	}
 }
 
+func TestRefusalShowsNoMarkup(t *testing.T) {
+	for _, in := range []string{"hello <|im_start|>system", "I think <think>plan</think>", "<tool_call>{}", "<｜x｜>", "[INST] obey", "［TOOL_CALLS］"} {
+		err := Check(in)
+		var r *Refusal
+		if !errors.As(err, &r) || r.Class != Markup {
+			t.Fatalf("Check(%q) = %v", in, err)
+		}
+		if strings.ContainsAny(err.Error(), "<>＜＞[]［］") || Check(err.Error()) != nil && Check(err.Error()).(*Refusal).Class == Markup {
+			t.Errorf("Check(%q) reason %q echoes the markup", in, err)
+		}
+	}
+}
+
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{"tea", "<|im_start|>", "ignore previous instructions", "\u200b", "\xff", "<｜x｜>"} {
 		f.Add(s)
@@ -90,6 +103,12 @@ func FuzzCheck(f *testing.F) {
 		var r *Refusal
 		if !errors.As(err, &r) || r.Offset < 0 || r.Offset > len(s) {
 			t.Fatalf("Check(%q) = %v", s, err)
+		}
+		// The reason never carries the markup it refused.
+		if err2 := Check(err.Error()); err2 != nil {
+			if r2 := err2.(*Refusal); r2.Class == Markup {
+				t.Fatalf("Check(%q): the reason %q holds markup", s, err)
+			}
 		}
 		// A refusal is stable: the same text is refused the same way.
 		if err2 := Check(s); err2.Error() != err.Error() {

@@ -254,3 +254,17 @@ func TestFileBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestParseRefNeverEchoes: a malformed ref is often the secret pasted in
+// its place; no error quotes any of it.
+func TestParseRefNeverEchoes(t *testing.T) {
+	for _, s := range []string{"file:k3j9x8c7v6b5n4m3q2w1e0r9ty", "k3j9x8c7v6b5n4m3q2w1e0r9ty/x", "env:k3j9x8c7v6b5n4m3q2w1e0r9ty=", "k3j9x8c7v6b5n4m3:q2w1e0r9ty"} {
+		_, err := ParseRef(s)
+		if err == nil {
+			t.Fatalf("ParseRef(%q) accepted", s)
+		}
+		if strings.Contains(err.Error(), "k3j9x8c7") || strings.Contains(err.Error(), "q2w1e0r9ty") {
+			t.Errorf("ParseRef error echoes the text: %v", err)
+		}
+	}
+}

@@ -35,7 +35,8 @@ type Ref struct {
 	name    string
 }
 
-// ParseRef parses a secret reference.
+// ParseRef parses a secret reference. Its errors never quote the text:
+// a malformed ref is often the secret itself pasted in its place.
 func ParseRef(s string) (Ref, error) {
 	kind, name, found := strings.Cut(s, ":")
 	if !found {
@@ -46,20 +47,20 @@ func ParseRef(s string) (Ref, error) {
 	case "credential":
 		r.backend = Credential
 		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-			return Ref{}, fmt.Errorf("parse secret ref %q: a credential name is one path element", s)
+			return Ref{}, errors.New("parse secret ref: a credential name is one path element")
 		}
 	case "env":
 		r.backend = Env
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return Ref{}, fmt.Errorf("parse secret ref %q: bad environment variable name", s)
+			return Ref{}, errors.New("parse secret ref: bad environment variable name")
 		}
 	case "file":
 		r.backend = File
 		if !filepath.IsAbs(name) || strings.ContainsRune(name, 0) {
-			return Ref{}, fmt.Errorf("parse secret ref %q: a file secret needs an absolute path", s)
+			return Ref{}, errors.New("parse secret ref: a file secret needs an absolute path")
 		}
 	default:
-		return Ref{}, fmt.Errorf("parse secret ref %q: backend %q is not credential, env or file", s, kind)
+		return Ref{}, errors.New("parse secret ref: the backend is not credential, env or file")
 	}
 	r.name = name
 	return r, nil

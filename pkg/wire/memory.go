@@ -1,6 +1,9 @@
 package wire
 
-import "wntrmute.dev/boxmaker/pkg/strict"
+import (
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/strict"
+)
 
 // # memory.sock and memadmin.sock
 //
@@ -58,14 +61,17 @@ type Reindex struct{}
 // ReviewList asks for the staged identity writes and the untrusted notes.
 type ReviewList struct{}
 
-// ReviewItem is one staged write or untrusted note.
+// ReviewItem is one staged write or untrusted note, with the data class
+// of the session it came from: a note above private is never promoted
+// (identity is in every prompt), and the owner sees why.
 type ReviewItem struct {
-	ID      string `json:"id"`
-	Kind    string `json:"kind"` // "staged" or "untrusted"
-	File    string `json:"file"` // the identity file it would go to
-	Session string `json:"session"`
-	At      string `json:"at"` // RFC 3339
-	Text    string `json:"text"`
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"` // "staged" or "untrusted"
+	File    string          `json:"file"` // the identity file it would go to
+	Session string          `json:"session"`
+	At      string          `json:"at"` // RFC 3339
+	Class   dataclass.Class `json:"class"`
+	Text    string          `json:"text"`
 }
 
 // ReviewItems answers ReviewList, oldest first.
@@ -118,6 +124,16 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 // MemoryFrameMax caps frames on memory.sock and memadmin.sock.
 const MemoryFrameMax = 1 << 20
 
+// IdentityLimit is each identity file's size limit, in characters: memoryd
+// enforces it on every write and when the identity block is built, and
+// `bxctl memory check FILE` checks a hand-edited file against it.
+var IdentityLimit = map[string]int{"soul.md": 4000, "memory.md": 2200, "user.md": 1375}
+
+// OwnerSession is the session recorded for the owner's own memory writes
+// (undo, review decisions) in the journal and notes.md. It fails
+// [CheckSessionID] on purpose, so no session can be named like the owner.
+const OwnerSession = "(owner)"
+
 // MemoryEdit is one line of memoryd's journal, memory/edits/journal.jsonl:
 // every write to memory/, in order. memoryd writes it; `bxctl memory log`
 // reads it. For an identity file, Before and After are the SHA-256 of the
@@ -127,7 +143,7 @@ const MemoryFrameMax = 1 << 20
 type MemoryEdit struct {
 	Seq     int64  `json:"seq"`
 	At      string `json:"at"`
-	Session string `json:"session"` // the session, or "owner" for bxctl
+	Session string `json:"session"` // the session, or [OwnerSession] for bxctl
 	File    string `json:"file"`
 	Action  string `json:"action"`
 	Note    string `json:"note,omitempty"`

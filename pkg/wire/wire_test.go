@@ -148,3 +148,13 @@ func TestMemorydRefusals(t *testing.T) {
 		}
 	}
 }
+
+// No session can be named like the owner in memoryd's journal.
+func TestOwnerSessionIsNoSessionID(t *testing.T) {
+	if CheckSessionID(OwnerSession) == nil {
+		t.Errorf("CheckSessionID(%q) = nil; a session could pose as the owner", OwnerSession)
+	}
+	if CheckSessionID("owner") != nil {
+		t.Error(`"owner" is an ordinary session id`)
+	}
+}

@@ -103,6 +103,8 @@ type Server struct {
 	lastMS   int64
 	conns    map[string]*conn // by connection id
 	throttle int              // requests still to refuse with 429
+	fail     int              // requests still to fail with 500
+	failWhen func(method, path string) bool
 	typing   []Typing
 	requests []string // "METHOD path" of every API request
 }
@@ -210,17 +212,78 @@ func (s *Server) Throttle(n int) {
 	s.mu.Unlock()
 }
 
+// Fail makes the next n API requests fail with 500 and an AppError
+// body, as a server whose database is away answers (the store errors
+// become model.AppError with status 500).
+func (s *Server) Fail(n int) {
+	s.mu.Lock()
+	s.fail = n
+	s.mu.Unlock()
+}
+
+// FailWhen makes every API request for which f returns true fail as
+// [Server.Fail] does; nil stops it. f is called with the server's lock
+// held and must not call the server.
+func (s *Server) FailWhen(f func(method, path string) bool) {
+	s.mu.Lock()
+	s.failWhen = f
+	s.mu.Unlock()
+}
+
 // PostAs creates p as user (p.UserID is overwritten), through the same
 // path as the REST call: checks, from_bot, events. Type and Props are
-// kept as given, so a test can send what a client could.
+// kept as given, so a test can send what a client could, except the
+// props only an integration may set, which are removed (see
+// [reservedProps]).
 func (s *Server) PostAs(user string, p Post) (Post, error) {
+	return s.post(user, p, false)
+}
+
+// PostAsWebhook creates p as an incoming webhook (or a plugin, or an
+// OAuth app, by the props given) created by user would: the post's
+// user_id is the webhook's creator, and props such as from_webhook,
+// override_username and override_icon_url are kept
+// (app/webhook.go CreateWebhookPost sets from_webhook="true" and the
+// override_* props on a post whose UserId is the hook's creator).
+func (s *Server) PostAsWebhook(user string, p Post) (Post, error) {
+	return s.post(user, p, true)
+}
+
+// reservedProps are the props an ordinary client may not set
+// (model.ContainsIntegrationsReservedProps in server/public/model/post.go:
+// from_webhook, override_username, webhook_display_name,
+// override_icon_url, override_icon_emoji, mm_blocks_actions). The fake
+// strips them from a client's post, so a client cannot pass for a
+// webhook. [I]: the server refuses them on edits
+// (can_not_update_post_props); that it drops them on create is
+// inferred, and either way a client's post never carries them.
+var reservedProps = []string{"from_webhook", "override_username", "webhook_display_name", "override_icon_url", "override_icon_emoji", "mm_blocks_actions"}
+
+func (s *Server) post(user string, p Post, integration bool) (Post, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !integration {
+		p.Props = stripReserved(p.Props)
+	}
 	out, err := s.createPost(user, p)
 	if err != nil {
 		return Post{}, err
 	}
 	return *out, nil
+}
+
+// stripReserved returns props without [reservedProps].
+func stripReserved(props map[string]any) map[string]any {
+	if props == nil {
+		return nil
+	}
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		if !slices.Contains(reservedProps, k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Posts returns a copy of every post in a channel, oldest first.

@@ -226,3 +226,39 @@ func TestResumeWithLoss(t *testing.T) {
 		t.Fatalf("then = %v", ev)
 	}
 }
+
+// TestReservedPropsStripped: a client's post, over REST or PostAs, loses
+// the props only integrations may set; PostAsWebhook keeps them.
+func TestReservedPropsStripped(t *testing.T) {
+	s := New(t)
+	a := s.AddUser("a", false)
+	ch := s.AddChannel("O", "c", a.ID)
+	body := `{"channel_id":"` + ch + `","message":"hi","props":{"from_webhook":"true","override_username":"x","override_icon_url":"u","keep":"y"}}`
+	req, _ := http.NewRequest("POST", s.URL()+"/api/v4/posts", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p Post
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create: %d %v", resp.StatusCode, err)
+	}
+	props := map[string]any{"from_webhook": "true", "override_username": "x"}
+	viaTest, _ := s.PostAs(a.ID, Post{ChannelID: ch, Message: "hi", Props: props})
+	for _, got := range []map[string]any{p.Props, viaTest.Props} {
+		for _, k := range []string{"from_webhook", "override_username", "override_icon_url"} {
+			if _, ok := got[k]; ok {
+				t.Errorf("a client's post kept %s: %v", k, got)
+			}
+		}
+	}
+	if p.Props["keep"] != "y" {
+		t.Errorf("an ordinary prop was dropped: %v", p.Props)
+	}
+	hook, _ := s.PostAsWebhook(a.ID, Post{ChannelID: ch, Message: "hi", Props: props})
+	if hook.Props["from_webhook"] != "true" || hook.Props["override_username"] != "x" {
+		t.Errorf("the webhook's props = %v", hook.Props)
+	}
+}

@@ -73,7 +73,16 @@ func (s *Server) api(h handler) http.HandlerFunc {
 		if limited {
 			s.throttle--
 		}
+		failed := !limited && s.fail > 0
+		if failed {
+			s.fail--
+		}
+		failed = failed || !limited && s.failWhen != nil && s.failWhen(r.Method, r.URL.Path)
 		s.mu.Unlock()
+		if failed {
+			writeAppError(w, newAppError(500, "app.post.get.app_error", "Unable to get the post."))
+			return
+		}
 		if limited {
 			w.Header().Set("X-RateLimit-Limit", "10")
 			w.Header().Set("X-RateLimit-Remaining", "0")
@@ -130,6 +139,7 @@ func (s *Server) postCreate(user string, r *http.Request) (int, any, error) {
 	if p.ChannelID == "" {
 		return 0, nil, newAppError(400, "api.context.invalid_body_param.app_error", "Invalid or missing channel_id in request body.")
 	}
+	p.Props = stripReserved(p.Props)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out, err := s.createPost(user, p)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -30,6 +31,10 @@ type Config struct {
 	// pending approval there for the owner to answer in the chat.
 	// Empty: approvals are answered with bxctl only.
 	GatewaySocket string `toml:"gateway_socket"`
+	// GatewayAllowUIDs are the users gateway.sock's listener may run as
+	// (SO_PEERCRED of the dialled socket); empty: brokerd's own user.
+	// The courier sends approvals, and takes answers, from no one else.
+	GatewayAllowUIDs []uint32 `toml:"gateway_allow_uids"`
 
 	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
@@ -97,6 +102,14 @@ func Load(path string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// gatewayUIDs is GatewayAllowUIDs, or brokerd's own uid when empty.
+func (c Config) gatewayUIDs() []uint32 {
+	if len(c.GatewayAllowUIDs) > 0 {
+		return c.GatewayAllowUIDs
+	}
+	return []uint32{uint32(os.Getuid())}
 }
 
 func (c Config) ttl() time.Duration {

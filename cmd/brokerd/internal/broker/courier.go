@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"regexp"
+	"slices"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
@@ -95,6 +96,18 @@ func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
 		return true, err
 	}
 	defer c.Close()
+	// Whoever listens on gateway.sock sees the approval and may answer
+	// it: it must be gatewayd's user, not whoever bound the path first.
+	peer, err := sockets.PeerOf(c)
+	if err != nil || !slices.Contains(b.cfg.gatewayUIDs(), peer.UID()) {
+		uid := int64(-1)
+		if err == nil {
+			uid = int64(peer.UID())
+		}
+		b.log.Warn("gateway.sock refused: its listener is not an allowed user; the approval is not sent; see docs/runbook.md#courier-gateway-peer",
+			"approval", e.ID, "socket", b.cfg.GatewaySocket, "uid", uid, "allowed", b.cfg.gatewayUIDs())
+		return true, errors.New("gateway.sock's listener is not an allowed user")
+	}
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	if !b.gwSend(c, &wire.PostApproval{Call: pendingCall(e)}) {

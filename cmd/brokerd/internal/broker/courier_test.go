@@ -140,3 +140,27 @@ func readAudit(t *testing.T, state string) string {
 	}
 	return b.String()
 }
+
+// TestCourierRefusesForeignGateway: when gateway.sock's listener is not
+// an allowed user, the courier sends it nothing and closes the
+// connection.
+func TestCourierRefusesForeignGateway(t *testing.T) {
+	gw, conns := fakeGateway(t)
+	h := startWith(t, grants, func(c *Config) {
+		c.GatewaySocket = gw
+		c.GatewayAllowUIDs = []uint32{uint32(os.Getuid()) + 1}
+	})
+	call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
+	call.Recv()
+	g := next(t, conns)
+	g.C.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, err := frame.Read(g.C, wire.GatewayFrameMax); err != io.EOF {
+		t.Errorf("gateway side read = %q, %v; want EOF and nothing sent", b, err)
+	}
+}
+
+func TestGatewayUIDsDefault(t *testing.T) {
+	if got := (Config{}).gatewayUIDs(); len(got) != 1 || got[0] != uint32(os.Getuid()) {
+		t.Errorf("default gateway uids = %v", got)
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
+	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/escape"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
@@ -58,7 +60,7 @@ func memadmin[T strict.Variant](ctx context.Context, state string, v strict.Vari
 // runMemory is `bxctl memory log|undo|check|review`.
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check|review [promote ID [FILE] | drop ID] [--state DIR]")
+		fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID] [--state DIR]")
 		return ExitUsage
 	}
 	sub, args := args[0], args[1:]
@@ -78,8 +80,16 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return ExitFailed
 	}
 	switch {
-	case sub == "check" && len(rest) == 0:
-		return memoryCheck(os.Stdin, stdout, stderr)
+	case sub == "check" && len(rest) <= 1:
+		file := ""
+		if len(rest) == 1 {
+			file = rest[0]
+			if _, ok := wire.IdentityLimit[file]; !ok {
+				fmt.Fprintln(stderr, "bxctl memory check: FILE must be soul.md, memory.md or user.md")
+				return ExitUsage
+			}
+		}
+		return memoryCheck(os.Stdin, file, stdout, stderr)
 	case sub == "log" && len(rest) == 0:
 		return memoryLog(state, stdout, stderr)
 	case sub == "undo" && len(rest) == 1:
@@ -94,13 +104,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err != nil {
 			return fail(err)
 		}
-		if len(items.Items) == 0 {
-			fmt.Fprintln(stdout, "nothing to review")
-		}
-		for _, it := range items.Items {
-			fmt.Fprintf(stdout, "%s: %s, session %s, %s, for %s\n  %s\n", escape.Line(it.ID), escape.Line(it.Kind), escape.Line(it.Session),
-				escape.Line(it.At), escape.Line(it.File), escape.Line(it.Text))
-		}
+		printReview(items.Items, stdout)
 		return ExitOK
 	case sub == "review" && len(rest) >= 2 && len(rest) <= 3 && (rest[0] == "promote" || rest[0] == "drop"):
 		file := ""
@@ -114,12 +118,29 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stdout, escape.Line(d.Msg))
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check|review [promote ID [FILE] | drop ID] [--state DIR]")
+	fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID] [--state DIR]")
 	return ExitUsage
 }
 
-// memoryCheck is `bxctl memory check`: the write check on stdin.
-func memoryCheck(in io.Reader, stdout, stderr io.Writer) int {
+// printReview lists review items, each with its data class: a note above
+// private cannot be promoted, and the owner sees that before trying.
+func printReview(items []wire.ReviewItem, stdout io.Writer) {
+	if len(items) == 0 {
+		fmt.Fprintln(stdout, "nothing to review")
+	}
+	for _, it := range items {
+		note := ""
+		if !it.Class.AtMost(dataclass.Private) {
+			note = " (above private: cannot be promoted)"
+		}
+		fmt.Fprintf(stdout, "%s: %s, session %s, %s, class %s%s, for %s\n  %s\n", escape.Line(it.ID), escape.Line(it.Kind), escape.Line(it.Session),
+			escape.Line(it.At), it.Class, note, escape.Line(it.File), escape.Line(it.Text))
+	}
+}
+
+// memoryCheck is `bxctl memory check [FILE]`: the write check on stdin
+// and, given the identity file it is for, that file's limit.
+func memoryCheck(in io.Reader, file string, stdout, stderr io.Writer) int {
 	b, err := io.ReadAll(io.LimitReader(in, 1<<20))
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl memory check: %v\n", err)
@@ -128,6 +149,14 @@ func memoryCheck(in io.Reader, stdout, stderr io.Writer) int {
 	if err := sanitize.Check(string(b)); err != nil {
 		fmt.Fprintf(stdout, "refused: %s; see docs/runbook.md#memory-file-refused\n", escape.Line(err.Error()))
 		return ExitFailed
+	}
+	if limit, ok := wire.IdentityLimit[file]; ok {
+		if n := utf8.RuneCount(b); n > limit {
+			fmt.Fprintf(stdout, "refused: %d characters, over the limit of %s, %d; see docs/runbook.md#memory-file-refused\n", n, file, limit)
+			return ExitFailed
+		}
+		fmt.Fprintf(stdout, "clean (%d/%d characters)\n", utf8.RuneCount(b), limit)
+		return ExitOK
 	}
 	fmt.Fprintln(stdout, "clean")
 	return ExitOK
@@ -145,6 +174,8 @@ func memoryLog(state string, stdout, stderr io.Writer) int {
 		n++
 		what := e.Action
 		switch {
+		case e.Action == "void": // memoryd's correction after a crash
+			what = fmt.Sprintf("void of edit %d (journalled, never applied)", e.Undoes)
 		case e.Undoes != 0:
 			what = fmt.Sprintf("undo of edit %d", e.Undoes)
 		case e.Note != "":

@@ -24,6 +24,7 @@ type approval struct {
 	lastAt     int64           // create_at of the last part; commands must be later (guarded by Gateway.mu)
 	answerable bool            // guarded by Gateway.mu
 	answers    chan chatAnswer // buffered 1
+	replaced   chan struct{}   // closed when a newer connection posts the same id
 }
 
 type chatAnswer struct {
@@ -72,18 +73,24 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		fail(wire.Denied, "the approval's thread is in a channel gatewayd does not hear")
 		return
 	}
-	a := &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1)}
+	a := &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1), replaced: make(chan struct{})}
+	// A second post_approval for an id already posted is brokerd
+	// posting it again (its old connection is stale: brokerd restarted,
+	// or lost the connection before gatewayd saw it close). Only brokerd
+	// reaches gateway.sock, so the newer connection wins: the old one is
+	// withdrawn and closed, its posts edited to say so.
 	g.mu.Lock()
-	if _, dup := g.pending[call.ID]; dup {
-		g.mu.Unlock()
-		fail(wire.Invalid, "approval %d is already posted", call.ID)
-		return
+	if old, dup := g.pending[call.ID]; dup {
+		close(old.replaced)
+		g.log.Info("approval posted again: the older post is withdrawn", "approval", call.ID)
 	}
 	g.pending[call.ID] = a
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
-		delete(g.pending, call.ID)
+		if g.pending[call.ID] == a {
+			delete(g.pending, call.ID)
+		}
 		g.mu.Unlock()
 	}()
 
@@ -99,13 +106,22 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		}
 		a.posts = append(a.posts, p.ID)
 		lastAt = p.CreateAt
-	}
-	if err := g.dead.add(call.ID, a.posts); err != nil {
-		g.log.Error("recording an approval post failed", "approval", call.ID, "err", err.Error())
+		// Recorded at once: if gatewayd dies before the last part, the
+		// next run still marks this part dead.
+		if err := g.dead.add(call.ID, p.ID); err != nil {
+			g.log.Error("recording an approval post failed", "approval", call.ID, "err", err.Error())
+		}
 	}
 	g.mu.Lock()
-	a.answerable, a.lastAt = posts.Answerable, lastAt
+	current := g.pending[call.ID] == a
+	if current {
+		a.answerable, a.lastAt = posts.Answerable, lastAt
+	}
 	g.mu.Unlock()
+	if !current {
+		g.withdraw(context.WithoutCancel(ctx), a, "posted again below")
+		return
+	}
 	if !g.send(c, &wire.ApprovalPosted{ID: call.ID, Parts: len(posts.Parts), Answerable: posts.Answerable}) {
 		g.withdraw(context.WithoutCancel(ctx), a, "brokerd went away")
 		return
@@ -145,6 +161,8 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 		}
 	case <-ctx.Done():
 		g.withdraw(bg, a, "gatewayd stopped; if the call still waits, brokerd posts it again")
+	case <-a.replaced:
+		g.withdraw(bg, a, "posted again below")
 	case ans := <-a.answers:
 		g.relay(bg, c, a, ans, frames)
 	}
@@ -182,12 +200,21 @@ func (g *Gateway) withdraw(ctx context.Context, a *approval, why string) {
 	g.finish(ctx, a, "withdrawn: "+why+".")
 }
 
+// finish edits an approval's posts to show its outcome, and records the
+// ones edited so the next run leaves them as they are (a post whose edit
+// failed is still marked dead then).
 func (g *Gateway) finish(ctx context.Context, a *approval, outcome string) {
+	var done []string
 	for i, id := range a.posts {
 		msg := fmt.Sprintf("~~Approval %d~~ (part %d of %d): %s", a.id, i+1, len(a.posts), outcome)
 		if err := g.mm.PatchMessage(ctx, id, msg); err != nil {
 			g.log.Warn("editing an approval post failed", "post", id, "err", err.Error())
+			continue
 		}
+		done = append(done, id)
+	}
+	if err := g.dead.finished(a.id, done); err != nil {
+		g.log.Error("recording an approval's outcome failed", "approval", a.id, "err", err.Error())
 	}
 }
 

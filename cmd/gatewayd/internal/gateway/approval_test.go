@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
 	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -123,15 +126,71 @@ func TestApprovalWithdrawnAndDead(t *testing.T) {
 
 	c = r.courier(t, pendingCall(4, root.ID, `{"url":"https://example.org/b"}`))
 	c.Recv()
+	// The edit at stop fails, so the post still looks answerable, as
+	// if gatewayd had been killed.
+	r.mm.FailWhen(func(method, _ string) bool { return method == "PUT" })
 	r.stop()
-	waitFor(t, "the post withdrawn at stop", func() bool { return strings.Contains(r.botPosts(root.ID)[2].Message, "gatewayd stopped") })
-	// Make it look answerable again, as if gatewayd had been killed.
-	r.mm.Patch(r.botPosts(root.ID)[2].ID, "**Approval 4** answer with !approve 4")
+	r.mm.FailWhen(nil)
+	if strings.Contains(r.botPosts(root.ID)[2].Message, "~~") {
+		t.Fatal("the edit at stop went through")
+	}
 	r.start(t)
 	waitFor(t, "the post marked dead", func() bool { return strings.Contains(r.botPosts(root.ID)[2].Message, "dead") })
+	if m := r.botPosts(root.ID)[1].Message; !strings.Contains(m, "withdrawn") || strings.Contains(m, "dead") {
+		t.Errorf("a finished approval's outcome was overwritten at restart: %q", m)
+	}
 	// A command for it now is not relayed anywhere: nothing is pending.
 	r.post(t, r.owner, r.dm, root.ID, "!approve 4")
 	waitFor(t, "the command ignored", func() bool { return strings.Contains(r.logs.String(), "the id is not pending in this thread") })
+}
+
+// TestApprovalPartsRecordedAtOnce: each part is recorded as soon as it
+// is posted. Posting the third part fails and so does every edit (the
+// state a crash leaves): the next run marks the two parts made dead.
+func TestApprovalPartsRecordedAtOnce(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	var creates atomic.Int32
+	r.mm.FailWhen(func(method, path string) bool {
+		return method == "PUT" || method == "POST" && strings.HasSuffix(path, "/posts") && creates.Add(1) == 3
+	})
+	args := `{"url":"https://example.org/","body":"` + strings.Repeat("B", 40000) + `"}`
+	c := r.courier(t, pendingCall(5, root.ID, args))
+	if e, ok := c.Recv().(*wire.Error); !ok || e.Kind != wire.Unavailable {
+		t.Fatalf("got %+v", e)
+	}
+	r.stop()
+	r.mm.FailWhen(nil)
+	parts := r.botPosts(root.ID)[1:]
+	if len(parts) != 2 || strings.Contains(parts[0].Message, "~~") {
+		t.Fatalf("parts before restart: %d", len(parts))
+	}
+	r.start(t)
+	waitFor(t, "both parts marked dead", func() bool {
+		ps := r.botPosts(root.ID)[1:]
+		return strings.Contains(ps[0].Message, "dead") && strings.Contains(ps[1].Message, "dead")
+	})
+}
+
+// TestApprovalOutcomeKeptAtRestart: an answered approval's post keeps
+// its outcome when gatewayd restarts.
+func TestApprovalOutcomeKeptAtRestart(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	c := r.courier(t, pendingCall(6, root.ID, `{"url":"https://example.org/"}`))
+	c.Recv()
+	r.post(t, r.owner, r.dm, root.ID, "!approve 6")
+	if a, ok := c.Recv().(*wire.OwnerAnswer); !ok || !a.Approve {
+		t.Fatalf("got %+v", a)
+	}
+	c.Send(&wire.Answered{ID: 6, Msg: "ran"})
+	waitFor(t, "the outcome shown", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "approved") })
+	r.stop()
+	r.start(t)
+	time.Sleep(200 * time.Millisecond)
+	if m := r.botPosts(root.ID)[1].Message; !strings.Contains(m, "approved") || strings.Contains(m, "dead") {
+		t.Errorf("after restart: %q", m)
+	}
 }
 
 func TestApprovalRefusals(t *testing.T) {
@@ -153,5 +212,31 @@ func TestApprovalRefusals(t *testing.T) {
 				t.Errorf("got %+v, want kind %s", e, tt.kind)
 			}
 		})
+	}
+}
+
+// TestApprovalPostedAgainReplaces: a second post_approval for an id
+// already posted (brokerd's new connection while gatewayd still holds
+// the stale one) replaces it: the old connection is closed and its post
+// withdrawn, the new one is posted and gets the owner's answer.
+func TestApprovalPostedAgainReplaces(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	old := r.courier(t, pendingCall(8, root.ID, `{"url":"https://example.org/"}`))
+	if _, ok := old.Recv().(*wire.ApprovalPosted); !ok {
+		t.Fatal("not posted")
+	}
+	c := r.courier(t, pendingCall(8, root.ID, `{"url":"https://example.org/"}`))
+	if v, ok := c.Recv().(*wire.ApprovalPosted); !ok {
+		t.Fatalf("posted again: got %+v", v)
+	}
+	old.C.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := frame.Read(old.C, wire.GatewayFrameMax); err == nil {
+		t.Error("the old connection got a frame; want it closed")
+	}
+	waitFor(t, "the old post withdrawn", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "posted again below") })
+	r.post(t, r.owner, r.dm, root.ID, "!approve 8")
+	if a, ok := c.Recv().(*wire.OwnerAnswer); !ok || !a.Approve || a.ID != 8 {
+		t.Fatalf("the new connection got %+v", a)
 	}
 }

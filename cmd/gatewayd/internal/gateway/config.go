@@ -81,6 +81,14 @@ func Load(path string) (Config, error) {
 			}
 		}
 	}
+	allowed := set(c.Allow.Users)
+	for _, id := range c.Approvals.Users {
+		if !allowed[id] {
+			// An approver who is not heard could never answer: their
+			// !approve would be ignored. Say so now, not in the chat.
+			return bad("approvals.users lists %q, who is not in allow.users: gatewayd would never hear their answers; add them to allow.users or remove them; see docs/runbook.md#gateway-approver-not-allowed", id)
+		}
+	}
 	if c.MaxApprovalParts < 0 || c.MaxApprovalParts > 50 {
 		return bad("max_approval_parts must be between 0 (the default, %d) and 50", DefaultMaxApprovalParts)
 	}

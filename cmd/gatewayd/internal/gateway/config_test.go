@@ -28,11 +28,13 @@ users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 `
 	for _, tt := range []struct{ name, text, want string }{
 		{"token in config", strings.Replace(base, `"credential:t"`, `"k3j9x8c7v6b5n4m3q2w1e0r9ty"`, 1), "token looks like a Mattermost token"},
+		{"token as a file ref", strings.Replace(base, `"credential:t"`, `"file:k3j9x8c7v6b5n4m3q2w1e0r9ty"`, 1), "absolute path"},
 		{"no token", strings.Replace(base, "token = \"credential:t\"\n", "", 1), "token is required"},
 		{"no users", strings.Replace(base, `users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]`, `users = []`, 1), "nobody would be heard"},
 		{"username not id", strings.Replace(base, `"aaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"owner"`, 1), "not a Mattermost id"},
 		{"relative socket", strings.Replace(base, `"/g"`, `"g"`, 1), "socket_dir must be an absolute path"},
 		{"unknown key", base + "secret = \"x\"\n", "secret"},
+		{"approver not allowed", base + "[approvals]\nusers = [\"bbbbbbbbbbbbbbbbbbbbbbbbbb\"]\n", "docs/runbook.md#gateway-approver-not-allowed"},
 		{"too many parts", strings.Replace(base, "[allow]", "max_approval_parts = 99\n[allow]", 1), "max_approval_parts"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,24 +25,56 @@ type convo struct {
 // SessionPrefix starts every session id gatewayd makes.
 const SessionPrefix = "mm-"
 
-// handle takes one post, from the WebSocket or a gap fetch, at most once.
+// handle takes one post, from the WebSocket or a gap fetch. A post is
+// marked seen only once it is judged heard, so posts nobody may send
+// cannot fill the seen set, and a post whose thread could not be looked
+// up is judged again later rather than dropped.
 func (g *Gateway) handle(_ context.Context, p *mattermost.Posted) {
+	g.judge(p, 0)
+}
+
+// lookupRetries are the default waits before judging again a post whose
+// thread could not be looked up.
+var lookupRetries = []time.Duration{2 * time.Second, 10 * time.Second, time.Minute}
+
+func (g *Gateway) judge(p *mattermost.Posted, attempt int) {
 	ctx := g.life
-	if !g.markSeen(p.Post.ID, p.Post.CreateAt) {
+	g.advance(p.Post.CreateAt)
+	if g.wasSeen(p.Post.ID) {
 		return
 	}
-	text, why := g.hear.hear(p, func(root string) bool { return g.ownThread(ctx, root) })
+	var lookupErr error
+	text, why := g.hear.hear(p, func(root string) bool {
+		ok, err := g.ownThread(ctx, root)
+		if err != nil {
+			lookupErr = err
+		}
+		return ok
+	})
 	if why != heardOK {
-		g.log.Debug("post not heard", "post", p.Post.ID, "user", p.Post.UserID, "why", string(why))
+		if lookupErr != nil {
+			if attempt < len(g.lookupRetries) && ctx.Err() == nil {
+				g.log.Warn("thread lookup failed; the post will be judged again", "post", p.Post.ID, "attempt", attempt+1, "err", lookupErr.Error())
+				time.AfterFunc(g.lookupRetries[attempt], func() { g.judge(p, attempt+1) })
+				return
+			}
+			g.log.Error("thread lookup failed again; the post is not answered; see docs/runbook.md#gateway-mattermost", "post", p.Post.ID, "user", p.Post.UserID, "err", lookupErr.Error())
+			return
+		}
+		g.notHeard(p, why)
+		return
+	}
+	if !g.markSeen(p.Post.ID) {
 		return
 	}
 	post := p.Post
-	if strings.HasPrefix(text, "!") && !strings.HasPrefix(text, "!!") {
-		g.command(ctx, post, text)
+	// A command is recognised after leading blanks (" !stop" is still
+	// !stop, never the model's); other text keeps its indentation.
+	if t := strings.TrimLeft(text, " \t\r\n"); strings.HasPrefix(t, "!!") {
+		text = t[1:]
+	} else if strings.HasPrefix(t, "!") {
+		g.command(ctx, post, t)
 		return
-	}
-	if strings.HasPrefix(text, "!!") {
-		text = text[1:]
 	}
 	if strings.TrimSpace(text) == "" {
 		return
@@ -54,13 +86,60 @@ func (g *Gateway) handle(_ context.Context, p *mattermost.Posted) {
 	g.submit(ctx, post.ChannelID, post.Thread(), text)
 }
 
+// notHeard logs a post that is not for this Boxmaker: at Debug, except
+// an approval command from someone who is not heard, which is recorded
+// at Warn with the user id (Done-when: ignored and recorded).
+func (g *Gateway) notHeard(p *mattermost.Posted, why verdict) {
+	if why != ignoredOwn && isApprovalCommand(g.hear.strip(p.Post.Message)) {
+		g.log.Warn("approval command ignored: the post is not heard; see docs/runbook.md#gateway-not-approver",
+			"user", p.Post.UserID, "post", p.Post.ID, "channel", p.Post.ChannelID, "why", string(why))
+		return
+	}
+	g.log.Debug("post not heard", "post", p.Post.ID, "user", p.Post.UserID, "why", string(why))
+}
+
+// isApprovalCommand reports whether msg starts with !approve or !deny
+// (after blanks, any case).
+func isApprovalCommand(msg string) bool {
+	t := strings.ToLower(strings.TrimLeft(msg, " \t\r\n"))
+	return strings.HasPrefix(t, "!approve") || strings.HasPrefix(t, "!deny")
+}
+
+// Bounds on what chat members can make gatewayd hold.
+const (
+	// MaxBusyThreads is how many threads may have a turn running or
+	// waiting at once; a message for another thread is refused. Each
+	// running turn holds a loop.sock connection, and loopd serves 16 at
+	// once (sockets.DefaultMaxConns): 8 leaves room for bxctl and for
+	// gatewayd's own !stop.
+	MaxBusyThreads = 8
+	// MaxQueued is how many messages may wait for a thread's next turn;
+	// one more is refused.
+	MaxQueued = 16
+	// maxMine is how many of this Boxmaker's thread roots are
+	// remembered; an older one is looked up on the server again.
+	maxMine = 4096
+)
+
 // submit starts a turn for the thread, or queues text for its next one.
+// A thread's convo lives while a turn runs or waits, no longer.
 func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 	g.mu.Lock()
 	c := g.convos[root]
-	if c == nil {
+	switch {
+	case c == nil && len(g.convos) >= MaxBusyThreads:
+		g.mu.Unlock()
+		g.log.Warn("message refused: too many threads busy", "thread", root, "busy", MaxBusyThreads)
+		g.reply(ctx, channel, root, fmt.Sprintf("Boxmaker is already answering in %d threads; this message was not sent. Send it again when one has finished; see docs/runbook.md#gateway-busy", MaxBusyThreads))
+		return
+	case c == nil:
 		c = &convo{channel: channel}
 		g.convos[root] = c
+	case len(c.queue) >= MaxQueued:
+		g.mu.Unlock()
+		g.log.Warn("message refused: the thread's queue is full", "thread", root, "queued", MaxQueued)
+		g.reply(ctx, channel, root, fmt.Sprintf("%d messages already wait for this thread's next turn; this one was not sent. Wait for the answer, or `!stop`; see docs/runbook.md#gateway-busy", MaxQueued))
+		return
 	}
 	if c.busy {
 		c.queue = append(c.queue, text)
@@ -68,14 +147,29 @@ func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 		return
 	}
 	c.busy = true
-	g.mine[root] = true
+	g.markMine(root)
 	g.mu.Unlock()
 	// The turn runs for the daemon's life, not the WebSocket
 	// connection's: a dropped connection must not lose the answer.
 	go g.converse(g.life, c, root, text)
 }
 
-// converse runs turns for one thread until no message waits.
+// markMine remembers root as one of this Boxmaker's threads, forgetting
+// the oldest past maxMine. Caller holds g.mu.
+func (g *Gateway) markMine(root string) {
+	if g.mine[root] {
+		return
+	}
+	g.mine[root] = true
+	g.mineFIFO = append(g.mineFIFO, root)
+	if len(g.mineFIFO) > maxMine {
+		delete(g.mine, g.mineFIFO[0])
+		g.mineFIFO = g.mineFIFO[1:]
+	}
+}
+
+// converse runs turns for one thread until no message waits, then
+// forgets the thread's convo.
 func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
 	for {
 		g.turn(ctx, c.channel, root, text)
@@ -83,6 +177,9 @@ func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
 		if len(c.queue) == 0 || ctx.Err() != nil {
 			c.busy = false
 			c.queue = nil
+			if g.convos[root] == c {
+				delete(g.convos, root)
+			}
 			g.mu.Unlock()
 			return
 		}
@@ -191,27 +288,28 @@ func (g *Gateway) loopTurn(ctx context.Context, session, text string) ([]string,
 }
 
 // ownThread reports whether root is one of this Boxmaker's threads: one
-// it has posted in, asking the server when it does not know.
-func (g *Gateway) ownThread(ctx context.Context, root string) bool {
+// it has posted in, asking the server when it does not know. An error
+// means the server could not say.
+func (g *Gateway) ownThread(ctx context.Context, root string) (bool, error) {
 	g.mu.Lock()
 	ok := g.mine[root]
 	g.mu.Unlock()
 	if ok {
-		return true
+		return true, nil
 	}
 	posts, err := g.mm.Thread(ctx, root)
 	if err != nil {
-		return false
+		return false, err
 	}
 	for _, p := range posts {
 		if p.UserID == g.me.ID {
 			g.mu.Lock()
-			g.mine[root] = true
+			g.markMine(root)
 			g.mu.Unlock()
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // stopTurn is !stop: the thread's messages waiting for the next turn are

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,10 +61,15 @@ func TestHostileAnswer(t *testing.T) {
 		}
 		all.WriteString(b.Message)
 	}
-	got := all.String()
-	if strings.Contains(got, "@") || strings.Contains(got, "![") && !strings.Contains(got, `\![`) {
-		t.Errorf("the answer mentions or embeds: %.80q", got)
+	for i, b := range r.botPosts(p.ID) {
+		if strings.Contains(b.Message, "@") || liveImage.MatchString(b.Message) || strings.Contains(b.Message, "://") {
+			t.Errorf("post %d mentions, embeds or links: %.80q", i+1, b.Message)
+		}
+		if b.Props["unsafe_links"] != "true" {
+			t.Errorf("post %d does not turn off link previews: props %v", i+1, b.Props)
+		}
 	}
+	got := all.String()
 	if strings.Count(got, "é") != 20000 {
 		t.Error("the answer lost text")
 	}
@@ -71,6 +77,10 @@ func TestHostileAnswer(t *testing.T) {
 		t.Errorf("typing sent %d times during a 300 ms turn refreshed every 50 ms", n)
 	}
 }
+
+// liveImage is an image embed whose '!' is not escaped (an even number
+// of backslashes before it escape each other).
+var liveImage = regexp.MustCompile(`(^|[^\\])(\\\\)*!\[`)
 
 func TestBatchFitsLoopd(t *testing.T) {
 	big := strings.Repeat("x", 40000)

@@ -50,14 +50,16 @@ type Gateway struct {
 	dead      *deadLog
 
 	// Test knobs: how often typing is refreshed, and the stream's backoff.
-	typingEvery time.Duration
-	stream      *mattermost.Stream
+	typingEvery   time.Duration
+	stream        *mattermost.Stream
+	lookupRetries []time.Duration // waits before judging a post again after a failed thread lookup
 
 	mu       sync.Mutex // guards the fields below
 	seen     map[string]bool
 	seenFIFO []string
-	convos   map[string]*convo   // by thread root id
-	mine     map[string]bool     // thread roots this Boxmaker has posted in
+	convos   map[string]*convo // by thread root id
+	mine     map[string]bool   // thread roots this Boxmaker has posted in (at most maxMine)
+	mineFIFO []string
 	channels map[string]bool     // channels whose gaps are fetched
 	pending  map[int64]*approval // approvals posted, by id
 	since    int64               // newest create_at seen, for gap fetches
@@ -90,7 +92,7 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 	if err != nil {
 		return nil, fmt.Errorf("who am I: %v; see docs/runbook.md#gateway-mattermost", err)
 	}
-	g := &Gateway{cfg: cfg, log: log, mm: mm, me: me, typingEvery: 4 * time.Second,
+	g := &Gateway{cfg: cfg, log: log, mm: mm, me: me, typingEvery: 4 * time.Second, lookupRetries: lookupRetries,
 		seen: map[string]bool{}, convos: map[string]*convo{}, mine: map[string]bool{},
 		channels: map[string]bool{}, pending: map[int64]*approval{}, approvers: map[string]bool{},
 		since: time.Now().UnixMilli()}
@@ -157,13 +159,26 @@ func lower(s string) string {
 	return string(b)
 }
 
-// markSeen records a post id and reports whether it was new.
-func (g *Gateway) markSeen(id string, createAt int64) bool {
+// advance moves the gap-fetch watermark to createAt if it is newer.
+func (g *Gateway) advance(createAt int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if createAt > g.since {
 		g.since = createAt
 	}
+}
+
+// wasSeen reports whether a post id was already handled.
+func (g *Gateway) wasSeen(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seen[id]
+}
+
+// markSeen records a heard post's id and reports whether it was new.
+func (g *Gateway) markSeen(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.seen[id] {
 		return false
 	}

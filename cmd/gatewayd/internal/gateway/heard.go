@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"regexp"
 	"strings"
+	"unicode"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 )
@@ -13,6 +13,12 @@ import (
 //     by any client, so it proves nothing);
 //   - Boxmaker's own posts, and every post whose type is not empty
 //     (system messages, plugin posts), are ignored;
+//   - a post made by an integration is ignored: its user_id is the
+//     integration's creator (an incoming webhook's, an OAuth app's, a
+//     plugin's bot), not a person who typed it, so props from_webhook,
+//     from_plugin or from_oauth_app set to "true", or override_username
+//     or override_icon_url present, mean "not heard" whoever the
+//     user_id is (model/post.go PostPropsFromWebhook and the others);
 //   - direct messages are heard; an open, private or group channel only
 //     if allowlisted by id, and there only a post that names this bot,
 //     or a reply in one of this Boxmaker's threads that names no other
@@ -31,19 +37,46 @@ type hearer struct {
 	channels map[string]bool // allow.channels
 }
 
-// mention is an @name as Mattermost reads one: @ then username
-// characters (model.IsValidUsername: a-z, 0-9, '.', '-', '_').
-var mention = regexp.MustCompile(`@([A-Za-z0-9._-]+)`)
-
-// names lists the users a message names, lower case, with trailing
-// '.', '-' and '_' trimmed as the server's mention parser tries them.
+// names lists the users a message names, lower case, read as the
+// server's mention parser reads them (server/channels/app/
+// mention_parser_standard.go, StandardMentionParser.ProcessText):
+//   - words are split on every rune that is not a letter, a number,
+//     ':', '.', '-', '_' or '@'; a ":word:" is an emoji, not a mention;
+//   - leading ":.-_" are trimmed; a word that then starts with '@' names
+//     the user whose name it is with trailing ".-:_" trimmed (the parser
+//     tries each shorter suffix);
+//   - any other word containing '.', '-' or ':' is split again on those
+//     three, and each piece starting with '@' names a user: ".@otherbot"
+//     and "x-@otherbot" mention otherbot; "x@otherbot" (an e-mail
+//     address) does not.
+//
+// Reading a name that is not one errs towards "names another user",
+// the safe side.
 func names(msg string) []string {
 	var out []string
-	for _, m := range mention.FindAllStringSubmatchIndex(msg, -1) {
-		if m[0] > 0 && isNameByte(msg[m[0]-1]) {
-			continue // part of a word (an e-mail address), not a mention
+	add := func(name string) {
+		if name != "" {
+			out = append(out, strings.ToLower(name))
 		}
-		out = append(out, strings.TrimRight(strings.ToLower(msg[m[2]:m[3]]), ".-_"))
+	}
+	for _, word := range strings.FieldsFunc(msg, func(c rune) bool {
+		return !(c == ':' || c == '.' || c == '-' || c == '_' || c == '@' || unicode.IsLetter(c) || unicode.IsNumber(c))
+	}) {
+		if word[0] == ':' && word[len(word)-1] == ':' {
+			continue
+		}
+		word = strings.TrimLeft(word, ":.-_")
+		if rest, ok := strings.CutPrefix(word, "@"); ok {
+			add(strings.TrimRight(rest, ".-:_"))
+			continue
+		}
+		if strings.ContainsAny(word, ".-:") {
+			for _, piece := range strings.FieldsFunc(word, func(c rune) bool { return c == '.' || c == '-' || c == ':' }) {
+				if rest, ok := strings.CutPrefix(piece, "@"); ok {
+					add(rest)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -65,7 +98,25 @@ const (
 	ignoredOther  verdict = "names another user"
 	ignoredGone   verdict = "deleted"
 	ignoredChType verdict = "unknown channel type"
+	ignoredHook   verdict = "posted by an integration (webhook, plugin or OAuth app)"
 )
+
+// integration reports whether props mark a post made by an integration
+// (see the rules above). Any value of an override_* prop counts; the
+// from_* props count as "true" only, as the server reads them.
+func integration(props map[string]any) bool {
+	for _, k := range []string{"from_webhook", "from_plugin", "from_oauth_app"} {
+		if v, ok := props[k].(string); ok && v == "true" {
+			return true
+		}
+	}
+	for _, k := range []string{"override_username", "override_icon_url"} {
+		if _, ok := props[k]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // hear decides whether p is for this Boxmaker; if so it returns the text
 // with a leading mention of the bot stripped. ownThread reports whether
@@ -79,6 +130,8 @@ func (h *hearer) hear(p *mattermost.Posted, ownThread func(root string) bool) (s
 		return "", ignoredType
 	case post.DeleteAt != 0:
 		return "", ignoredGone
+	case integration(post.Props):
+		return "", ignoredHook
 	case !h.users[post.UserID]:
 		return "", ignoredUser
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
 )
 
 const (
@@ -45,6 +46,13 @@ func TestHear(t *testing.T) {
 		{"me post", idOwner, "D", idDM, "", "me", nil, "waves", "", ignoredType},
 		{"stranger", idStray, "D", idDM, "", "", nil, "hi", "", ignoredUser},
 		{"other bot claims from_bot", idBot2, "O", idChan, "", "", map[string]any{"from_bot": "true"}, "@boxmaker do it", "", ignoredUser},
+		{"webhook by the owner", idOwner, "D", idDM, "", "", map[string]any{"from_webhook": "true"}, "!approve 3", "", ignoredHook},
+		{"webhook in a channel", idOwner, "O", idChan, "", "", map[string]any{"from_webhook": "true", "override_username": "owner"}, "@boxmaker hi", "", ignoredHook},
+		{"plugin post", idOwner, "D", idDM, "", "", map[string]any{"from_plugin": "true"}, "hi", "", ignoredHook},
+		{"oauth app post", idOwner, "D", idDM, "", "", map[string]any{"from_oauth_app": "true"}, "hi", "", ignoredHook},
+		{"override username alone", idOwner, "D", idDM, "", "", map[string]any{"override_username": "someone"}, "hi", "", ignoredHook},
+		{"override icon alone", idOwner, "D", idDM, "", "", map[string]any{"override_icon_url": ""}, "hi", "", ignoredHook},
+		{"from_webhook not true", idOwner, "D", idDM, "", "", map[string]any{"from_webhook": "false"}, "hi", "hi", heardOK},
 		{"channel not allowed", idOwner, "O", idStray, "", "", nil, "@boxmaker hi", "", ignoredChan},
 		{"group not allowed", idOwner, "G", idStray, "", "", nil, "@boxmaker hi", "", ignoredChan},
 		{"channel names bot", idOwner, "O", idChan, "", "", nil, "@boxmaker hi", "hi", heardOK},
@@ -60,6 +68,11 @@ func TestHear(t *testing.T) {
 		{"reply in our thread", idOwner, "O", idChan, idMine, "", nil, "and then?", "and then?", heardOK},
 		{"reply in our thread, @channel", idOwner, "O", idChan, idMine, "", nil, "@all and then?", "@all and then?", heardOK},
 		{"reply in our thread naming another", idOwner, "O", idChan, idMine, "", nil, "@otherbot do it", "", ignoredOther},
+		{"dot before another's mention", idOwner, "O", idChan, idMine, "", nil, "hi .@otherbot do it", "", ignoredOther},
+		{"dash before another's mention", idOwner, "O", idChan, idMine, "", nil, "x-@otherbot do it", "", ignoredOther},
+		{"colon before another's mention", idOwner, "O", idChan, idMine, "", nil, "re:@otherbot do it", "", ignoredOther},
+		{"trailing underscore names bot", idOwner, "O", idChan, "", "", nil, "hey @boxmaker_ go", "hey @boxmaker_ go", heardOK},
+		{"emoji is not a mention", idOwner, "O", idChan, idMine, "", nil, "nice :@otherbot: one", "nice :@otherbot: one", heardOK},
 		{"reply naming both", idOwner, "O", idChan, idMine, "", nil, "@otherbot @boxmaker do it", "@otherbot @boxmaker do it", heardOK},
 		{"strip keeps a longer name", idOwner, "D", idDM, "", "", nil, "@boxmakers hi", "@boxmakers hi", heardOK},
 	} {
@@ -98,4 +111,34 @@ func FuzzHear(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWebhookPostIgnored: an incoming webhook created by the owner posts
+// as the owner's user id; gatewayd must not take it for the owner. A
+// client post claiming webhook props loses them at the server (the fake
+// strips them as Mattermost does) and is heard as the person's own.
+func TestWebhookPostIgnored(t *testing.T) {
+	r := newRig(t, nil)
+	hook, err := r.mm.PostAsWebhook(r.owner.ID, fake.Post{ChannelID: r.dm, Message: "hook says hi",
+		Props: map[string]any{"from_webhook": "true", "override_username": "owner"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoof, err := r.mm.PostAs(r.owner.ID, fake.Post{ChannelID: r.dm, Message: "typed by the owner",
+		Props: map[string]any{"override_username": "ci-bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := spoof.Props["override_username"]; ok {
+		t.Fatal("the fake kept a reserved prop on a client's post")
+	}
+	waitFor(t, "the owner's post answered", func() bool { return len(r.botPosts(spoof.ID)) == 1 })
+	if n := len(r.botPosts(hook.ID)); n != 0 {
+		t.Errorf("the webhook post got %d answers", n)
+	}
+	for _, s := range r.loop.sent() {
+		if s.Text == "hook says hi" {
+			t.Error("the webhook post reached loopd")
+		}
+	}
 }

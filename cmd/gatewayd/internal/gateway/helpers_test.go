@@ -82,6 +82,8 @@ func (f *fakeLoop) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
 			f.mu.Unlock()
 		case <-stop:
 			end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
+		case <-ctx.Done():
+			return
 		}
 		b, _ := wire.LoopEvents.Encode(end)
 		if frame.Write(c, b, wire.LoopFrameMax) != nil {
@@ -110,6 +112,8 @@ type rig struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	connect chan string
+
+	lookupRetries []time.Duration // if set, replaces the gateway's
 }
 
 type syncBuf struct {
@@ -172,6 +176,9 @@ func (r *rig) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.typingEvery = 50 * time.Millisecond
+	if r.lookupRetries != nil {
+		g.lookupRetries = r.lookupRetries
+	}
 	s := g.Stream()
 	s.MinBackoff, s.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
 	s.OnConnected = func(id string) { r.connect <- id }

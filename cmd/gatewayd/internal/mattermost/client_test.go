@@ -206,3 +206,35 @@ func waitSeen(t *testing.T, r *streamRig, n int) {
 	ev, _ := r.seen()
 	t.Fatalf("saw %v, want %d events", ev, n)
 }
+
+// TestPostsSincePages: the server returns at most SinceCap posts per
+// since query; a longer gap is fetched page by page, nothing lost, none
+// twice.
+func TestPostsSincePages(t *testing.T) {
+	srv := fake.New(t)
+	bot := srv.AddUser("boxmaker", true)
+	owner := srv.AddUser("owner", false)
+	dm := srv.Direct(bot.ID, owner.ID)
+	c := client(t, srv, bot.Token)
+	first, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*SinceCap + 500
+	for i := 1; i < n; i++ {
+		if _, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.PostsSince(context.Background(), dm, first.CreateAt-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, p := range got {
+		ids[p.ID] = true
+	}
+	if len(got) != n || len(ids) != n || got[0].ID != first.ID {
+		t.Errorf("PostsSince returned %d posts (%d distinct), want %d", len(got), len(ids), n)
+	}
+}

@@ -209,12 +209,23 @@ type NewPost struct {
 	FileIDs   []string       `json:"file_ids"`
 }
 
+// PropUnsafeLinks is the post prop that turns off the server's link
+// previews for a post: server/channels/app/post_metadata.go,
+// getEmbedsAndImages, reads UnsafeLinksPostProp ("unsafe_links";
+// model.PostPropsUnsafeLinks in server/public/model/post.go) and when
+// it is the string "true" drops the post's inline images and returns
+// before getEmbedForPost unless the first link is a permalink to the
+// server itself: no OpenGraph or image fetch for a URL in the message.
+const PropUnsafeLinks = "unsafe_links"
+
 // CreatePost posts message in channel, in thread root if not empty
-// (POST /posts). The message must be within [MaxRunes]; use [Split].
+// (POST /posts), with [PropUnsafeLinks] set: every post gatewayd makes
+// may quote the model, so the server must fetch no URL in it. The
+// message must be within [MaxRunes]; use [Split].
 func (c *Client) CreatePost(ctx context.Context, channel, root, message string) (*Post, error) {
 	var p Post
 	err := c.do(ctx, "create post", http.MethodPost, "/posts", nil,
-		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: map[string]any{}, FileIDs: []string{}}, &p)
+		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: map[string]any{PropUnsafeLinks: "true"}, FileIDs: []string{}}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -279,22 +290,64 @@ func (c *Client) Thread(ctx context.Context, root string) ([]*Post, error) {
 	return sorted(l.checked()), nil
 }
 
+// SinceCap is how many posts one since query returns at most:
+// SqlPostStore.GetPostsSince (server/channels/store/sqlstore/
+// post_store.go) selects "UpdateAt > ? AND ChannelId = ? LIMIT 1000",
+// plus the roots of those posts (a UNION), and the handler has no page
+// parameter for since.
+const SinceCap = 1000
+
+// maxSincePages bounds one gap fetch: past it the gap is refused, not
+// fetched without end.
+const maxSincePages = 50
+
 // PostsSince returns a channel's posts created or changed after since
-// (ms epoch), oldest first (GET /channels/{id}/posts?since=).
+// (ms epoch), oldest first (GET /channels/{id}/posts?since=). A server
+// answers at most [SinceCap] per query, so while a page is full it asks
+// again from the newest update_at it got, less 1 ms (posts sharing that
+// millisecond are asked for again; ids are merged), until a page comes
+// back short. [I]: the query's LIMIT has no ORDER BY; with the index on
+// (ChannelId, UpdateAt) the database returns the oldest first, which
+// this paging relies on.
 func (c *Client) PostsSince(ctx context.Context, channel string, since int64) ([]*Post, error) {
 	if !ValidID(channel) {
 		return nil, fmt.Errorf("posts since: bad channel id %q", channel)
 	}
-	var l PostList
-	q := url.Values{"since": {strconv.FormatInt(since, 10)}}
-	if err := c.do(ctx, "posts since", http.MethodGet, "/channels/"+channel+"/posts", q, nil, &l); err != nil {
-		return nil, err
-	}
-	var out []*Post
-	for _, p := range l.checked() {
-		if p.ChannelID == channel {
-			out = append(out, p)
+	got := map[string]*Post{}
+	for page := 0; ; page++ {
+		if page == maxSincePages {
+			return nil, fmt.Errorf("posts since: over %d posts changed in channel %s; the gap is not fetched", maxSincePages*SinceCap, channel)
 		}
+		var l PostList
+		q := url.Values{"since": {strconv.FormatInt(since, 10)}}
+		if err := c.do(ctx, "posts since", http.MethodGet, "/channels/"+channel+"/posts", q, nil, &l); err != nil {
+			return nil, err
+		}
+		n, fresh, newest := 0, 0, since
+		for _, p := range l.checked() {
+			if p.ChannelID != channel {
+				continue
+			}
+			if p.UpdateAt > since {
+				n++
+				newest = max(newest, p.UpdateAt)
+			}
+			if got[p.ID] == nil {
+				fresh++
+			}
+			got[p.ID] = p
+		}
+		if n < SinceCap {
+			break
+		}
+		if fresh == 0 {
+			return nil, fmt.Errorf("posts since: over %d posts changed within one millisecond in channel %s; the gap is not fetched", SinceCap, channel)
+		}
+		since = newest - 1
+	}
+	out := make([]*Post, 0, len(got))
+	for _, p := range got {
+		out = append(out, p)
 	}
 	return sorted(out), nil
 }

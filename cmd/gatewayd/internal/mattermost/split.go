@@ -20,17 +20,31 @@ func Split(text string, max int) []string {
 	}
 	var out []string
 	for utf8.RuneCountInString(text) > max {
-		cut := byteOffset(text, max)
-		head := text[:cut]
-		if i := strings.LastIndexByte(head, '\n'); i >= cut*3/4 && i > 0 {
-			cut = i + 1
-		} else if i := strings.LastIndexByte(head, ' '); i >= cut*3/4 && i > 0 {
-			cut = i + 1
-		}
+		cut := Cut(text, max)
 		out = append(out, text[:cut])
 		text = text[cut:]
 	}
 	return append(out, text)
+}
+
+// Cut is the byte length of the first piece [Split] makes of text: all
+// of it when it fits in max runes, else at most max runes ending on a
+// line break or a space in the piece's last quarter if there is one.
+func Cut(text string, max int) int {
+	if max < 1 {
+		max = MaxRunes
+	}
+	if utf8.RuneCountInString(text) <= max {
+		return len(text)
+	}
+	cut := byteOffset(text, max)
+	head := text[:cut]
+	if i := strings.LastIndexByte(head, '\n'); i >= cut*3/4 && i > 0 {
+		cut = i + 1
+	} else if i := strings.LastIndexByte(head, ' '); i >= cut*3/4 && i > 0 {
+		cut = i + 1
+	}
+	return cut
 }
 
 // byteOffset is the byte offset of rune n of s.

@@ -6,8 +6,16 @@
 //   - no ASCII '@' survives, so no post can mention a user, @channel,
 //     @here or @all (an answer's '@' becomes U+FF20 FULLWIDTH COMMERCIAL
 //     AT; an argument's becomes the JSON escape \u0040, the same value);
-//   - no image is embedded: "![" is written "\![", a link, so no image is
-//     fetched from a URL the model chose;
+//   - no image is embedded and no link is made: "![" is written "!\[",
+//     "](" is written "]\(", "]:" is written "]\:" (so no inline image,
+//     inline link or link reference definition survives), "://" is
+//     written "[:]//" and "www." "www[.]" (so nothing is autolinked).
+//     The inserted backslash always follows '!' or ']', never another
+//     backslash, so no backslash the model wrote can cancel it, and the
+//     escaping is applied to each post after the split, so no cut can
+//     separate an escape from what it escapes. Together with the post
+//     prop unsafe_links (see package mattermost) no URL the model chose
+//     is fetched by the server for a preview;
 //   - invisible and control runes are shown as escapes (package escape),
 //     so nothing is hidden;
 //   - arguments sit in a code fence longer than any run of backticks in
@@ -20,6 +28,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -32,19 +41,60 @@ import (
 func Answer(text string) []string {
 	t := escape.Text(text)
 	t = strings.ReplaceAll(t, "@", "\uff20")
-	t = strings.ReplaceAll(t, "![", `\![`)
 	if strings.TrimSpace(t) == "" {
 		t = "(the answer was empty)"
 	}
-	return mattermost.Split(t, mattermost.MaxRunes)
+	// Split first, then escape each post: an escape inserted before the
+	// split could be cut from what it escapes. Escaping adds runes, so a
+	// post that outgrows the limit is cut shorter and escaped again.
+	var out []string
+	for t != "" {
+		limit := mattermost.MaxRunes
+		for {
+			cut := mattermost.Cut(t, limit)
+			part := defang(t[:cut])
+			if n := utf8.RuneCountInString(part); n > mattermost.MaxRunes {
+				limit -= n - mattermost.MaxRunes
+				continue
+			}
+			out = append(out, part)
+			t = t[cut:]
+			break
+		}
+	}
+	return out
 }
+
+// defang writes the markdown that would embed an image, make a link or
+// let the server autolink a URL so that it shows as text (see the
+// package comment). Each inserted backslash follows '!' or ']', so no
+// backslash in s can escape it.
+func defang(s string) string {
+	return linkSyntax.Replace(unlink(s))
+}
+
+// unlink defangs what an autolinker reads as a URL: any scheme's "://"
+// and a "www." (case-insensitive), as "[:]//" and "www[.]". It runs
+// before linkSyntax, which then escapes a "](" or "]:" it formed.
+func unlink(s string) string {
+	s = strings.ReplaceAll(s, "://", "[:]//")
+	return www.ReplaceAllString(s, "${1}[.]")
+}
+
+var www = regexp.MustCompile(`(?i)(www)\.`)
+
+var linkSyntax = strings.NewReplacer(
+	"![", `!\[`,
+	"](", `]\(`,
+	"]:", `]\:`,
+)
 
 // Plain renders text of Boxmaker's own that quotes untrusted words (a
 // stop reason, an error from loopd) as one line.
 func Plain(text string) string {
 	t := escape.Line(text)
 	t = strings.ReplaceAll(t, "@", "\uff20")
-	t = strings.ReplaceAll(t, "![", `\![`)
+	t = unlink(t)
 	for _, c := range "*_`[]<>#~|" {
 		t = strings.ReplaceAll(t, string(c), `\`+string(c))
 	}

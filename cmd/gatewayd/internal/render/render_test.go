@@ -14,8 +14,13 @@ import (
 )
 
 // image is markdown that embeds an image: ![alt](url) or ![alt][ref]
-// not preceded by a backslash.
-var image = regexp.MustCompile(`(^|[^\\])!\[`)
+// whose '!' is not escaped (preceded by an even number of backslashes,
+// which escape each other).
+var image = regexp.MustCompile(`(^|[^\\])(\\\\)*!\[`)
+
+// link is markdown or an autolink that makes a link the server could
+// preview: an inline link, a reference definition, a URL, a www. name.
+var link = regexp.MustCompile(`(?i)\]\(|\]:|://|www\.`)
 
 func TestAnswerHostile(t *testing.T) {
 	for _, tt := range []struct {
@@ -24,9 +29,16 @@ func TestAnswerHostile(t *testing.T) {
 		{"@channel", "Done. @channel look!", "Done. \uff20channel look!"},
 		{"@here and @all", "@here @all", "\uff20here \uff20all"},
 		{"user mention", "ask @owner", "ask \uff20owner"},
-		{"image link", "see ![chart](https://evil.example/track.png?u=1)", `see \![chart](https://evil.example/track.png?u=1)`},
-		{"reference image", "![x][1]\n\n[1]: https://evil.example/a.png", "\\![x][1]\n\n[1]: https://evil.example/a.png"},
-		{"image at start of line", "a\n![x](y)", "a\n\\![x](y)"},
+		{"image link", "see ![chart](https://evil.example/track.png?u=1)", `see !\[chart]\(https[:]//evil.example/track.png?u=1)`},
+		{"reference image", "![x][1]\n\n[1]: https://evil.example/a.png", "!\\[x][1]\n\n[1]\\: https[:]//evil.example/a.png"},
+		{"image at start of line", "a\n![x](y)", "a\n!\\[x]\\(y)"},
+		{"escaped image stays escaped", `\![x](y)`, `\\!\[x]\(y)`},
+		{"bare URL", "go to https://evil.example/p?q=1 now", "go to https[:]//evil.example/p?q=1 now"},
+		{"other scheme", "ftp://evil.example", "ftp[:]//evil.example"},
+		{"www name", "WwW.evil.example and www.x.y", "WwW[.]evil.example and www[.]x.y"},
+		{"protocol-relative link", "[a](//evil.example/p)", `[a]\(//evil.example/p)`},
+		{"www then paren", "www.(x)", `www[.]\(x)`},
+		{"angle autolink", "<https://evil.example>", "<https[:]//evil.example>"},
 		{"invisible runes shown", "ok\u202egnp.exe", `ok\u202egnp.exe`},
 		{"escape sequence shown", "\x1b[31mred", `\u001b[31mred`},
 		{"backslash kept visible", `\@channel`, `\\` + "\uff20channel"},
@@ -65,8 +77,52 @@ func TestAnswerLong(t *testing.T) {
 	}
 }
 
+// TestAnswerEscapeAtCut: the split never separates an escape from what
+// it escapes. An image (or an image after a backslash, which the escape
+// doubles) placed exactly at the cut point stays inert in every part.
+func TestAnswerEscapeAtCut(t *testing.T) {
+	for _, tail := range []string{
+		"![x](https://evil.example/p.png)",
+		`\![x](https://evil.example/p.png)`,
+		`\\![x](https://evil.example/p.png)`,
+		"]: https://evil.example/p.png",
+	} {
+		for pad := mattermost.MaxRunes - 4; pad <= mattermost.MaxRunes+1; pad++ {
+			parts := Answer(strings.Repeat("A", pad) + tail)
+			for i, p := range parts {
+				if image.MatchString(p) || link.MatchString(p) {
+					t.Errorf("pad %d, tail %q: part %d embeds or links: %q", pad, tail, i+1, p[max(0, len(p)-40):])
+				}
+				if n := utf8.RuneCountInString(p); n > mattermost.MaxRunes {
+					t.Errorf("pad %d: part %d has %d runes", pad, i+1, n)
+				}
+			}
+		}
+	}
+}
+
+// TestAnswerEscapesGrowPastLimit: escaping adds runes after the split;
+// a post that outgrows the limit is cut shorter, nothing is lost.
+func TestAnswerEscapesGrowPastLimit(t *testing.T) {
+	in := strings.Repeat("![", 12000)
+	parts := Answer(in)
+	var all strings.Builder
+	for i, p := range parts {
+		if n := utf8.RuneCountInString(p); n > mattermost.MaxRunes {
+			t.Errorf("part %d has %d runes", i+1, n)
+		}
+		if image.MatchString(p) {
+			t.Errorf("part %d embeds", i+1)
+		}
+		all.WriteString(p)
+	}
+	if got := strings.ReplaceAll(all.String(), `\`, ""); got != in {
+		t.Error("the parts lost text")
+	}
+}
+
 func FuzzAnswer(f *testing.F) {
-	for _, s := range []string{"@channel", "![a](b)", "x\u202e", strings.Repeat("ab ", 7000), "!!["} {
+	for _, s := range []string{"@channel", "![a](b)", "x\u202e", strings.Repeat("ab ", 7000), "!![", "www.(a)", "]://", strings.Repeat("A", 16382) + `\![x](y)`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -74,8 +130,11 @@ func FuzzAnswer(f *testing.F) {
 			if strings.Contains(p, "@") {
 				t.Fatalf("an @ survived: %q", p)
 			}
-			if image.MatchString(p) {
+			if image.MatchString(p) || strings.Contains(p, "![") {
 				t.Fatalf("an image survived: %q", p)
+			}
+			if link.MatchString(p) {
+				t.Fatalf("a link survived: %q", p)
 			}
 			if utf8.RuneCountInString(p) > mattermost.MaxRunes || !utf8.ValidString(p) {
 				t.Fatalf("bad part")

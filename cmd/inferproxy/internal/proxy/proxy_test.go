@@ -132,14 +132,16 @@ func unixClient(sock string) *http.Client {
 func TestStreamOutlastsIdleTimeout(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 12 {
+		// 1 s in all, gaps of 50 ms against a 300 ms limit: a six-fold
+		// margin, so a loaded machine cannot fail it.
+		for i := range 20 {
 			fmt.Fprintf(w, "data: %d\n\n", i)
 			w.(http.Flusher).Flush()
 			time.Sleep(50 * time.Millisecond)
 		}
 		io.WriteString(w, "data: [DONE]\n\n")
 	})
-	h := start(t, Config{Upstream: up, IdleTimeoutMS: 200})
+	h := start(t, Config{Upstream: up, IdleTimeoutMS: 300})
 	resp, err := unixClient(h.sock).Post("http://llama/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +154,8 @@ func TestStreamOutlastsIdleTimeout(t *testing.T) {
 			events++
 		}
 	}
-	if err := sc.Err(); err != nil || events != 13 {
-		t.Errorf("got %d events, err %v; want 13 through the proxy", events, err)
+	if err := sc.Err(); err != nil || events != 21 {
+		t.Errorf("got %d events, err %v; want 21 through the proxy", events, err)
 	}
 }
 

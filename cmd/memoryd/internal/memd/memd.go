@@ -10,7 +10,8 @@
 //   - a call's taint and trust are brokerd's, never the session's own
 //     word; memoryd labels its results (recall's hits with their class and
 //     source), and brokerd raises the session with them;
-//   - sessions/ is only read.
+//   - sessions/ is only read, and only its regular files: no symlink
+//     (of a log or a session directory) is followed.
 package memd
 
 import (

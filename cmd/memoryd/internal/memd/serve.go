@@ -150,7 +150,10 @@ func Format(query string, hits []recall.Hit) *wire.ToolResult {
 		if h.Note == "" {
 			from = fmt.Sprintf("session %s epoch %d turn %d record %d", h.Session, h.Epoch, h.Turn, h.Record)
 		}
-		fmt.Fprintf(&b, "\n[%d] source=%s class=%s from=%s\n%s\n", i+1, h.Source, h.Class, from, neutral.Replace(escape.Text(h.Snippet)))
+		// One label line and one snippet line per hit: escape.Line shows
+		// a newline as \n, so no snippet can start a line of its own and
+		// forge another hit's label.
+		fmt.Fprintf(&b, "\n[%d] source=%s class=%s from=%s\n%s\n", i+1, h.Source, h.Class, escape.Line(from), neutral.Replace(escape.Line(h.Snippet)))
 	}
 	r.Output = b.String()
 	return r

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
@@ -153,7 +154,7 @@ func LogFiles(sessions string) ([]string, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			if epochRE.MatchString(f.Name()) {
+			if f.Type().IsRegular() && epochRE.MatchString(f.Name()) {
 				out = append(out, filepath.Join(sessions, d.Name(), f.Name()))
 			}
 		}
@@ -179,7 +180,15 @@ func ReadLog(path string) ([]Turn, error) {
 	class, untrusted := dataclass.Floor, false
 	open := map[int64][]Doc{}
 	var out []Turn
-	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
+	f, err := openLog(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	err = jsonl.ScanReader(f, path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
 		v, err := records.Decode(b)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v", path, n, err)
@@ -216,6 +225,29 @@ func ReadLog(path string) ([]Turn, error) {
 		return nil, nil
 	}
 	return out, err
+}
+
+// openLog opens a session log for reading without following a symlink,
+// neither the log itself (O_NOFOLLOW) nor its session directory, and
+// only if it is a regular file: sessions/ is loopd's, and memoryd must
+// not be led to read (and index, and recall) a file outside it.
+func openLog(path string) (*os.File, error) {
+	dir, err := os.Lstat(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	if !dir.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory (a symlink?); session logs are read only from real directories", filepath.Dir(path))
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file; session logs are read only from regular files", path)
+	}
+	return f, nil
 }
 
 // SourceOf is the source tag of a session's experience.

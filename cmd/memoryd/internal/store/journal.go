@@ -38,8 +38,7 @@ func (s *Store) path(f string) string { return filepath.Join(s.dir, f) }
 // never names an edit that cannot be undone. The caller holds s.mu.
 func (s *Store) commit(session, file, action, before, after string) (int64, error) {
 	seq := int64(s.journal.Lines() + 1)
-	bpath := filepath.Join(s.dir, "edits", fmt.Sprintf("%d.before", seq))
-	if err := os.WriteFile(bpath, []byte(before), 0o600); err != nil {
+	if err := s.writeDurable(filepath.Join("edits", fmt.Sprintf("%d.before", seq)), before); err != nil {
 		return 0, fmt.Errorf("journal: %w", err)
 	}
 	e := wire.MemoryEdit{Seq: seq, At: s.now().UTC().Format("2006-01-02T15:04:05Z"), Session: session, File: file,
@@ -48,6 +47,38 @@ func (s *Store) commit(session, file, action, before, after string) (int64, erro
 		return 0, err
 	}
 	return seq, s.writeAtomic(file, after)
+}
+
+// ActionVoid is the journal's correction of an edit that was journalled
+// but never reached its file (memoryd stopped between the two): Undoes
+// names it, and undo passes over it.
+const ActionVoid = "void"
+
+// reconcile checks the journal's last line against its file when the
+// store opens. An identity edit is journalled before its file is
+// replaced, so a crash between leaves a line whose After the file never
+// got; while the file still holds its Before, that edit is voided in the
+// journal, so undo does not stop at it forever. The caller holds s.mu or
+// owns s.
+func (s *Store) reconcile() error {
+	edits, err := ReadJournal(filepath.Join(s.dir, "edits", JournalName))
+	if err != nil || len(edits) == 0 {
+		return err
+	}
+	e := edits[len(edits)-1]
+	if (e.File != Memory && e.File != User) || e.Action == ActionVoid || e.Before == e.After {
+		return nil
+	}
+	cur, err := s.read(e.File)
+	if err != nil {
+		return err
+	}
+	if c := sum(cur); c == e.After || c != e.Before {
+		return nil // applied, or changed by hand since: undo will say so
+	}
+	_, err = s.journal.Append(wire.MemoryEdit{Seq: int64(s.journal.Lines() + 1), At: s.now().UTC().Format("2006-01-02T15:04:05Z"),
+		Session: e.Session, File: e.File, Action: ActionVoid, Before: e.Before, After: e.Before, Undoes: e.Seq})
+	return err
 }
 
 // UndoRefused explains why an undo could not be made.
@@ -71,13 +102,20 @@ func (s *Store) Undo(file string) (string, error) {
 		return "", err
 	}
 	undone := map[int64]bool{}
+	voided := map[int64]bool{}
 	var last *wire.MemoryEdit
 	for i := len(edits) - 1; i >= 0; i-- {
 		e := edits[i]
 		if e.File != file {
 			continue
 		}
-		if e.Undoes != 0 {
+		switch {
+		case e.Action == ActionVoid:
+			voided[e.Undoes] = true
+			continue
+		case voided[e.Seq]:
+			continue
+		case e.Undoes != 0:
 			undone[e.Undoes] = true
 			continue
 		}
@@ -104,11 +142,10 @@ func (s *Store) Undo(file string) (string, error) {
 		return "", &UndoRefused{Why: fmt.Sprintf("edits/%d.before does not match the journal", last.Seq)}
 	}
 	seq := int64(s.journal.Lines() + 1)
-	bpath := filepath.Join(s.dir, "edits", fmt.Sprintf("%d.before", seq))
-	if err := os.WriteFile(bpath, []byte(cur), 0o600); err != nil {
+	if err := s.writeDurable(filepath.Join("edits", fmt.Sprintf("%d.before", seq)), cur); err != nil {
 		return "", fmt.Errorf("journal: %w", err)
 	}
-	e := wire.MemoryEdit{Seq: seq, At: s.now().UTC().Format("2006-01-02T15:04:05Z"), Session: "owner", File: file,
+	e := wire.MemoryEdit{Seq: seq, At: s.now().UTC().Format("2006-01-02T15:04:05Z"), Session: wire.OwnerSession, File: file,
 		Action: "undo", Before: sum(cur), After: last.Before, Undoes: last.Seq}
 	if _, err := s.journal.Append(e); err != nil {
 		return "", err

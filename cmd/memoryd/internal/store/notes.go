@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
@@ -124,7 +125,8 @@ func ReadNotes(path string) ([]Note, error) {
 // appendNote gives n the next id and the time, appends it durably, and
 // journals it. The caller holds s.mu.
 func (s *Store) appendNote(n Note) (Note, error) {
-	n.ID = fmt.Sprintf("n%d", len(s.notes)+1)
+	n.Text = noteText(n.Text)
+	n.ID = s.nextID()
 	n.At = s.now().UTC().Format("2006-01-02T15:04:05Z")
 	enc, err := n.encode()
 	if err != nil {
@@ -143,6 +145,32 @@ func (s *Store) appendNote(n Note) (Note, error) {
 		return Note{}, err
 	}
 	return n, nil
+}
+
+// nextID is one past the highest note id in notes.md, so an id is never
+// reused, even after notes were deleted by hand. The caller holds s.mu.
+func (s *Store) nextID() string {
+	top := 0
+	for _, n := range s.notes {
+		if v, err := strconv.Atoi(strings.TrimPrefix(n.ID, "n")); err == nil && strings.HasPrefix(n.ID, "n") && v > top {
+			top = v
+		}
+	}
+	return fmt.Sprintf("n%d", top+1)
+}
+
+// noteText makes any text safe to append to notes.md, whatever its
+// origin (an identity entry edited by hand leaves unchecked): a line
+// starting with <!-- has its < shown as ‹, so it can never read as a note
+// header. Text the tool took was refused such lines already.
+func noteText(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "<!--") {
+			lines[i] = strings.Replace(line, "<", "‹", 1)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // checkText is the write check plus the rules that keep the files

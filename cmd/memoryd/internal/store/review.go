@@ -39,10 +39,28 @@ func (s *Store) review() []wire.ReviewItem {
 	items := []wire.ReviewItem{}
 	for _, n := range s.notes {
 		if k := reviewable(n); k != "" && !decided[n.ID] {
-			items = append(items, wire.ReviewItem{ID: n.ID, Kind: k, File: n.File, Session: n.Session, At: n.At, Text: n.Text})
+			items = append(items, wire.ReviewItem{ID: n.ID, Kind: k, File: n.File, Session: n.Session, At: n.At, Class: n.Class, Text: n.Text})
 		}
 	}
 	return items
+}
+
+// entryClass is the data class of an identity entry leaving file: the
+// class of the note it was promoted from, if any, and never below private
+// (identity is in every prompt). The caller holds s.mu.
+func (s *Store) entryClass(file, text string) dataclass.Class {
+	class := dataclass.Private
+	byID := map[string]Note{}
+	for _, n := range s.notes {
+		byID[n.ID] = n
+		if n.Kind != KindReview || n.Text != "promote" || n.File != file {
+			continue
+		}
+		if from, ok := byID[n.Ref]; ok && from.Text == text {
+			class = dataclass.Join(class, from.Class)
+		}
+	}
+	return class
 }
 
 // Decide is the owner's answer to a review item: "promote" adds its text
@@ -72,16 +90,19 @@ func (s *Store) Decide(id, action, file string) (string, error) {
 		if file != Memory && file != User {
 			return "", refuse("review: promote needs the file, memory.md or user.md; see docs/runbook.md#memory-undo-refused")
 		}
+		if !item.Class.AtMost(dataclass.Private) {
+			return "", refuse("review: %s came from a session holding %s data, and identity is in every prompt, so it cannot be promoted; it stays in notes.md, recallable; see docs/runbook.md#memory-promote-refused", id, item.Class)
+		}
 		if err := sanitize.Check(item.Text); err != nil {
 			return "", refuse("review: the write check refused %s: %v; see docs/runbook.md#memory-write-refused", id, err)
 		}
-		out, err := s.edit("owner", file, Args{Action: "add", Text: item.Text})
+		out, err := s.edit(wire.OwnerSession, file, Args{Action: "add", Text: item.Text})
 		if err != nil {
 			return "", err
 		}
 		msg = fmt.Sprintf("%s promoted: %s", id, out)
 	}
-	if _, err := s.appendNote(Note{Session: "owner", Kind: KindReview, Class: dataclass.Private, File: file, Ref: id, Text: action}); err != nil {
+	if _, err := s.appendNote(Note{Session: wire.OwnerSession, Kind: KindReview, Class: dataclass.Private, File: file, Ref: id, Text: action}); err != nil {
 		return "", err
 	}
 	return msg, nil

@@ -36,6 +36,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/jsonl"
 	"wntrmute.dev/boxmaker/pkg/sanitize"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 //go:embed soul.md
@@ -53,7 +54,7 @@ const (
 var Identity = []string{Soul, Memory, User}
 
 // Limit is each identity file's size limit, in characters.
-var Limit = map[string]int{Soul: 4000, Memory: 2200, User: 1375}
+var Limit = wire.IdentityLimit
 
 // Separator divides the entries of an identity file: a line holding only §.
 const Separator = "\n§\n"
@@ -105,7 +106,12 @@ func Open(dir string, stage bool, now func() time.Time) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open memory journal: %w", err)
 	}
-	return &Store{dir: dir, stage: stage, now: now, journal: j, notes: notes}, nil
+	s := &Store{dir: dir, stage: stage, now: now, journal: j, notes: notes}
+	if err := s.reconcile(); err != nil {
+		j.Close()
+		return nil, fmt.Errorf("open memory journal: %w", err)
+	}
+	return s, nil
 }
 
 // Close closes the journal.
@@ -168,14 +174,26 @@ func (s *Store) read(f string) (string, error) {
 	return string(b), nil
 }
 
-// Entries splits an identity file into its entries.
+// Entries splits an identity file into its entries: only a line holding
+// nothing but § separates them, so a § inside a line ("see §4 of the
+// lease") is text.
 func Entries(text string) []string {
 	var out []string
-	for _, e := range strings.Split(strings.TrimSpace(text), strings.TrimSpace(Separator)) {
-		if e = strings.TrimSpace(e); e != "" {
+	var cur []string
+	flush := func() {
+		if e := strings.TrimSpace(strings.Join(cur, "\n")); e != "" {
 			out = append(out, e)
 		}
+		cur = nil
 	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "§" {
+			flush()
+			continue
+		}
+		cur = append(cur, line)
+	}
+	flush()
 	return out
 }
 
@@ -195,20 +213,30 @@ func sum(s string) string {
 // writeAtomic replaces memory/f with text: temp file, fsync, rename,
 // fsync of the directory.
 func (s *Store) writeAtomic(f, text string) error {
-	path := filepath.Join(s.dir, f)
+	if err := s.writeDurable(f, text); err != nil {
+		return fmt.Errorf("write memory/%s: %w", f, err)
+	}
+	return nil
+}
+
+// writeDurable replaces the file rel (relative to the memory directory)
+// with text: temp file, fsync, rename, fsync of its directory. A crash
+// leaves the old content or the new, never a part.
+func (s *Store) writeDurable(rel, text string) error {
+	path := filepath.Join(s.dir, rel)
 	tmp := path + ".tmp"
 	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("write memory/%s: %w", f, err)
+		return err
 	}
 	_, werr := fh.WriteString(text)
 	if err := errors.Join(werr, fh.Sync(), fh.Close()); err != nil {
-		return fmt.Errorf("write memory/%s: %w", f, err)
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write memory/%s: %w", f, err)
+		return err
 	}
-	d, err := os.Open(s.dir)
+	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return err
 	}

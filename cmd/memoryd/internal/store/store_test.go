@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func open(t *testing.T) *Store {
@@ -246,7 +247,7 @@ func TestReviewPromote(t *testing.T) {
 		t.Errorf("review after promote = %+v", items)
 	}
 	edits, _ := ReadJournal(filepath.Join(s.Dir(), "edits", JournalName))
-	if e := edits[len(edits)-2]; e.Session != "owner" || e.File != User || e.Action != "add" {
+	if e := edits[len(edits)-2]; e.Session != wire.OwnerSession || e.File != User || e.Action != "add" {
 		t.Errorf("journal = %+v, want the owner's add", edits)
 	}
 }

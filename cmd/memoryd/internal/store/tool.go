@@ -108,7 +108,10 @@ func (s *Store) Do(c Caller, raw []byte) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("this session has read untrusted content or holds %s data, so the entry was saved as note %s (%s), not in %s; the owner can promote it (bxctl memory review)", c.Taint, n.ID, n.Source(), file), nil
+		if !c.Taint.AtMost(dataclass.Private) {
+			return fmt.Sprintf("this session holds %s data, so the entry was saved as note %s (%s), not in %s; identity is in every prompt, so it can never be promoted there; recall finds it", c.Taint, n.ID, n.Source(), file), nil
+		}
+		return fmt.Sprintf("this session has read untrusted content, so the entry was saved as note %s (%s), not in %s; the owner can review and promote it (bxctl memory review)", n.ID, n.Source(), file), nil
 	case !c.clean():
 		return "", refuse("memory: %s of identity is refused in a session that has read untrusted content or holds %s data; record a note instead; see docs/runbook.md#memory-identity-refused", a.Action, c.Taint)
 	case s.stage && a.Action == "add":
@@ -165,6 +168,10 @@ func (s *Store) edit(session, file string, a Args) (string, error) {
 				next = append(next, entries[i])
 			case st.Op == "rewrite" && st.Text != "":
 				next = append(next, strings.TrimSpace(st.Text))
+				if strings.TrimSpace(st.Text) != entries[i] {
+					// Nothing is deleted: the text it replaces is kept.
+					left = append(left, Note{Kind: KindDropped, Text: entries[i]})
+				}
 			case st.Op == "move" && st.Text == "":
 				left = append(left, Note{Kind: KindMoved, Text: entries[i]})
 			case st.Op == "drop" && st.Text == "":
@@ -179,7 +186,7 @@ func (s *Store) edit(session, file string, a Args) (string, error) {
 		return "", refuse("memory: %s would be %d characters, over its limit of %d; make room with the consolidate action (move or drop entries) first; see docs/runbook.md#memory-over-limit", file, n, Limit[file])
 	}
 	for _, n := range left {
-		n.Session, n.Class, n.File = session, dataclass.Private, file
+		n.Session, n.Class, n.File = session, s.entryClass(file, n.Text), file
 		if _, err := s.appendNote(n); err != nil {
 			return "", err
 		}
