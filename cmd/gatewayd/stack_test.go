@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	llama "wntrmute.dev/boxmaker/internal/fake/llama"
 	mm "wntrmute.dev/boxmaker/internal/fake/mattermost"
+	"wntrmute.dev/boxmaker/internal/stacktest"
 )
 
 const stackGrants = `
@@ -40,18 +37,7 @@ func TestStackGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
-	bin := t.TempDir()
-	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd"} {
-		args := []string{"build", "-o", filepath.Join(bin, role)}
-		if tags, err := os.ReadFile(filepath.Join("..", role, "tags.txt")); err == nil {
-			args = append(args, "-tags", strings.Join(strings.Fields(string(tags)), ","))
-		}
-		cmd := exec.Command("go", append(args, "wntrmute.dev/boxmaker/cmd/"+role)...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", role, err, out)
-		}
-	}
+	bin := stacktest.Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
 	// Socket paths must stay short: a temp dir of its own.
 	root, err := os.MkdirTemp("", "bxs")
 	if err != nil {
@@ -107,38 +93,7 @@ users = [%q]
 `, fmm.URL(), state, filepath.Join(state, "run", "loop", "loop.sock"), filepath.Join(state, "run", "gateway"),
 		owner.ID, mallory.ID, channel, owner.ID))
 
-	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)
-	cmd.Env = append(os.Environ(), "BOXMAKER_TEST_MM_TOKEN="+bot.Token)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
-	})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "bxctl up: ready") {
-				ready <- true
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("bxctl up ended before it was ready:\n%s", stderr.String())
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("bxctl up not ready:\n%s", stderr.String())
-	}
+	stacktest.Up(t, bin, state, u.Host, []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token})
 	logs := func() string {
 		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
 		return string(b)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	"wntrmute.dev/boxmaker/internal/stacktest"
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
 
@@ -38,19 +38,7 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 // buildStack builds the role binaries into one directory.
 func buildStack(t *testing.T) string {
 	t.Helper()
-	bin := t.TempDir()
-	for _, role := range []string{"bxctl", "loopd", "inferproxy", "brokerd", "memoryd"} {
-		args := []string{"build", "-o", filepath.Join(bin, role)}
-		if tags, err := os.ReadFile(filepath.Join("..", role, "tags.txt")); err == nil {
-			args = append(args, "-tags", strings.Join(strings.Fields(string(tags)), ","))
-		}
-		cmd := exec.Command("go", append(args, "wntrmute.dev/boxmaker/cmd/"+role)...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", role, err, out)
-		}
-	}
-	return bin
+	return stacktest.Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd")
 }
 
 // selftestReplies are what a capable model answers loopd's startup
@@ -68,46 +56,7 @@ func selftestReplies(srv *fake.Server) {
 func up(t *testing.T, bin, state string, srv *fake.Server, extra ...string) <-chan error {
 	t.Helper()
 	u, _ := url.Parse(srv.URL())
-	cmd := exec.Command(filepath.Join(bin, "bxctl"), append([]string{"up", "--state", state, "--llama", u.Host, "--bin", bin}, extra...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	waited := make(chan struct{})
-	go func() { exited <- cmd.Wait(); close(waited) }()
-	t.Cleanup(func() {
-		select {
-		case <-waited:
-			return // it stopped on its own; the test saw why
-		default:
-		}
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := <-exited; err != nil {
-			t.Errorf("bxctl up after SIGTERM: %v\n%s", err, stderr.String())
-		}
-	})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "bxctl up: ready") {
-				ready <- true
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatalf("bxctl up ended before it was ready:\n%s", stderr.String())
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("bxctl up not ready after 2 minutes:\n%s", stderr.String())
-	}
-	return exited
+	return stacktest.Up(t, bin, state, u.Host, nil, extra...)
 }
 
 // preconfigure writes inferproxy's config before bxctl up does (it never
