@@ -37,7 +37,16 @@ type Config struct {
 	// reads and writes granted paths as that user, not as a subordinate
 	// id that owns nothing.
 	rootless bool
+	// allowTestnetImage lets the startup check accept a tool image built
+	// with the test-only boxmaker_testnet tag. Only this package's tests
+	// set it; no config can.
+	allowTestnetImage bool
 }
+
+// rootful is whether tool containers share the host's uids (a rootful
+// service without a user namespace), so that the probe expects the
+// identity uid map.
+func (c Config) rootful() bool { return !c.rootless }
 
 // Defaults. The time limits stay under loopd's 120 s broker deadline,
 // with room for creating and removing the containers.

@@ -49,13 +49,15 @@ func TestEachToolFreshContainer(t *testing.T) {
 	svc, p := toolRunner(t, nil)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("file body\n"), 0o644)
-	// Each container writes its own hostname-independent identity: the
-	// kernel's boot-unique id for its mount namespace.
-	id := `readlink /proc/self/ns/mnt; cat /proc/self/cgroup | head -1`
+	// Each call leaves a mark in its container's /tmp; a reused
+	// container would show the earlier call's. (The namespaces' inode
+	// numbers are no proof: the kernel reuses a freed one, and the
+	// cgroup namespace is private, so every container sees "/".)
+	id := `ls -A /tmp; touch /tmp/seen-before`
 	a := shellIn(t, p, dir, false, id)
 	b := shellIn(t, p, dir, false, id)
-	if a.Exit != 0 || b.Exit != 0 || a.Stdout == b.Stdout {
-		t.Errorf("two shell calls: %+v and %+v; want different namespaces", a, b)
+	if a.Exit != 0 || b.Exit != 0 || strings.Contains(a.Stdout+b.Stdout, "seen-before") {
+		t.Errorf("two shell calls: %+v and %+v; want each in a fresh container", a, b)
 	}
 	r := run(t, p, decide(t, autoGrant("r", "read_file", []string{dir}), "read_file", map[string]string{"path": dir + "/in.txt"}))
 	if r.Exit != 0 || r.Stdout != "file body\n" {
