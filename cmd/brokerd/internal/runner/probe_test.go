@@ -95,20 +95,26 @@ func TestIsolationDiffers(t *testing.T) {
 		t.Fatalf("the container as asked differs in %q", bad)
 	}
 	for name, weaken := range map[string]func(*define.InspectContainerData){
-		"privileged":        func(c *define.InspectContainerData) { c.HostConfig.Privileged = true },
-		"pid namespace":     func(c *define.InspectContainerData) { c.HostConfig.PidMode = "host" },
-		"ipc namespace":     func(c *define.InspectContainerData) { c.HostConfig.IpcMode = "host" },
-		"uts namespace":     func(c *define.InspectContainerData) { c.HostConfig.UTSMode = "host" },
-		"cgroup namespace":  func(c *define.InspectContainerData) { c.HostConfig.CgroupMode = "host" },
-		"devices":           func(c *define.InspectContainerData) { c.HostConfig.Devices = []define.InspectDevice{{PathOnHost: "/dev/fuse"}} },
-		"log driver":        func(c *define.InspectContainerData) { c.HostConfig.LogConfig.Type = "k8s-file" },
-		"security option":   func(c *define.InspectContainerData) { c.HostConfig.SecurityOpt = append(c.HostConfig.SecurityOpt, "seccomp=unconfined") },
+		"privileged":       func(c *define.InspectContainerData) { c.HostConfig.Privileged = true },
+		"pid namespace":    func(c *define.InspectContainerData) { c.HostConfig.PidMode = "host" },
+		"ipc namespace":    func(c *define.InspectContainerData) { c.HostConfig.IpcMode = "host" },
+		"uts namespace":    func(c *define.InspectContainerData) { c.HostConfig.UTSMode = "host" },
+		"cgroup namespace": func(c *define.InspectContainerData) { c.HostConfig.CgroupMode = "host" },
+		"devices": func(c *define.InspectContainerData) {
+			c.HostConfig.Devices = []define.InspectDevice{{PathOnHost: "/dev/fuse"}}
+		},
+		"log driver": func(c *define.InspectContainerData) { c.HostConfig.LogConfig.Type = "k8s-file" },
+		"security option": func(c *define.InspectContainerData) {
+			c.HostConfig.SecurityOpt = append(c.HostConfig.SecurityOpt, "seccomp=unconfined")
+		},
 		"tmpfs /tmp":        func(c *define.InspectContainerData) { c.HostConfig.Tmpfs["/tmp"] = "size=64m,mode=1777,nodev,rprivate" },
 		"extra tmpfs":       func(c *define.InspectContainerData) { c.HostConfig.Tmpfs["/dev/shm"] = "size=64m" },
 		"mount /srv/w":      func(c *define.InspectContainerData) { c.Mounts[0].RW = true },
 		"mount /run/egress": func(c *define.InspectContainerData) { c.Mounts[1].Options = []string{"bind", "nosuid", "nodev"} },
-		"extra mount":       func(c *define.InspectContainerData) { c.Mounts = append(c.Mounts, define.InspectMount{Type: "volume", Destination: "/data"}) },
-		"missing mount":     func(c *define.InspectContainerData) { c.Mounts = c.Mounts[:1] },
+		"extra mount": func(c *define.InspectContainerData) {
+			c.Mounts = append(c.Mounts, define.InspectMount{Type: "volume", Destination: "/data"})
+		},
+		"missing mount": func(c *define.InspectContainerData) { c.Mounts = c.Mounts[:1] },
 	} {
 		in := good()
 		weaken(in)
@@ -138,7 +144,7 @@ func TestCheckProbesIsolation(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name, conf, want string
-		is              error
+		is               error
 	}{
 		{"host namespaces, a log driver, no seccomp", "pidns = \"host\"\nipcns = \"host\"\nutsns = \"host\"\ncgroupns = \"host\"\n" +
 			"log_driver = \"k8s-file\"\nseccomp_profile = \"unconfined\"\n", `Seccomp "0"`, ErrProbe},
@@ -166,3 +172,14 @@ func TestCheckProbesIsolation(t *testing.T) {
 		})
 	}
 }
+
+// TestSupportedVersion: only Podman 5.x is accepted.
+func TestSupportedVersion(t *testing.T) {
+	for v, want := range map[string]bool{"5.8.2": true, "5.0.0-rc1": true, "4.9.4": false, "6.0.0": false,
+		"9.1": false, "50.1.0": false, "": false, "5x": false} {
+		if got := supportedVersion(v); got != want {
+			t.Errorf("supportedVersion(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+

@@ -30,7 +30,7 @@ func (p *Podman) Check(ctx context.Context) error {
 	if err != nil {
 		return fail(ErrPodman, fmt.Sprintf("info: %v", err))
 	}
-	if major, _, _ := strings.Cut(info.Version.Version, "."); major != "5" {
+	if !supportedVersion(info.Version.Version) {
 		return fail(ErrPodman, fmt.Sprintf("the service is Podman %q; brokerd needs Podman 5, whose create API its settings are written for", info.Version.Version))
 	}
 	if info.Host == nil || !info.Host.Security.SECCOMPEnabled {
@@ -41,6 +41,14 @@ func (p *Podman) Check(ctx context.Context) error {
 		return err
 	}
 	return p.probe(conn)
+}
+
+// supportedVersion is whether a Podman version is 5.x: the bindings and
+// the settings brokerd asks for are written for its create API, and a
+// later major version may read them differently.
+func supportedVersion(v string) bool {
+	major, _, _ := strings.Cut(v, ".")
+	return major == "5"
 }
 
 // Sweep removes every container this brokerd labelled (it tracks none
