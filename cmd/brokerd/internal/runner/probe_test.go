@@ -183,3 +183,17 @@ func TestSupportedVersion(t *testing.T) {
 	}
 }
 
+// TestCheckRefusesTestnetImage: brokerd refuses to start with a tool
+// image built with the boxmaker_testnet tag; only a test's own opt-in
+// (a field no config can set) lets the check pass it.
+func TestCheckRefusesTestnetImage(t *testing.T) {
+	svc := podmantest.Require(t)
+	image := svc.TestnetToolImage(t)
+	err := newRunner(t, svc, image, nil).Check(context.Background())
+	if !errors.Is(err, ErrTestnetImage) || !strings.Contains(err.Error(), "boxmaker_testnet") {
+		t.Fatalf("Check with the testnet image = %v, want the testnet refusal", err)
+	}
+	if err := newRunner(t, svc, image, func(c *Config) { c.allowTestnetImage = true }).Check(context.Background()); err != nil {
+		t.Errorf("Check with the testnet image, opted in: %v", err)
+	}
+}
