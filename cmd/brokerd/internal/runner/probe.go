@@ -14,6 +14,7 @@ import (
 var (
 	ErrNoSeccomp    = errors.New("the Podman service reports no seccomp support, so tool containers would run without a syscall filter; brokerd did not start; see docs/runbook.md#podman-no-seccomp")
 	ErrProbe        = errors.New("the startup probe container did not run with the isolation brokerd asks for, so brokerd did not start; see docs/runbook.md#runner-probe-differs")
+	ErrUserNS       = errors.New("the rootful Podman service could not give the probe container a user namespace of its own (userns=auto needs subordinate ids for the user containers in /etc/subuid and /etc/subgid), so brokerd did not start; see docs/runbook.md#podman-rootful-userns")
 	ErrTestnetImage = errors.New("the tool image was built with the test-only boxmaker_testnet tag (its egress proxy may reach private networks), so brokerd did not start; see docs/runbook.md#tool-image-testnet")
 )
 
@@ -36,7 +37,7 @@ func (p *Podman) probe(conn context.Context) error {
 	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
 	id, err := p.create(conn, s)
 	if err != nil {
-		return err
+		return userNSRefusal(err, p.cfg.rootless)
 	}
 	defer p.remove(conn, id)
 	t0 := time.Now()
@@ -47,7 +48,7 @@ func (p *Podman) probe(conn context.Context) error {
 	if out.Exit != 0 || out.Stopped != "" {
 		return fail(ErrProbe, fmt.Sprintf("it exited %d (%s): %s", out.Exit, out.Stopped, strings.TrimSpace(out.Stderr)))
 	}
-	tags, bad := probeDiffers(out.Stdout, p.cfg.rootful())
+	tags, bad := probeDiffers(out.Stdout, !p.cfg.rootless)
 	if len(bad) > 0 {
 		return fail(ErrProbe, "it differs in: "+strings.Join(bad, ", "))
 	}
@@ -60,9 +61,9 @@ func (p *Podman) probe(conn context.Context) error {
 // probeDiffers parses probeScript's output: the image's build tags, and
 // what differs from a tool container's isolation (seccomp filtering, no
 // new privileges, no capabilities, uid 65534, only a loopback interface,
-// and, with no user namespace, the identity uid map; with one, anything
-// but the identity).
-func probeDiffers(out string, identityUIDs bool) (tags string, bad []string) {
+// a user namespace: never the identity uid map, and, rootful, no range
+// that reaches the host's root).
+func probeDiffers(out string, rootful bool) (tags string, bad []string) {
 	sections := map[string][]string{}
 	cur := ""
 	for _, l := range strings.Split(out, "\n") {
@@ -106,9 +107,22 @@ func probeDiffers(out string, identityUIDs bool) (tags string, bad []string) {
 	for i, l := range sections["uid_map"] {
 		uidMap[i] = strings.Join(strings.Fields(l), " ")
 	}
-	identity := len(uidMap) == 1 && uidMap[0] == "0 0 4294967295"
-	if identity != identityUIDs {
-		bad = append(bad, fmt.Sprintf("uid map %q", uidMap))
+	hostRoot := len(uidMap) == 0
+	for _, l := range uidMap {
+		f := strings.Fields(l)
+		hostRoot = hostRoot || len(f) != 3 || l == "0 0 4294967295" || rootful && f[1] == "0"
+	}
+	if hostRoot {
+		bad = append(bad, fmt.Sprintf("uid map %q (want a user namespace of its own)", uidMap))
 	}
 	return strings.TrimSpace(strings.Join(sections["tags"], " ")), bad
+}
+
+// userNSRefusal turns Podman's failure to allocate a rootful container's
+// user namespace into its own refusal; any other error stays.
+func userNSRefusal(err error, rootless bool) error {
+	if !rootless && strings.Contains(err.Error(), "not enough unused IDs in user namespace") {
+		return fail(ErrUserNS, "Podman: not enough unused IDs in user namespace")
+	}
+	return err
 }

@@ -24,7 +24,7 @@ CapAmb:	0000000000000000
 NoNewPrivs:	1
 Seccomp:	2
 @uid_map
-         0          0 4294967295
+         0 2147483647      65536
 @net
 Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
@@ -38,7 +38,7 @@ Inter-|   Receive                                                |  Transmit
 func TestProbeDiffers(t *testing.T) {
 	for _, tt := range []struct {
 		name, from, to string
-		identity       bool
+		rootful        bool
 		want           string
 	}{
 		{"good", "", "", true, ""},
@@ -48,8 +48,11 @@ func TestProbeDiffers(t *testing.T) {
 		{"root", "Uid:\t65534", "Uid:\t0", true, "Uid"},
 		{"another interface", "@tags", "  eth0: 1 2 3\n@tags", true, "network interfaces"},
 		{"no interface at all", "    lo:", "    xx:", true, "network interfaces"},
-		{"a user namespace where none was expected", "0          0 4294967295", "0     100000 65536", true, "uid map"},
-		{"no user namespace where one was expected", "", "", false, "uid map"},
+		{"no user namespace", "0 2147483647      65536", "0          0 4294967295", true, "uid map"},
+		{"no user namespace, rootless", "0 2147483647      65536", "0          0 4294967295", false, "uid map"},
+		{"a range from the host's root", "0 2147483647      65536", "0          0      65536", true, "uid map"},
+		{"rootless: the user's own id", "0 2147483647      65536", "65534          0      1", false, ""},
+		{"no uid map", "         0 2147483647      65536\n", "", true, "uid map"},
 		{"cut short", "@end", "", true, "incomplete"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +60,7 @@ func TestProbeDiffers(t *testing.T) {
 			if tt.from != "" {
 				out = strings.Replace(out, tt.from, tt.to, 1)
 			}
-			tags, bad := probeDiffers(out, tt.identity)
+			tags, bad := probeDiffers(out, tt.rootful)
 			if got := strings.Join(bad, "; "); tt.want == "" && got != "" || tt.want != "" && !strings.Contains(got, tt.want) {
 				t.Errorf("differs = %q, want %q", got, tt.want)
 			}
@@ -170,6 +173,21 @@ func TestCheckProbesIsolation(t *testing.T) {
 				t.Errorf("containers left behind: %v", l)
 			}
 		})
+	}
+}
+
+// TestUserNSRefusal: a rootful service without subordinate ids for
+// containers is refused with its own runbook entry.
+func TestUserNSRefusal(t *testing.T) {
+	podman := fail(ErrPodman, "create: creating container storage: not enough unused IDs in user namespace")
+	if err := userNSRefusal(podman, false); !errors.Is(err, ErrUserNS) || !strings.HasSuffix(err.Error(), "#podman-rootful-userns") {
+		t.Errorf("rootful = %v", err)
+	}
+	if err := userNSRefusal(podman, true); err != podman {
+		t.Errorf("rootless = %v, want Podman's error as it is", err)
+	}
+	if other := fail(ErrPodman, "create: no space"); userNSRefusal(other, false) != other {
+		t.Error("another create error changed")
 	}
 }
 

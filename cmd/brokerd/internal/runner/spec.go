@@ -43,9 +43,7 @@ func (c Config) hardened(instance, role string, timeout uint) *specgen.SpecGener
 	s.NoNewPrivileges = ptr(true)
 	pinIsolation(s)
 	s.User = containerUser
-	if c.rootless {
-		s.UserNS = specgen.Namespace{NSMode: specgen.KeepID, Value: "uid=65534,gid=65534"}
-	}
+	userNS(s, c.rootless)
 	mem := c.MemoryMB << 20
 	s.ResourceLimits = &spec.LinuxResources{
 		Memory: &spec.LinuxMemory{Limit: &mem, Swap: &mem},
