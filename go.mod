@@ -7,6 +7,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/containers/podman/v5 v5.8.2
 	github.com/opencontainers/runtime-spec v1.2.1
+	go.podman.io/storage v1.62.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -109,7 +110,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.36.0 // indirect
 	go.podman.io/common v0.67.1 // indirect
 	go.podman.io/image/v5 v5.39.2 // indirect
-	go.podman.io/storage v1.62.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/crypto v0.47.0 // indirect
 	golang.org/x/net v0.49.0 // indirect

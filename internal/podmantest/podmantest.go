@@ -98,6 +98,15 @@ func Start(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Attr == nil && os.Geteuid() == 0 {
+		// brokerd gives each container of a rootful service a user
+		// namespace of its own (userns=auto).
+		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+			if b, _ := os.ReadFile(f); !regexp.MustCompile(`(?m)^containers:`).Match(b) {
+				return nil, fmt.Errorf("%s has no subordinate ids for user containers; run scripts/setup (as root it adds them)", f)
+			}
+		}
+	}
 	dir := o.Dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "podmantest-"); err != nil {

@@ -35,8 +35,13 @@ type Config struct {
 	// rootless is what the startup check found: a rootless service maps
 	// the container's 65534 to brokerd's own user (keep-id), so a tool
 	// reads and writes granted paths as that user, not as a subordinate
-	// id that owns nothing.
+	// id that owns nothing; a rootful one gives each container a user
+	// namespace of its own (userNS).
 	rootless bool
+	// allowTestnetImage lets the startup check accept a tool image built
+	// with the test-only boxmaker_testnet tag. Only this package's tests
+	// set it; no config can.
+	allowTestnetImage bool
 }
 
 // Defaults. The time limits stay under loopd's 120 s broker deadline,

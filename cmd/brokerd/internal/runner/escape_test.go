@@ -49,13 +49,15 @@ func TestEachToolFreshContainer(t *testing.T) {
 	svc, p := toolRunner(t, nil)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("file body\n"), 0o644)
-	// Each container writes its own hostname-independent identity: the
-	// kernel's boot-unique id for its mount namespace.
-	id := `readlink /proc/self/ns/mnt; cat /proc/self/cgroup | head -1`
+	// Each call leaves a mark in its container's /tmp; a reused
+	// container would show the earlier call's. (The namespaces' inode
+	// numbers are no proof: the kernel reuses a freed one, and the
+	// cgroup namespace is private, so every container sees "/".)
+	id := `ls -A /tmp; touch /tmp/seen-before`
 	a := shellIn(t, p, dir, false, id)
 	b := shellIn(t, p, dir, false, id)
-	if a.Exit != 0 || b.Exit != 0 || a.Stdout == b.Stdout {
-		t.Errorf("two shell calls: %+v and %+v; want different namespaces", a, b)
+	if a.Exit != 0 || b.Exit != 0 || strings.Contains(a.Stdout+b.Stdout, "seen-before") {
+		t.Errorf("two shell calls: %+v and %+v; want each in a fresh container", a, b)
 	}
 	r := run(t, p, decide(t, autoGrant("r", "read_file", []string{dir}), "read_file", map[string]string{"path": dir + "/in.txt"}))
 	if r.Exit != 0 || r.Stdout != "file body\n" {
@@ -74,7 +76,7 @@ func TestEachToolFreshContainer(t *testing.T) {
 // TestEscapesContained: each escape attempt of the issue, against the real
 // toolkit in a real container, is refused or contained.
 func TestEscapesContained(t *testing.T) {
-	_, p := toolRunner(t, func(c *Config) { c.ShellTimeoutS, c.MemoryMB = 20, 64 })
+	svc, p := toolRunner(t, func(c *Config) { c.ShellTimeoutS, c.MemoryMB = 20, 64 })
 	granted, other := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(other, "private.txt"), []byte("host-private-4b1d"), 0o644)
 	os.WriteFile(filepath.Join(granted, "ro.txt"), []byte("original"), 0o644)
@@ -93,31 +95,61 @@ func TestEscapesContained(t *testing.T) {
 		}
 	})
 	t.Run("network without a host", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		// The listener takes every host address, so a container with any
+		// route to the host (loopback shared, the bridge's gateway, the
+		// host's own addresses) would reach it.
+		ln, err := net.Listen("tcp4", "0.0.0.0:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		accepted := make(chan bool, 1)
+		accepted := make(chan bool, 8)
 		go func() {
-			if c, err := ln.Accept(); err == nil {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
 				c.Close()
 				accepted <- true
 			}
 		}()
 		port := ln.Addr().(*net.TCPAddr).Port
-		cmd := fmt.Sprintf(`tail -n +3 /proc/net/dev | cut -d: -f1; busybox nc -w 2 127.0.0.1 %d </dev/null && echo TCP-OK;
-			busybox nc -w 2 10.88.0.1 %d </dev/null && echo BRIDGE-OK; busybox nslookup example.com && echo DNS-OK;
-			exec 3<>/dev/tcp/127.0.0.1/%d && echo DEVTCP-OK; true`, port, port, port)
+		targets := append(hostTargets(t), bridgeGateway(t, svc, p.cfg.ToolImage))
+		// A positive control: the host end answers (so a silence below
+		// means the container has no route, not that nothing listens).
+		for _, a := range targets {
+			c, err := net.DialTimeout("tcp4", net.JoinHostPort(a, fmt.Sprint(port)), 2*time.Second)
+			if err != nil {
+				t.Fatalf("the host's own listener is not reachable at %s: %v", a, err)
+			}
+			c.Close()
+			<-accepted
+		}
+		cmd := "busybox --list | grep -qx nc && echo NC-PRESENT; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' | sed 's/^/IF=/'\n"
+		for _, a := range targets {
+			cmd += fmt.Sprintf("busybox nc -w 2 %s %d </dev/null && echo TCP-OK-%s\n", a, port, a)
+		}
+		cmd += "busybox nslookup example.com && echo DNS-OK; true"
 		out := shellIn(t, p, granted, false, cmd)
-		if ifs, _, _ := strings.Cut(out.Stdout, "\n"); strings.Contains(out.Stdout, "-OK") || strings.TrimSpace(ifs) != "lo" {
-			t.Errorf("network without a grant: %+v", out)
+		var ifs []string
+		for _, l := range strings.Split(out.Stdout, "\n") {
+			if name, ok := strings.CutPrefix(l, "IF="); ok {
+				ifs = append(ifs, name)
+			}
+		}
+		if !strings.Contains(out.Stdout, "NC-PRESENT") {
+			t.Fatalf("the image has no busybox nc, so the probe proves nothing: %+v", out)
+		}
+		if strings.Contains(out.Stdout, "-OK") || len(ifs) != 1 || ifs[0] != "lo" {
+			t.Errorf("network without a grant: interfaces %q, %+v", ifs, out)
 		}
 		select {
 		case <-accepted:
-			t.Error("the host's loopback listener got a connection")
+			t.Error("a listener on the host got a connection from the container")
 		default:
 		}
+		t.Logf("targets %v: %q", targets, tail(out.Stdout+out.Stderr))
 	})
 	t.Run("fork bomb", func(t *testing.T) {
 		start := time.Now()
@@ -260,6 +292,41 @@ func TestEgressProxyRefusesPrivateNames(t *testing.T) {
 	if l := leftovers(t, svc, p); len(l) > 0 {
 		t.Errorf("containers left behind: %v", l)
 	}
+}
+
+// hostTargets are the host's addresses a container without network
+// must not reach: loopback, the default bridge's gateway when the host
+// has it, and every other IPv4 address of the host.
+func hostTargets(t *testing.T) []string {
+	t.Helper()
+	targets := []string{"127.0.0.1"}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			targets = append(targets, n.IP.String())
+		}
+	}
+	return targets
+}
+
+// bridgeGateway starts a container on Podman's default network, so that
+// the host has the bridge and its gateway address, and returns that
+// address; the container is removed when the test ends.
+func bridgeGateway(t *testing.T, svc *podmantest.Service, image string) string {
+	t.Helper()
+	id, err := svc.CLI(nil, "run", "-d", "--network", "podman", image, "/bin/sleep", "120")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.CLI(nil, "rm", "-f", "-t", "0", strings.TrimSpace(id)) })
+	gw, err := svc.CLI(nil, "network", "inspect", "podman", "--format", "{{range .Subnets}}{{.Gateway}}{{end}}")
+	if err != nil || net.ParseIP(strings.TrimSpace(gw)) == nil {
+		t.Fatalf("the default network's gateway: %q, %v", gw, err)
+	}
+	return strings.TrimSpace(gw)
 }
 
 type lockedBuffer struct {

@@ -242,6 +242,7 @@ func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerato
 		check(cfg.User == containerUser, "user")
 	}
 	check(len(c.EffectiveCaps) == 0, "capabilities")
+	bad = append(bad, isolationDiffers(c, s)...)
 	if len(bad) > 0 {
 		return fail(ErrIsolation, fmt.Sprintf("the created container differs in: %s", strings.Join(bad, ", ")))
 	}

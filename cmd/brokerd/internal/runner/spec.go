@@ -41,10 +41,9 @@ func (c Config) hardened(instance, role string, timeout uint) *specgen.SpecGener
 	s.ReadWriteTmpfs = ptr(false)
 	s.CapDrop = []string{"ALL"}
 	s.NoNewPrivileges = ptr(true)
+	pinIsolation(s)
 	s.User = containerUser
-	if c.rootless {
-		s.UserNS = specgen.Namespace{NSMode: specgen.KeepID, Value: "uid=65534,gid=65534"}
-	}
+	userNS(s, c.rootless)
 	mem := c.MemoryMB << 20
 	s.ResourceLimits = &spec.LinuxResources{
 		Memory: &spec.LinuxMemory{Limit: &mem, Swap: &mem},

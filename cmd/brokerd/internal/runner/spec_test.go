@@ -132,8 +132,10 @@ func TestCappedKeepsThePrefixAndSaysOnce(t *testing.T) {
 func TestRootlessKeepsTheUserAsBrokerd(t *testing.T) {
 	c := checked(t)
 	d := decide(t, autoGrant("s", "shell", []string{"/src"}), "shell", map[string]string{"command": "ls", "workdir": "/src"})
-	if s := c.toolSpec("i", d, ""); s.UserNS.NSMode != "" {
-		t.Errorf("rootful user namespace = %+v, want Podman's default", s.UserNS)
+	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {
+		if s.UserNS.NSMode != specgen.Auto || s.IDMappings == nil || !s.IDMappings.AutoUserNs || s.IDMappings.AutoUserNsOpts.Size != 65536 {
+			t.Errorf("rootful user namespace = %+v %+v, want auto of 65536 ids", s.UserNS, s.IDMappings)
+		}
 	}
 	c.rootless = true
 	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {

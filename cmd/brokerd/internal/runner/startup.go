@@ -10,14 +10,15 @@ import (
 
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/system"
-	"github.com/containers/podman/v5/pkg/specgen"
 )
 
-// Check is brokerd's startup check: Podman 5 answers (and whether it is
-// rootless, which decides the containers' user namespace), the tool
-// image is present, and a container created with the tool containers' settings
-// (never started) gets every limit asked for. brokerd refuses to start
-// otherwise, each failure with its runbook entry.
+// Check is brokerd's startup check: Podman 5 answers, with seccomp
+// support (and whether it is rootless, which decides the containers'
+// user namespace), the tool image is present, and a probe container
+// created with the tool containers' settings gets every limit asked for
+// and, run, reports from inside the isolation they ask for (see probe).
+// brokerd refuses to start otherwise, each failure with its runbook
+// entry.
 func (p *Podman) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -29,22 +30,25 @@ func (p *Podman) Check(ctx context.Context) error {
 	if err != nil {
 		return fail(ErrPodman, fmt.Sprintf("info: %v", err))
 	}
-	if info.Version.Version == "" || info.Version.Version[0] < '5' || len(info.Version.Version) > 1 && info.Version.Version[1] != '.' {
+	if !supportedVersion(info.Version.Version) {
 		return fail(ErrPodman, fmt.Sprintf("the service is Podman %q; brokerd needs Podman 5, whose create API its settings are written for", info.Version.Version))
 	}
-	p.cfg.rootless = info.Host != nil && info.Host.Security.Rootless
+	if info.Host == nil || !info.Host.Security.SECCOMPEnabled {
+		return ErrNoSeccomp
+	}
+	p.cfg.rootless = info.Host.Security.Rootless
 	if err := p.imagePresent(conn); err != nil {
 		return err
 	}
-	s := p.cfg.hardened(p.instance, "probe", uint(p.cfg.TimeoutS))
-	s.Command = []string{"/bin/toolkit", "probe"}
-	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
-	id, err := p.create(conn, s)
-	if err != nil {
-		return err
-	}
-	p.remove(conn, id)
-	return nil
+	return p.probe(conn)
+}
+
+// supportedVersion is whether a Podman version is 5.x: the bindings and
+// the settings brokerd asks for are written for its create API, and a
+// later major version may read them differently.
+func supportedVersion(v string) bool {
+	major, _, _ := strings.Cut(v, ".")
+	return major == "5"
 }
 
 // Sweep removes every container this brokerd labelled (it tracks none

@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/specgen"
+)
+
+// The startup probe's refusals.
+var (
+	ErrNoSeccomp    = errors.New("the Podman service reports no seccomp support, so tool containers would run without a syscall filter; brokerd did not start; see docs/runbook.md#podman-no-seccomp")
+	ErrProbe        = errors.New("the startup probe container did not run with the isolation brokerd asks for, so brokerd did not start; see docs/runbook.md#runner-probe-differs")
+	ErrUserNS       = errors.New("the rootful Podman service could not give the probe container a user namespace of its own (userns=auto needs subordinate ids for the user containers in /etc/subuid and /etc/subgid), so brokerd did not start; see docs/runbook.md#podman-rootful-userns")
+	ErrTestnetImage = errors.New("the tool image was built with the test-only boxmaker_testnet tag (its egress proxy may reach private networks), so brokerd did not start; see docs/runbook.md#tool-image-testnet")
+)
+
+// testnetMarker is the file scripts/tool-image writes, holding the build
+// tags, when TOOLKIT_TAGS is set.
+const testnetMarker = "/etc/boxmaker-tool-tags"
+
+// probeScript prints, from inside a container made like every tool
+// container, what its isolation looks like to a process there. It needs
+// only sh and cat, which every tool image has.
+const probeScript = `echo @status; cat /proc/self/status; echo @uid_map; cat /proc/self/uid_map; ` +
+	`echo @net; cat /proc/net/dev; echo @tags; cat ` + testnetMarker + ` 2>/dev/null; echo @end`
+
+// probe runs probeScript in a container with the tool containers'
+// settings and refuses on any difference from what they ask for.
+func (p *Podman) probe(conn context.Context) error {
+	s := p.cfg.hardened(p.instance, "probe", uint(p.cfg.TimeoutS))
+	s.Command = []string{"/bin/sh", "-c", probeScript}
+	s.Stdin = ptr(true)
+	s.NetNS = specgen.Namespace{NSMode: specgen.NoNetwork}
+	id, err := p.create(conn, s)
+	if err != nil {
+		return userNSRefusal(err, p.cfg.rootless)
+	}
+	defer p.remove(conn, id)
+	t0 := time.Now()
+	out, err := p.attachRun(conn, id, nil, 30*time.Second, &t0)
+	if err != nil {
+		return err
+	}
+	if out.Exit != 0 || out.Stopped != "" {
+		return fail(ErrProbe, fmt.Sprintf("it exited %d (%s): %s", out.Exit, out.Stopped, strings.TrimSpace(out.Stderr)))
+	}
+	tags, bad := probeDiffers(out.Stdout, !p.cfg.rootless)
+	if len(bad) > 0 {
+		return fail(ErrProbe, "it differs in: "+strings.Join(bad, ", "))
+	}
+	if tags != "" && !p.cfg.allowTestnetImage {
+		return fail(ErrTestnetImage, fmt.Sprintf("%s says %q", testnetMarker, tags))
+	}
+	return nil
+}
+
+// probeDiffers parses probeScript's output: the image's build tags, and
+// what differs from a tool container's isolation (seccomp filtering, no
+// new privileges, no capabilities, uid 65534, only a loopback interface,
+// a user namespace: never the identity uid map, and, rootful, no range
+// that reaches the host's root).
+func probeDiffers(out string, rootful bool) (tags string, bad []string) {
+	sections := map[string][]string{}
+	cur := ""
+	for _, l := range strings.Split(out, "\n") {
+		if name, ok := strings.CutPrefix(l, "@"); ok {
+			cur = name
+			sections[cur] = []string{}
+			continue
+		}
+		if cur != "" && strings.TrimSpace(l) != "" {
+			sections[cur] = append(sections[cur], l)
+		}
+	}
+	if _, ok := sections["end"]; !ok {
+		return "", []string{"its report is incomplete"}
+	}
+	status := map[string]string{}
+	for _, l := range sections["status"] {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			status[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	for k, want := range map[string]string{
+		"Seccomp": "2", "NoNewPrivs": "1", "CapEff": "0000000000000000", "CapPrm": "0000000000000000",
+		"CapAmb": "0000000000000000", "Uid": "65534 65534 65534 65534", "Gid": "65534 65534 65534 65534",
+	} {
+		if status[k] != want {
+			bad = append(bad, fmt.Sprintf("%s %q (want %q)", k, status[k], want))
+		}
+	}
+	var ifs []string
+	if n := sections["net"]; len(n) >= 2 {
+		for _, l := range n[2:] {
+			name, _, _ := strings.Cut(l, ":")
+			ifs = append(ifs, strings.TrimSpace(name))
+		}
+	}
+	if len(ifs) != 1 || ifs[0] != "lo" {
+		bad = append(bad, fmt.Sprintf("network interfaces %q (want only lo)", ifs))
+	}
+	uidMap := make([]string, len(sections["uid_map"]))
+	for i, l := range sections["uid_map"] {
+		uidMap[i] = strings.Join(strings.Fields(l), " ")
+	}
+	hostRoot := len(uidMap) == 0
+	for _, l := range uidMap {
+		f := strings.Fields(l)
+		hostRoot = hostRoot || len(f) != 3 || l == "0 0 4294967295" || rootful && f[1] == "0"
+	}
+	if hostRoot {
+		bad = append(bad, fmt.Sprintf("uid map %q (want a user namespace of its own)", uidMap))
+	}
+	return strings.TrimSpace(strings.Join(sections["tags"], " ")), bad
+}
+
+// userNSRefusal turns Podman's failure to allocate a rootful container's
+// user namespace into its own refusal; any other error stays.
+func userNSRefusal(err error, rootless bool) error {
+	if !rootless && strings.Contains(err.Error(), "not enough unused IDs in user namespace") {
+		return fail(ErrUserNS, "Podman: not enough unused IDs in user namespace")
+	}
+	return err
+}
