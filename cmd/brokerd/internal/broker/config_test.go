@@ -3,6 +3,7 @@ package broker
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,30 @@ func TestConfigRefusals(t *testing.T) {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Load = %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestProtectedNamesBrokerdsOwnFiles: the runner is told every file and
+// directory of brokerd's that no mount may reach (review item 2).
+func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.toml")
+	body := "state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/b\"\nadmin_socket_dir = \"/a\"\n" +
+		"memtool_socket = \"/m/memtool.sock\"\ngateway_socket = \"/w/gateway.sock\"\n" +
+		"[secrets]\nFILE_ONE = \"file:/etc/bx/token\"\nENV_ONE = \"env:X\"\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.protected()
+	for _, want := range []string{"/s", "/g", "/b", "/a", "/m", "/w", "/etc/bx/token", p} {
+		if !slices.Contains(got, want) {
+			t.Errorf("protected() = %q lacks %s", got, want)
+		}
+	}
+	if slices.Contains(got, "X") || len(got) != 8 {
+		t.Errorf("protected() = %q", got)
 	}
 }

@@ -31,6 +31,8 @@ type Podman struct {
 	work     string // parent of the per-call egress directories
 	secrets  func(name string) (secret.Value, error)
 	log      *slog.Logger
+	// protected are the real paths no mount may hold or lie inside.
+	protected []string
 	// phase, if set (only by this package's benchmark), is told how long
 	// each step of a call took.
 	phase func(step string, d time.Duration)
@@ -59,8 +61,11 @@ var (
 // New makes a runner. instance names this brokerd in its containers'
 // labels (so [Podman.Sweep] removes only its own); work is a directory
 // only brokerd's user can enter, for the egress proxies' sockets;
-// secrets loads a secret's value by the name a grant gives.
-func New(cfg Config, instance, work string, secrets func(string) (secret.Value, error), log *slog.Logger) (*Podman, error) {
+// protected lists brokerd's own files and directories (state, grants,
+// config, socket directories, secret files) that no mount may hold or lie
+// inside; the runner adds its own (see protectedPaths). secrets loads a
+// secret's value by the name a grant gives.
+func New(cfg Config, instance, work string, protected []string, secrets func(string) (secret.Value, error), log *slog.Logger) (*Podman, error) {
 	cfg, err := cfg.Check()
 	if err != nil {
 		return nil, err
@@ -75,7 +80,11 @@ func New(cfg Config, instance, work string, secrets func(string) (secret.Value, 
 	if err := os.Chmod(work, 0o700); err != nil {
 		return nil, err
 	}
-	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log}, nil
+	prot, err := protectedPaths(cfg, work, protected)
+	if err != nil {
+		return nil, err
+	}
+	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log, protected: prot}, nil
 }
 
 // Instance derives an instance name from brokerd's state directory.
@@ -102,7 +111,9 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if !toolargs.IsGranted(d.Tool()) {
 		return Output{}, ErrNotATool
 	}
-	if problem, _ := checkMounts(d); problem != "" {
+	if problem, err := checkMounts(d, p.protected); err != nil {
+		return Output{}, err
+	} else if problem != "" {
 		return Output{Stderr: problem + "\n", Exit: 1}, nil
 	}
 	stdin, err := p.input(d)

@@ -107,7 +107,7 @@ func TestEgressSpecHasTheNetworkTheToolLacks(t *testing.T) {
 }
 
 func TestZeroDecisionRunsNothing(t *testing.T) {
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, quiet)
+	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestLinksAreNeverMounted(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "real.txt"), []byte("x"), 0o644)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link.txt"))
 	os.Symlink(dir, filepath.Join(dir, "sub"))
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, quiet)
+	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
