@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -79,6 +80,9 @@ func New(cfg Config, instance, work string, protected []string, secrets func(str
 	}
 	if err := os.Chmod(work, 0o700); err != nil {
 		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	prot, err := protectedPaths(cfg, work, protected)
 	if err != nil {
@@ -205,11 +209,22 @@ func (p *Podman) imagePresent(conn context.Context) error {
 	return nil
 }
 
+// LabelCall carries a nonce fresh for each container the runner
+// creates, so that a create whose answer was lost (the call cancelled
+// while Podman went on creating) can still be found and removed.
+const LabelCall = "dev.wntrmute.boxmaker.call"
+
 // create creates a container and checks that Podman gave it everything
-// asked for; anything less removes it and fails.
+// asked for; anything less removes it and fails. A create that fails,
+// cancelled or not, removes whatever carries its nonce.
 func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	s.Labels[LabelCall] = nonce
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
+		p.removeByNonce(conn, nonce)
 		return "", fail(ErrPodman, fmt.Sprintf("create: %v", err))
 	}
 	if len(resp.Warnings) > 0 {
@@ -266,6 +281,36 @@ func hasAll(opts []string, want string) bool {
 		}
 	}
 	return false
+}
+
+// removeByNonce removes the containers labelled with nonce, with a
+// context of its own: a cancelled create may have made one without
+// brokerd learning its ID. Podman may still be finishing that create, so
+// after a cancellation it looks again for a few seconds.
+func (p *Podman) removeByNonce(conn context.Context, nonce string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 30*time.Second)
+	defer cancel()
+	tries := 1
+	if conn.Err() != nil {
+		tries = 5
+	}
+	for i := range tries {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		list, err := containers.List(ctx, new(containers.ListOptions).WithAll(true).
+			WithFilters(map[string][]string{"label": {LabelCall + "=" + nonce}}))
+		if err != nil {
+			p.log.Error("a failed create could not be checked for a container; brokerd removes any at its next start", "err", err.Error())
+			return
+		}
+		for _, c := range list {
+			p.remove(ctx, c.ID)
+		}
+		if len(list) > 0 {
+			return
+		}
+	}
 }
 
 // remove kills and force-removes a container. It runs on every path out
