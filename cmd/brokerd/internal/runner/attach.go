@@ -12,8 +12,9 @@ import (
 
 // attachRun attaches to a created container, starts it, feeds it stdin,
 // and waits for it to exit, stopping it when it passes its time limit or
-// prints past a cap. The caller removes it.
-func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, t0 *time.Time) (Output, error) {
+// prints past a cap. started is called once the container has started
+// (its mounts are made). The caller removes it.
+func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, started func(), t0 *time.Time) (Output, error) {
 	stop := make(chan string, 2)
 	over := func() {
 		select {
@@ -39,6 +40,7 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	if err := containers.Start(conn, id, nil); err != nil {
 		return Output{}, fail(ErrPodman, fmt.Sprintf("start: %v", err))
 	}
+	started()
 	p.mark("start", t0)
 	type result struct {
 		code int32

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ type Podman struct {
 	log      *slog.Logger
 	// protected are the real paths no mount may hold or lie inside.
 	protected []string
+	lock      *mountLock
 	// phase, if set (only by this package's benchmark), is told how long
 	// each step of a call took.
 	phase func(step string, d time.Duration)
@@ -55,6 +57,7 @@ var (
 	ErrIsolation  = errors.New("the container could not get all the isolation asked for from Podman, so it did not run; see docs/runbook.md#runner-isolation-lost")
 	ErrSecret     = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
 	ErrEgress     = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
+	ErrBusy       = errors.New("calls with a writable mount held the runner until this call's time ran out; see docs/runbook.md#runner-busy")
 	ErrNotATool   = errors.New("this tool does not run in a tool container; see docs/runbook.md#runner-unavailable")
 	errNoInstance = errors.New("runner: an instance name is required")
 )
@@ -88,7 +91,7 @@ func New(cfg Config, instance, work string, protected []string, secrets func(str
 	if err != nil {
 		return nil, err
 	}
-	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log, protected: prot}, nil
+	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log, protected: prot, lock: newMountLock()}, nil
 }
 
 // Instance derives an instance name from brokerd's state directory.
@@ -115,6 +118,33 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if !toolargs.IsGranted(d.Tool()) {
 		return Output{}, ErrNotATool
 	}
+	timeout := p.cfg.timeout(d.Tool())
+	// The whole call, the wait for the mount lock and containers'
+	// creation and removal included, must end before loopd stops waiting.
+	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	// A call with a writable mount holds the lock until it is removed
+	// (deferred first, so released last); any other call until its
+	// container has started (see mountLock).
+	exclusive := slices.ContainsFunc(d.Mounts(), func(m policy.Mount) bool { return m.Writable })
+	release, err := p.lock.acquire(ctx, exclusive)
+	if errors.Is(err, context.Canceled) {
+		return Output{}, fail(ErrPodman, "the call was cancelled while it waited for the mount lock")
+	} else if err != nil {
+		return Output{}, ErrBusy
+	}
+	defer release()
+	// The wait comes out of the tool's own time limit.
+	if timeout -= time.Since(t0); timeout < time.Second {
+		return Output{}, ErrBusy
+	}
+	p.mark("mount lock", &t0)
+	started := func() {
+		if !exclusive {
+			release()
+		}
+	}
 	if problem, err := checkMounts(d, p.protected); err != nil {
 		return Output{}, err
 	} else if problem != "" {
@@ -124,12 +154,6 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	timeout := p.cfg.timeout(d.Tool())
-	// The whole call, containers' creation and removal included, must end
-	// before loopd stops waiting.
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
-	defer cancel()
-	t0 := time.Now()
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return Output{}, err
@@ -161,7 +185,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		p.remove(conn, id)
 		p.mark("remove", &t0)
 	}()
-	return p.attachRun(conn, id, stdin, timeout, &t0)
+	return p.attachRun(conn, id, stdin, timeout, started, &t0)
 }
 
 // input is the tool container's stdin: one JSON object holding the
