@@ -104,6 +104,15 @@ func TestEgressSpecHasTheNetworkTheToolLacks(t *testing.T) {
 			t.Errorf("no egress directory mount: %+v", s.Mounts)
 		}
 	}
+	// The tool only connects to the socket: its mount is read-only, the
+	// proxy's (which creates the socket) read-write.
+	for s, want := range map[*specgen.SpecGenerator]string{tool: "ro", eg: "rw"} {
+		for _, m := range s.Mounts {
+			if m.Destination == "/run/egress" && !slices.Contains(m.Options, want) {
+				t.Errorf("egress directory mount %v, want %s", m.Options, want)
+			}
+		}
+	}
 }
 
 func TestZeroDecisionRunsNothing(t *testing.T) {
