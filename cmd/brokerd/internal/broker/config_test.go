@@ -14,7 +14,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatalf("deploy/brokerd.toml: %v", err)
 	}
 	if c.ttl().Minutes() != 15 || c.resultCap() != 65536 || c.GrantsDir != "/etc/boxmaker/grants" ||
-		c.Runner == nil || c.Runner.Pids != 128 || c.Runner.ShellTimeoutS != 100 {
+		c.Runner == nil || c.Runner.Pids != 128 || c.Runner.ShellTimeoutS != 75 {
 		t.Errorf("example = %+v", c)
 	}
 }
@@ -29,7 +29,7 @@ func TestConfigRefusals(t *testing.T) {
 		{"image short id", good + "[runner]\npodman_socket = \"/p.sock\"\ntool_image = \"sha256:abc\"\n", "must be an image ID"},
 		{"no socket", good + "[runner]\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "podman_socket is missing"},
 		{"tcp socket", good + "[runner]\npodman_socket = \"tcp://h:1\"\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "unix:// URL"},
-		{"timeout over loopd's", good + "[runner]\npodman_socket = \"/p.sock\"\nshell_timeout_s = 120\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "between 1 and 105"},
+		{"timeout over loopd's", good + "[runner]\npodman_socket = \"/p.sock\"\nshell_timeout_s = 76\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "between 1 and 75"},
 		{"negative memory", good + "[runner]\npodman_socket = \"/p.sock\"\nmemory_mb = -1\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "memory_mb"},
 		{"secret name", good + "[secrets]\ngithub = \"env:X\"\n", "uppercase"},
 		{"secret ref", good + "[secrets]\nGITHUB = \"ftp:X\"\n", "backend"},

@@ -82,7 +82,7 @@ wait:
 	// flushed them.
 	select {
 	case <-attached:
-	case <-time.After(5 * time.Second):
+	case <-time.After(drainWait):
 		p.log.Warn("a tool container's output did not end after it exited", "id", id)
 	}
 	p.mark("drain output", t0)

@@ -52,7 +52,7 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 		p.remove(conn, id)
 		select {
 		case <-attached:
-		case <-time.After(5 * time.Second):
+		case <-time.After(egressDrain):
 		}
 		for _, line := range strings.Split(strings.TrimSpace(decisions.String()), "\n") {
 			if line != "" {

@@ -121,7 +121,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	timeout := p.cfg.timeout(d.Tool())
 	// The whole call, the wait for the mount lock and containers'
 	// creation and removal included, must end before loopd stops waiting.
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout+callMargin)
 	defer cancel()
 	t0 := time.Now()
 	// A call with a writable mount holds the lock until it is removed
@@ -312,7 +312,7 @@ func hasAll(opts []string, want string) bool {
 // brokerd learning its ID. Podman may still be finishing that create, so
 // after a cancellation it looks again for a few seconds.
 func (p *Podman) removeByNonce(conn context.Context, nonce string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeWait)
 	defer cancel()
 	tries := 1
 	if conn.Err() != nil {
@@ -320,7 +320,11 @@ func (p *Podman) removeByNonce(conn context.Context, nonce string) {
 	}
 	for i := range tries {
 		if i > 0 {
-			time.Sleep(time.Second)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return
+			}
 		}
 		list, err := containers.List(ctx, new(containers.ListOptions).WithAll(true).
 			WithFilters(map[string][]string{"label": {LabelCall + "=" + nonce}}))
@@ -340,7 +344,7 @@ func (p *Podman) removeByNonce(conn context.Context, nonce string) {
 // remove kills and force-removes a container. It runs on every path out
 // of a call, including a cancelled one, so it gets its own deadline.
 func (p *Podman) remove(conn context.Context, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeWait)
 	defer cancel()
 	_, err := containers.Remove(ctx, id, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
 	if err != nil && p.log != nil {
