@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
@@ -52,14 +53,15 @@ func (p *Podman) mark(step string, since *time.Time) {
 
 // The runner's errors: fixed text, each with its runbook entry.
 var (
-	ErrPodman     = errors.New("the Podman API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
-	ErrImage      = errors.New("the tool image named in brokerd.toml is not in Podman's storage, and it is never pulled; see docs/runbook.md#tool-image-missing")
-	ErrIsolation  = errors.New("the container could not get all the isolation asked for from Podman, so it did not run; see docs/runbook.md#runner-isolation-lost")
-	ErrSecret     = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
-	ErrEgress     = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
-	ErrBusy       = errors.New("calls with a writable mount held the runner until this call's time ran out; see docs/runbook.md#runner-busy")
-	ErrNotATool   = errors.New("this tool does not run in a tool container; see docs/runbook.md#runner-unavailable")
-	errNoInstance = errors.New("runner: an instance name is required")
+	ErrPodman        = errors.New("the Podman API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
+	ErrImage         = errors.New("the tool image named in brokerd.toml is not in Podman's storage, and it is never pulled; see docs/runbook.md#tool-image-missing")
+	ErrIsolation     = errors.New("the container could not get all the isolation asked for from Podman, so it did not run; see docs/runbook.md#runner-isolation-lost")
+	ErrSecret        = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
+	ErrSecretInvalid = errors.New("the secret this call's grant names is not valid UTF-8 (or not a valid tool secret), so the tool's JSON input cannot carry it unchanged; see docs/runbook.md#tool-secret-invalid")
+	ErrEgress        = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
+	ErrBusy          = errors.New("calls with a writable mount held the runner until this call's time ran out; see docs/runbook.md#runner-busy")
+	ErrNotATool      = errors.New("this tool does not run in a tool container; see docs/runbook.md#runner-unavailable")
+	errNoInstance    = errors.New("runner: an instance name is required")
 )
 
 // New makes a runner. instance names this brokerd in its containers'
@@ -150,7 +152,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	} else if problem != "" {
 		return Output{Stderr: problem + "\n", Exit: 1}, nil
 	}
-	stdin, err := p.input(d)
+	stdin, sec, err := p.input(d)
 	if err != nil {
 		return Output{}, err
 	}
@@ -185,32 +187,42 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		p.remove(conn, id)
 		p.mark("remove", &t0)
 	}()
-	return p.attachRun(conn, id, stdin, timeout, started, &t0)
+	out, err := p.attachRun(conn, id, stdin, timeout, started, &t0)
+	return redact(out, sec), err
 }
 
 // input is the tool container's stdin: one JSON object holding the
 // arguments in their wire form and, if the grant names one, the secret
 // (toolargs.Input, which the toolkit decodes).
-func (p *Podman) input(d policy.Decision) ([]byte, error) {
+func (p *Podman) input(d policy.Decision) ([]byte, *toolargs.InputSecret, error) {
 	args, err := d.Args().MarshalJSON()
 	if err != nil {
-		return nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
+		return nil, nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
 	}
 	in := toolargs.Input{Args: args}
 	if name := d.Secret(); name != "" {
 		if p.secrets == nil {
-			return nil, ErrSecret
+			return nil, nil, ErrSecret
 		}
 		v, err := p.secrets(name)
 		if err != nil || v.IsZero() {
 			if p.log != nil {
 				p.log.Error("secret for a tool call could not be loaded; see docs/runbook.md#tool-secret-missing", "name", name, "err", errString(err))
 			}
-			return nil, ErrSecret
+			return nil, nil, ErrSecret
+		}
+		if !utf8.ValidString(v.Reveal()) {
+			// JSON would replace the invalid bytes: the tool would get
+			// another value than the one stored (review 15).
+			return nil, nil, ErrSecretInvalid
 		}
 		in.Secret = &toolargs.InputSecret{Name: name, Value: v}
 	}
-	return in.MarshalJSON()
+	stdin, err := in.MarshalJSON()
+	if err != nil {
+		return nil, nil, fail(ErrSecretInvalid, err.Error())
+	}
+	return stdin, in.Secret, nil
 }
 
 func errString(err error) string {
