@@ -40,6 +40,10 @@ type Podman struct {
 	// phase, if set (only by this package's benchmark), is told how long
 	// each step of a call took.
 	phase func(step string, d time.Duration)
+	// afterPin, if set (only by this package's tests), runs between the
+	// mount check and the container's creation: a swap made there is
+	// what the post-start check must catch.
+	afterPin func()
 }
 
 // mark reports the step that ended now and starts the next.
@@ -142,15 +146,18 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		return Output{}, ErrBusy
 	}
 	p.mark("mount lock", &t0)
-	started := func() {
-		if !exclusive {
-			release()
-		}
-	}
 	if problem, err := checkMounts(d, p.protected); err != nil {
 		return Output{}, err
 	} else if problem != "" {
 		return Output{Stderr: problem + "\n", Exit: 1}, nil
+	}
+	pins, problem := pinMounts(d)
+	if problem != "" {
+		return Output{Stderr: problem + "\n", Exit: 1}, nil
+	}
+	defer closePins(pins)
+	if p.afterPin != nil {
+		p.afterPin()
 	}
 	stdin, sec, err := p.input(d)
 	if err != nil {
@@ -187,6 +194,14 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		p.remove(conn, id)
 		p.mark("remove", &t0)
 	}()
+	// Once started, the container's mounts are made: they must be the
+	// files the check pinned, and then other calls may go on.
+	started := func() error {
+		if !exclusive {
+			defer release()
+		}
+		return p.checkPins(conn, id, pins)
+	}
 	out, err := p.attachRun(conn, id, stdin, timeout, started, &t0)
 	return redact(out, sec), err
 }
