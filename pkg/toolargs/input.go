@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -111,6 +112,10 @@ func checkSecret(name string, v secret.Value) error {
 		return errors.New("secret value is empty")
 	case len(v.Reveal()) > secret.MaxSize:
 		return fmt.Errorf("secret value is over %d bytes", secret.MaxSize)
+	case !utf8.ValidString(v.Reveal()):
+		// JSON would replace the invalid bytes with U+FFFD: the tool
+		// would get another value than the one stored.
+		return errors.New("secret value is not valid UTF-8")
 	}
 	return nil
 }

@@ -133,3 +133,17 @@ func FuzzDecodeInput(f *testing.F) {
 		}
 	})
 }
+
+// TestMarshalInputRefusesInvalidUTF8: a secret that is not valid UTF-8
+// would reach the tool changed (JSON replaces the bytes), so it is
+// refused instead (review 15).
+func TestMarshalInputRefusesInvalidUTF8(t *testing.T) {
+	in := Input{Args: json.RawMessage(`{"command":"x","workdir":"/"}`), Secret: &InputSecret{Name: "API_TOKEN", Value: secret.New([]byte("ok\xff\xfe"))}}
+	if _, err := in.MarshalJSON(); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("MarshalJSON with a non-UTF-8 secret = %v", err)
+	}
+	in.Secret.Value = secret.New([]byte("ok-é"))
+	if _, err := in.MarshalJSON(); err != nil {
+		t.Errorf("MarshalJSON with a UTF-8 secret = %v", err)
+	}
+}

@@ -153,7 +153,7 @@ func startRunner(ctx context.Context, log *slog.Logger, cfg Config) (runner.Runn
 		}
 		return store.Load(ref)
 	}
-	p, err := runner.New(*cfg.Runner, runner.Instance(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "run"), secrets, log)
+	p, err := runner.New(*cfg.Runner, runner.Instance(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "run"), cfg.protected(), secrets, log)
 	if err != nil {
 		return nil, err
 	}

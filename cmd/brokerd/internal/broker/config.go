@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
@@ -47,6 +48,33 @@ type Config struct {
 	// Secrets maps the secret names grants use to where each value
 	// lives ("credential:NAME", "env:NAME", "file:/path").
 	Secrets map[string]secret.Ref `toml:"secrets"`
+
+	// path is the file Load read, which no tool call may mount.
+	path string
+}
+
+// protected lists brokerd's own files and directories, which no tool
+// call may mount or reach through a mount: a Unix socket can be
+// connected through a read-only mount, and admin.sock would let a tool
+// approve its own calls.
+func (c Config) protected() []string {
+	list := []string{c.StateDir, c.GrantsDir, c.BrokerSocketDir, c.AdminSocketDir}
+	if c.path != "" {
+		if abs, err := filepath.Abs(c.path); err == nil {
+			list = append(list, abs)
+		}
+	}
+	for _, s := range []string{c.MemtoolSocket, c.GatewaySocket} {
+		if s != "" {
+			list = append(list, filepath.Dir(s))
+		}
+	}
+	for _, r := range c.Secrets {
+		if name, ok := strings.CutPrefix(r.String(), "file:"); ok && r.Backend() == secret.File {
+			list = append(list, name)
+		}
+	}
+	return list
 }
 
 // Defaults.
@@ -61,6 +89,7 @@ func Load(path string) (Config, error) {
 	if err := config.Load(path, &c); err != nil {
 		return Config{}, err
 	}
+	c.path = path
 	for name, p := range map[string]string{"state_dir": c.StateDir, "grants_dir": c.GrantsDir,
 		"broker_socket_dir": c.BrokerSocketDir, "admin_socket_dir": c.AdminSocketDir} {
 		if !filepath.IsAbs(p) {

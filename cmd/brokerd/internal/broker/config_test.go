@@ -3,6 +3,7 @@ package broker
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,7 +14,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatalf("deploy/brokerd.toml: %v", err)
 	}
 	if c.ttl().Minutes() != 15 || c.resultCap() != 65536 || c.GrantsDir != "/etc/boxmaker/grants" ||
-		c.Runner == nil || c.Runner.Pids != 128 || c.Runner.ShellTimeoutS != 100 {
+		c.Runner == nil || c.Runner.Pids != 128 || c.Runner.ShellTimeoutS != 75 {
 		t.Errorf("example = %+v", c)
 	}
 }
@@ -28,7 +29,7 @@ func TestConfigRefusals(t *testing.T) {
 		{"image short id", good + "[runner]\npodman_socket = \"/p.sock\"\ntool_image = \"sha256:abc\"\n", "must be an image ID"},
 		{"no socket", good + "[runner]\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "podman_socket is missing"},
 		{"tcp socket", good + "[runner]\npodman_socket = \"tcp://h:1\"\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "unix:// URL"},
-		{"timeout over loopd's", good + "[runner]\npodman_socket = \"/p.sock\"\nshell_timeout_s = 120\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "between 1 and 105"},
+		{"timeout over loopd's", good + "[runner]\npodman_socket = \"/p.sock\"\nshell_timeout_s = 76\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "between 1 and 75"},
 		{"negative memory", good + "[runner]\npodman_socket = \"/p.sock\"\nmemory_mb = -1\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n", "memory_mb"},
 		{"secret name", good + "[secrets]\ngithub = \"env:X\"\n", "uppercase"},
 		{"secret ref", good + "[secrets]\nGITHUB = \"ftp:X\"\n", "backend"},
@@ -38,5 +39,30 @@ func TestConfigRefusals(t *testing.T) {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Load = %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestProtectedNamesBrokerdsOwnFiles: the runner is told every file and
+// directory of brokerd's that no mount may reach (review item 2).
+func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.toml")
+	body := "state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/b\"\nadmin_socket_dir = \"/a\"\n" +
+		"memtool_socket = \"/m/memtool.sock\"\ngateway_socket = \"/w/gateway.sock\"\n" +
+		"[secrets]\nFILE_ONE = \"file:/etc/bx/token\"\nENV_ONE = \"env:X\"\n"
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.protected()
+	for _, want := range []string{"/s", "/g", "/b", "/a", "/m", "/w", "/etc/bx/token", p} {
+		if !slices.Contains(got, want) {
+			t.Errorf("protected() = %q lacks %s", got, want)
+		}
+	}
+	if slices.Contains(got, "X") || len(got) != 8 {
+		t.Errorf("protected() = %q", got)
 	}
 }

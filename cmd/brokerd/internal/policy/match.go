@@ -33,11 +33,13 @@ type verdict struct {
 type hit struct {
 	g      grant.Grant
 	length int  // the longest matched grant path, in bytes; 0 for hosts
+	clen   int  // the longest covering grant path (differs for shell)
 	covers bool // false only for a shell grant matched by exposure
 }
 
-// constraint reports whether g's constraint matches a (rule 5).
-func constraint(g grant.Grant, a toolargs.Args) (length int, covers, ok bool) {
+// constraint reports whether g's constraint matches a (rule 5), the
+// longest matched path and the longest covering path.
+func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bool) {
 	switch a := a.(type) {
 	case toolargs.ReadFile:
 		for _, p := range g.Paths() {
@@ -55,14 +57,16 @@ func constraint(g grant.Grant, a toolargs.Args) (length int, covers, ok bool) {
 		for _, p := range g.Paths() {
 			if a.Workdir.Within(p) {
 				length, covers, ok = max(length, len(p.String())), true, true
+				clen = max(clen, len(p.String()))
 			} else if p.StrictlyWithin(a.Workdir) {
 				length, ok = max(length, len(p.String())), true
 			}
 		}
+		return length, clen, covers, ok
 	case toolargs.HTTPFetch:
 		ok, covers = hostrule.Allowed(a.URL.Host(), g.Hosts()), true
 	}
-	return length, covers, ok
+	return length, length, covers, ok
 }
 
 // match applies rules 5 to 7 to the grants for a's tool.
@@ -73,7 +77,7 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 		if g.Tool() != a.Tool() {
 			continue
 		}
-		length, covers, ok := constraint(g, a)
+		length, clen, covers, ok := constraint(g, a)
 		switch {
 		case !ok:
 		case !g.ActiveAt(now):
@@ -81,7 +85,7 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 		case !sess.Taint.AtMost(g.MaxTaint()):
 			above++
 		default:
-			hits = append(hits, hit{g, length, covers})
+			hits = append(hits, hit{g, length, clen, covers})
 		}
 	}
 	noGrant := &Denial{Reason: NoGrant, Expired: expired, AboveTaint: above}
@@ -92,13 +96,34 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 	for _, h := range hits {
 		mode = min(mode, h.g.Mode())
 	}
+	// The winner, whose secret the call gets, is chosen among the grants
+	// that cover the call: a shell grant matched only because the workdir
+	// would expose its path lends its mode, class and flags, never its
+	// secret. A deny is the exception: any applicable deny grant wins.
+	eligible := func(h hit) bool { return h.covers || mode == grant.Deny }
+	winMode := grant.Auto
+	for _, h := range hits {
+		if eligible(h) {
+			winMode = min(winMode, h.g.Mode())
+		}
+	}
 	var best *hit
 	for i := range hits {
 		h := &hits[i]
-		if h.g.Mode() != mode {
+		if !eligible(*h) || h.g.Mode() != winMode {
 			continue
 		}
-		if best == nil || h.length > best.length || (h.length == best.length && h.g.ID() < best.g.ID()) {
+		hl, bl := h.clen, 0
+		if mode == grant.Deny {
+			hl = h.length
+		}
+		if best != nil {
+			bl = best.clen
+			if mode == grant.Deny {
+				bl = best.length
+			}
+		}
+		if best == nil || hl > bl || (hl == bl && h.g.ID() < best.g.ID()) {
 			best = h
 		}
 	}
@@ -111,7 +136,7 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 		w := ref(best.g)
 		return nil, &Denial{Reason: DeniedByGrant, Grant: &w, Matched: matched, Expired: expired, AboveTaint: above}
 	}
-	if !slices.ContainsFunc(hits, func(h hit) bool { return h.covers }) {
+	if best == nil { // no grant covers the call
 		noGrant.Matched = matched
 		return nil, noGrant
 	}

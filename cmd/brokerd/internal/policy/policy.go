@@ -42,9 +42,12 @@
 //     apply too, but it cannot allow the call alone). http_fetch: the
 //     URL's host is one of the grant's hosts, exactly.
 //  6. No applicable grant means deny (no_grant). Among applicable grants
-//     the most restrictive mode wins (deny, ask, auto); within it the
-//     grant with the longest matched path wins, then the smallest id. A
-//     shell call that no grant covers is no_grant unless one denies it.
+//     the most restrictive mode wins (deny, ask, auto). The winning grant
+//     (named in records, and the only one whose secret the call gets) is
+//     chosen among the grants that cover the call, or among the deny
+//     grants if the mode is deny: the most restrictive mode among them,
+//     then the longest covering path, then the smallest id. A shell call
+//     that no grant covers is no_grant unless one denies it.
 //  7. A result's class is the highest result_class of every applicable
 //     grant, and it is untrusted if any says so. A shell mount is writable
 //     only if every applicable grant is writable.

@@ -99,9 +99,9 @@ func oracle(grants []oGrant, valid bool, r oReq, taint int, now time.Time) oWant
 	}
 	taint = max(taint, 2)
 	type oHit struct {
-		g      oGrant
-		length int
-		covers bool
+		g            oGrant
+		length, clen int // longest matched path; longest covering path
+		covers       bool
 	}
 	var hits []oHit
 	var w oWant
@@ -109,7 +109,7 @@ func oracle(grants []oGrant, valid bool, r oReq, taint int, now time.Time) oWant
 		if g.tool != r.tool {
 			continue
 		}
-		length, covers, ok := 0, false, false
+		length, clen, covers, ok := 0, 0, false, false
 		for _, p := range g.paths {
 			m, c := false, false
 			switch r.tool {
@@ -122,6 +122,9 @@ func oracle(grants []oGrant, valid bool, r oReq, taint int, now time.Time) oWant
 			}
 			if m {
 				ok, covers, length = true, covers || c, max(length, len(p))
+				if c {
+					clen = max(clen, len(p))
+				}
 			}
 		}
 		if r.tool == "http_fetch" {
@@ -134,7 +137,7 @@ func oracle(grants []oGrant, valid bool, r oReq, taint int, now time.Time) oWant
 		case taint > g.maxTaint:
 			w.above++
 		default:
-			hits = append(hits, oHit{g, length, covers})
+			hits = append(hits, oHit{g, length, clen, covers})
 		}
 	}
 	if len(hits) == 0 {
@@ -164,6 +167,23 @@ func oracle(grants []oGrant, valid bool, r oReq, taint int, now time.Time) oWant
 	if !anyCovers {
 		return oWant{kind: "deny", reason: "no_grant", expired: w.expired, above: w.above}
 	}
+	// The winner is chosen among the covering grants only (review item 5).
+	var win *oHit
+	for i := range hits {
+		h := &hits[i]
+		if !h.covers {
+			continue
+		}
+		if win == nil {
+			win = h
+			continue
+		}
+		hr, br := modeRank[h.g.mode], modeRank[win.g.mode]
+		if hr < br || hr == br && (h.clen > win.clen || h.clen == win.clen && h.g.id < win.g.id) {
+			win = h
+		}
+	}
+	w.winner = win.g.id
 	w.kind, w.expired, w.above = best.g.mode, 0, 0 // counts explain denials only
 	switch r.tool {
 	case "read_file":

@@ -74,7 +74,7 @@ func TestRules(t *testing.T) {
 		{"shell covered", []string{g("s", "shell", "ask", "paths", paths("/src"))}, shell("/src/p"), private, "ask:s"},
 		{"shell above the grant", []string{g("s", "shell", "auto", "paths", paths("/src/p"))}, shell("/src"), private, "deny:no_grant"},
 		{"shell exposes a deny", []string{g("s", "shell", "auto", "paths", paths("/home/o")), g("no", "shell", "deny", "paths", paths("/home/o/.ssh"))}, shell("/home/o"), private, "deny:denied_by_grant"},
-		{"shell exposes an ask", []string{g("s", "shell", "auto", "paths", paths("/home/o")), g("k", "shell", "ask", "paths", paths("/home/o/keys"))}, shell("/home/o"), private, "ask:k"},
+		{"shell exposes an ask", []string{g("s", "shell", "auto", "paths", paths("/home/o")), g("k", "shell", "ask", "paths", paths("/home/o/keys"))}, shell("/home/o"), private, "ask:s"}, // k exposed: it asks, s covers and wins
 		{"shell beside a deny", []string{g("s", "shell", "auto", "paths", paths("/home/o")), g("no", "shell", "deny", "paths", paths("/home/o/.ssh"))}, shell("/home/o/src"), private, "auto:s"},
 		// Tools grants cannot name.
 		{"unknown tool", []string{home}, raw("exec", `{}`), private, "deny:unknown_tool"},
@@ -172,7 +172,7 @@ func TestLabelsCombine(t *testing.T) {
 	sh := set(t, g("s", "shell", "auto", "paths", paths("/h"), "result_class", `"private"`, "untrusted", "false", "writable", "true"),
 		g("v", "shell", "auto", "paths", paths("/h/vault"), "result_class", `"secret"`, "untrusted", "false"))
 	d, _, _ := decide(t, sh, shell("/h"), private)
-	if d.Class() != dataclass.Secret || d.Grant().ID != "v" || len(d.Mounts()) != 1 || d.Mounts()[0].Writable {
+	if d.Class() != dataclass.Secret || d.Grant().ID != "s" || len(d.Mounts()) != 1 || d.Mounts()[0].Writable {
 		t.Errorf("shell over a secret grant: %+v", d.Record())
 	}
 	if d, _, _ := decide(t, sh, shell("/h/src"), private); d.Class() != dataclass.Private || !d.Mounts()[0].Writable {
@@ -220,19 +220,29 @@ func TestSecretIsTheWinners(t *testing.T) {
 		g("plain", "shell", "auto", "paths", paths("/src")),
 		g("ask", "shell", "ask", "paths", paths("/ask"), "secret", `"DEPLOY_KEY"`))
 	for _, tt := range []struct {
-		req  Request
-		want string
+		req          Request
+		want, winner string
 	}{
-		{shell("/src/gh/repo"), "GITHUB_TOKEN"},
-		{shell("/src/other"), ""},
+		{shell("/src/gh/repo"), "GITHUB_TOKEN", "gh"},
+		{shell("/src/other"), "", "plain"},
+		// gh only exposes /src/gh through the workdir /src: plain covers
+		// the call, so plain wins and gh's secret stays out.
+		{shell("/src"), "", "plain"},
 	} {
 		d, _, n := decide(t, gs, tt.req, private)
 		if n != nil {
 			t.Fatal(n)
 		}
-		if d.Secret() != tt.want || d.Record().Secret != tt.want {
-			t.Errorf("Secret() = %q, record %q; want %q", d.Secret(), d.Record().Secret, tt.want)
+		if d.Secret() != tt.want || d.Record().Secret != tt.want || d.Grant().ID != tt.winner {
+			t.Errorf("%s: Secret() = %q, record %q, winner %q; want %q, %q", tt.req.Arguments, d.Secret(), d.Record().Secret, d.Grant().ID, tt.want, tt.winner)
 		}
+	}
+	// An exposed ask grant makes the call an ask, but the covering grant
+	// wins and the exposed grant's secret is not given.
+	gs2 := set(t, g("key", "shell", "ask", "paths", paths("/w/k"), "secret", `"DEPLOY_KEY"`),
+		g("w", "shell", "auto", "paths", paths("/w")))
+	if _, a, _ := decide(t, gs2, shell("/w"), private); a == nil || a.Secret != "" || a.Grant.ID != "w" {
+		t.Errorf("exposed ask grant: ask = %+v", a)
 	}
 	_, a, _ := decide(t, gs, shell("/ask/x"), private)
 	if a == nil || a.Secret != "DEPLOY_KEY" || a.Record().Secret != "DEPLOY_KEY" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 
 // attachRun attaches to a created container, starts it, feeds it stdin,
 // and waits for it to exit, stopping it when it passes its time limit or
-// prints past a cap. The caller removes it.
-func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, t0 *time.Time) (Output, error) {
+// prints past a cap. started is called once the container has started
+// (its mounts are made) and before the tool gets its input; an error
+// from it fails the call. The caller removes it.
+func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, started func() error, t0 *time.Time) (Output, error) {
 	stop := make(chan string, 2)
 	over := func() {
 		select {
@@ -24,8 +27,13 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	stdout, stderr := newCapped(p.cfg.StdoutCap, over), newCapped(p.cfg.StderrCap, over)
 	ready := make(chan bool, 1)
 	attached := make(chan error, 1)
+	// The input is written only after started's check, through a pipe.
+	// Closing the writer ends the input (EOF) and unblocks a write the
+	// attach no longer reads.
+	in, feed := io.Pipe()
+	defer feed.Close()
 	go func() {
-		attached <- containers.Attach(conn, id, bytes.NewReader(stdin), stdout, stderr, ready,
+		attached <- containers.Attach(conn, id, in, stdout, stderr, ready,
 			new(containers.AttachOptions).WithStream(true))
 	}()
 	select {
@@ -39,6 +47,14 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	if err := containers.Start(conn, id, nil); err != nil {
 		return Output{}, fail(ErrPodman, fmt.Sprintf("start: %v", err))
 	}
+	if err := started(); err != nil {
+		p.kill(conn, id)
+		return Output{}, err
+	}
+	go func() {
+		feed.Write(stdin)
+		feed.Close()
+	}()
 	p.mark("start", t0)
 	type result struct {
 		code int32
@@ -80,7 +96,7 @@ wait:
 	// flushed them.
 	select {
 	case <-attached:
-	case <-time.After(5 * time.Second):
+	case <-time.After(drainWait):
 		p.log.Warn("a tool container's output did not end after it exited", "id", id)
 	}
 	p.mark("drain output", t0)

@@ -45,17 +45,37 @@ type Config struct {
 }
 
 // Defaults. The time limits stay under loopd's 120 s broker deadline,
-// with room for creating and removing the containers.
+// with room for creating and removing the containers (see callBudget).
 const (
 	DefaultMemoryMB      = 512
 	DefaultPids          = 128
 	DefaultTmpfsMB       = 64
 	DefaultStdoutCap     = 1 << 20
 	DefaultStderrCap     = 64 << 10
-	DefaultShellTimeoutS = 100
+	DefaultShellTimeoutS = 75
 	DefaultTimeoutS      = 60
-	MaxTimeoutS          = 105
+	MaxTimeoutS          = 75
 )
+
+// The time budget of one call: the tool's limit, then callMargin (the
+// mount lock, connecting, the egress proxy, creating and verifying), then
+// drainWait for the output after the tool exited, then the removal of
+// the tool container and of the egress container, each bounded by
+// removeWait, and egressDrain for the proxy's stream. With the largest
+// limit it must fit callBudget: loopd stops waiting for brokerd after
+// 120 s, and brokerd needs a few seconds to record and answer.
+const (
+	callBudget  = 115 * time.Second
+	callMargin  = 10 * time.Second
+	drainWait   = 5 * time.Second
+	removeWait  = 10 * time.Second
+	egressDrain = 2 * time.Second
+)
+
+// worstCase is how long a call with the time limit limit can take.
+func worstCase(limit time.Duration) time.Duration {
+	return limit + callMargin + drainWait + 2*removeWait + egressDrain
+}
 
 var imageID = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,7 +17,7 @@ const egressReady = 15 * time.Second
 // startEgress starts a call's egress proxy: its own container, with the
 // network the tool container lacks, listening on a socket in a fresh
 // directory that both containers mount. stop removes the container and
-// the directory, and logs the proxy's decisions.
+// the directory; the proxy's decisions are logged as they arrive.
 func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) (dir string, stop func(), err error) {
 	dir, err = os.MkdirTemp(p.work, "egress-")
 	if err != nil {
@@ -42,7 +41,7 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 		return "", nil, err
 	}
 	rd := &readyWriter{ready: make(chan struct{})}
-	decisions := newCapped(64<<10, nil)
+	decisions := newDecisionLog(p.log)
 	attachReady := make(chan bool, 1)
 	attached := make(chan error, 1)
 	go func() {
@@ -52,13 +51,9 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 		p.remove(conn, id)
 		select {
 		case <-attached:
-		case <-time.After(5 * time.Second):
+		case <-time.After(egressDrain):
 		}
-		for _, line := range strings.Split(strings.TrimSpace(decisions.String()), "\n") {
-			if line != "" {
-				p.log.Info("egress proxy", "decision", line)
-			}
-		}
+		decisions.Flush()
 		os.RemoveAll(dir)
 	}
 	abort := func(why string) (string, func(), error) {

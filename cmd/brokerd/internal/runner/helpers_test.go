@@ -78,7 +78,7 @@ func newRunner(t testing.TB, svc *podmantest.Service, image string, mod func(*Co
 	if mod != nil {
 		mod(&cfg)
 	}
-	p, err := New(cfg, "test-"+Instance(t.TempDir()), t.TempDir(), secrets(map[string]string{"TOKEN_A": "value-a-7f3e", "TOKEN_B": "value-b-91c2"}), quiet)
+	p, err := New(cfg, "test-"+Instance(t.TempDir()), t.TempDir(), nil, secrets(map[string]string{"TOKEN_A": "value-a-7f3e", "TOKEN_B": "value-b-91c2"}), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,16 @@ import (
 // a link anywhere in it is refused. A missing path, or one of the wrong
 // kind, is the call's own mistake, reported to the model like a tool's
 // error (a non-empty problem); err is for what brokerd cannot check.
-func checkMounts(d policy.Decision) (problem string, err error) {
+//
+// A path that holds or lies inside a protected path (see protectedPaths)
+// is refused with [ErrProtected], whether or not it exists: that is no
+// mistake of the model's to retry but a grant that reaches too far.
+func checkMounts(d policy.Decision, protected []string) (problem string, err error) {
+	for _, m := range d.Mounts() {
+		if q := protectedHit(m.Path.String(), protected); q != "" {
+			return "", fail(ErrProtected, fmt.Sprintf("%s reaches %s", m.Path, q))
+		}
+	}
 	for _, m := range d.Mounts() {
 		p := m.Path.String()
 		real, err := filepath.EvalSymlinks(p)

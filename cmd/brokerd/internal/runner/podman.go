@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,8 +10,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/containers/podman/v5/pkg/bindings"
 	"github.com/containers/podman/v5/pkg/bindings/containers"
@@ -31,9 +34,16 @@ type Podman struct {
 	work     string // parent of the per-call egress directories
 	secrets  func(name string) (secret.Value, error)
 	log      *slog.Logger
+	// protected are the real paths no mount may hold or lie inside.
+	protected []string
+	lock      *mountLock
 	// phase, if set (only by this package's benchmark), is told how long
 	// each step of a call took.
 	phase func(step string, d time.Duration)
+	// afterPin, if set (only by this package's tests), runs between the
+	// mount check and the container's creation: a swap made there is
+	// what the post-start check must catch.
+	afterPin func()
 }
 
 // mark reports the step that ended now and starts the next.
@@ -47,20 +57,25 @@ func (p *Podman) mark(step string, since *time.Time) {
 
 // The runner's errors: fixed text, each with its runbook entry.
 var (
-	ErrPodman     = errors.New("the Podman API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
-	ErrImage      = errors.New("the tool image named in brokerd.toml is not in Podman's storage, and it is never pulled; see docs/runbook.md#tool-image-missing")
-	ErrIsolation  = errors.New("the container could not get all the isolation asked for from Podman, so it did not run; see docs/runbook.md#runner-isolation-lost")
-	ErrSecret     = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
-	ErrEgress     = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
-	ErrNotATool   = errors.New("this tool does not run in a tool container; see docs/runbook.md#runner-unavailable")
-	errNoInstance = errors.New("runner: an instance name is required")
+	ErrPodman        = errors.New("the Podman API service did not answer or failed the call; see docs/runbook.md#podman-unavailable")
+	ErrImage         = errors.New("the tool image named in brokerd.toml is not in Podman's storage, and it is never pulled; see docs/runbook.md#tool-image-missing")
+	ErrIsolation     = errors.New("the container could not get all the isolation asked for from Podman, so it did not run; see docs/runbook.md#runner-isolation-lost")
+	ErrSecret        = errors.New("the secret this call's grant names could not be loaded; see docs/runbook.md#tool-secret-missing")
+	ErrSecretInvalid = errors.New("the secret this call's grant names is not valid UTF-8 (or not a valid tool secret), so the tool's JSON input cannot carry it unchanged; see docs/runbook.md#tool-secret-invalid")
+	ErrEgress        = errors.New("the egress proxy for this call's hosts did not start; see docs/runbook.md#egress-unavailable")
+	ErrBusy          = errors.New("calls with a writable mount held the runner until this call's time ran out; see docs/runbook.md#runner-busy")
+	ErrNotATool      = errors.New("this tool does not run in a tool container; see docs/runbook.md#runner-unavailable")
+	errNoInstance    = errors.New("runner: an instance name is required")
 )
 
 // New makes a runner. instance names this brokerd in its containers'
 // labels (so [Podman.Sweep] removes only its own); work is a directory
 // only brokerd's user can enter, for the egress proxies' sockets;
-// secrets loads a secret's value by the name a grant gives.
-func New(cfg Config, instance, work string, secrets func(string) (secret.Value, error), log *slog.Logger) (*Podman, error) {
+// protected lists brokerd's own files and directories (state, grants,
+// config, socket directories, secret files) that no mount may hold or lie
+// inside; the runner adds its own (see protectedPaths). secrets loads a
+// secret's value by the name a grant gives.
+func New(cfg Config, instance, work string, protected []string, secrets func(string) (secret.Value, error), log *slog.Logger) (*Podman, error) {
 	cfg, err := cfg.Check()
 	if err != nil {
 		return nil, err
@@ -75,7 +90,14 @@ func New(cfg Config, instance, work string, secrets func(string) (secret.Value, 
 	if err := os.Chmod(work, 0o700); err != nil {
 		return nil, err
 	}
-	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log}, nil
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	prot, err := protectedPaths(cfg, work, protected)
+	if err != nil {
+		return nil, err
+	}
+	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log, protected: prot, lock: newMountLock()}, nil
 }
 
 // Instance derives an instance name from brokerd's state directory.
@@ -102,19 +124,45 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if !toolargs.IsGranted(d.Tool()) {
 		return Output{}, ErrNotATool
 	}
-	if problem, _ := checkMounts(d); problem != "" {
+	timeout := p.cfg.timeout(d.Tool())
+	// The whole call, the wait for the mount lock and containers'
+	// creation and removal included, must end before loopd stops waiting.
+	ctx, cancel := context.WithTimeout(ctx, timeout+callMargin)
+	defer cancel()
+	t0 := time.Now()
+	// A call with a writable mount holds the lock until it is removed
+	// (deferred first, so released last); any other call until its
+	// container has started (see mountLock).
+	exclusive := slices.ContainsFunc(d.Mounts(), func(m policy.Mount) bool { return m.Writable })
+	release, err := p.lock.acquire(ctx, exclusive)
+	if errors.Is(err, context.Canceled) {
+		return Output{}, fail(ErrPodman, "the call was cancelled while it waited for the mount lock")
+	} else if err != nil {
+		return Output{}, ErrBusy
+	}
+	defer release()
+	// The wait comes out of the tool's own time limit.
+	if timeout -= time.Since(t0); timeout < time.Second {
+		return Output{}, ErrBusy
+	}
+	p.mark("mount lock", &t0)
+	if problem, err := checkMounts(d, p.protected); err != nil {
+		return Output{}, err
+	} else if problem != "" {
 		return Output{Stderr: problem + "\n", Exit: 1}, nil
 	}
-	stdin, err := p.input(d)
+	pins, problem := pinMounts(d)
+	if problem != "" {
+		return Output{Stderr: problem + "\n", Exit: 1}, nil
+	}
+	defer closePins(pins)
+	if p.afterPin != nil {
+		p.afterPin()
+	}
+	stdin, sec, err := p.input(d)
 	if err != nil {
 		return Output{}, err
 	}
-	timeout := p.cfg.timeout(d.Tool())
-	// The whole call, containers' creation and removal included, must end
-	// before loopd stops waiting.
-	ctx, cancel := context.WithTimeout(ctx, timeout+10*time.Second)
-	defer cancel()
-	t0 := time.Now()
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return Output{}, err
@@ -146,32 +194,50 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		p.remove(conn, id)
 		p.mark("remove", &t0)
 	}()
-	return p.attachRun(conn, id, stdin, timeout, &t0)
+	// Once started, the container's mounts are made: they must be the
+	// files the check pinned, and then other calls may go on.
+	started := func() error {
+		if !exclusive {
+			defer release()
+		}
+		return p.checkPins(conn, id, pins)
+	}
+	out, err := p.attachRun(conn, id, stdin, timeout, started, &t0)
+	return redact(out, sec), err
 }
 
 // input is the tool container's stdin: one JSON object holding the
 // arguments in their wire form and, if the grant names one, the secret
 // (toolargs.Input, which the toolkit decodes).
-func (p *Podman) input(d policy.Decision) ([]byte, error) {
+func (p *Podman) input(d policy.Decision) ([]byte, *toolargs.InputSecret, error) {
 	args, err := d.Args().MarshalJSON()
 	if err != nil {
-		return nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
+		return nil, nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
 	}
 	in := toolargs.Input{Args: args}
 	if name := d.Secret(); name != "" {
 		if p.secrets == nil {
-			return nil, ErrSecret
+			return nil, nil, ErrSecret
 		}
 		v, err := p.secrets(name)
 		if err != nil || v.IsZero() {
 			if p.log != nil {
 				p.log.Error("secret for a tool call could not be loaded; see docs/runbook.md#tool-secret-missing", "name", name, "err", errString(err))
 			}
-			return nil, ErrSecret
+			return nil, nil, ErrSecret
+		}
+		if !utf8.ValidString(v.Reveal()) {
+			// JSON would replace the invalid bytes: the tool would get
+			// another value than the one stored (review 15).
+			return nil, nil, ErrSecretInvalid
 		}
 		in.Secret = &toolargs.InputSecret{Name: name, Value: v}
 	}
-	return in.MarshalJSON()
+	stdin, err := in.MarshalJSON()
+	if err != nil {
+		return nil, nil, fail(ErrSecretInvalid, err.Error())
+	}
+	return stdin, in.Secret, nil
 }
 
 func errString(err error) string {
@@ -194,11 +260,22 @@ func (p *Podman) imagePresent(conn context.Context) error {
 	return nil
 }
 
+// LabelCall carries a nonce fresh for each container the runner
+// creates, so that a create whose answer was lost (the call cancelled
+// while Podman went on creating) can still be found and removed.
+const LabelCall = "dev.wntrmute.boxmaker.call"
+
 // create creates a container and checks that Podman gave it everything
-// asked for; anything less removes it and fails.
+// asked for; anything less removes it and fails. A create that fails,
+// cancelled or not, removes whatever carries its nonce.
 func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	s.Labels[LabelCall] = nonce
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
+		p.removeByNonce(conn, nonce)
 		return "", fail(ErrPodman, fmt.Sprintf("create: %v", err))
 	}
 	if len(resp.Warnings) > 0 {
@@ -258,10 +335,44 @@ func hasAll(opts []string, want string) bool {
 	return false
 }
 
+// removeByNonce removes the containers labelled with nonce, with a
+// context of its own: a cancelled create may have made one without
+// brokerd learning its ID. Podman may still be finishing that create, so
+// after a cancellation it looks again for a few seconds.
+func (p *Podman) removeByNonce(conn context.Context, nonce string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeWait)
+	defer cancel()
+	tries := 1
+	if conn.Err() != nil {
+		tries = 5
+	}
+	for i := range tries {
+		if i > 0 {
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return
+			}
+		}
+		list, err := containers.List(ctx, new(containers.ListOptions).WithAll(true).
+			WithFilters(map[string][]string{"label": {LabelCall + "=" + nonce}}))
+		if err != nil {
+			p.log.Error("a failed create could not be checked for a container; brokerd removes any at its next start", "err", err.Error())
+			return
+		}
+		for _, c := range list {
+			p.remove(ctx, c.ID)
+		}
+		if len(list) > 0 {
+			return
+		}
+	}
+}
+
 // remove kills and force-removes a container. It runs on every path out
 // of a call, including a cancelled one, so it gets its own deadline.
 func (p *Podman) remove(conn context.Context, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), removeWait)
 	defer cancel()
 	_, err := containers.Remove(ctx, id, new(containers.RemoveOptions).WithForce(true).WithVolumes(true).WithTimeout(0))
 	if err != nil && p.log != nil {

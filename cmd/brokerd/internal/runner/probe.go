@@ -41,7 +41,7 @@ func (p *Podman) probe(conn context.Context) error {
 	}
 	defer p.remove(conn, id)
 	t0 := time.Now()
-	out, err := p.attachRun(conn, id, nil, 30*time.Second, &t0)
+	out, err := p.attachRun(conn, id, nil, 30*time.Second, func() error { return nil }, &t0)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func TestIsolationDiffers(t *testing.T) {
 			},
 			Mounts: []define.InspectMount{
 				{Type: "bind", Source: "/srv/w", Destination: "/srv/w", Options: []string{"bind", "nosuid", "nodev"}, Propagation: "private"},
-				{Type: "bind", Source: "/state/egress-1", Destination: EgressMount, Options: []string{"bind", "nosuid", "nodev", "noexec"}, RW: true, Propagation: "private"},
+				{Type: "bind", Source: "/state/egress-1", Destination: EgressMount, Options: []string{"bind", "nosuid", "nodev", "noexec"}, RW: false, Propagation: "private"},
 			},
 		}
 	}

@@ -62,9 +62,14 @@ func TestRootlessCgroupsV1FailsClosed(t *testing.T) {
 		t.Fatalf("Check on rootless cgroups v1 = %v, want the isolation-lost refusal with Podman's warning", err)
 	}
 	t.Logf("refused: %v", err)
-	// Granted paths the rootless user can reach, as a real deployment's.
-	work := filepath.Join(dir, "work")
-	os.Mkdir(work, 0o755)
+	// Granted paths the rootless user can reach, as a real deployment's,
+	// outside the service's directory, which holds its socket (protected).
+	work, err := os.MkdirTemp("", "rootless-work-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	os.Chmod(work, 0o755)
 	os.WriteFile(filepath.Join(work, "f"), []byte("x"), 0o644)
 	os.Chown(work, uid, gid)
 	for _, d := range []struct {

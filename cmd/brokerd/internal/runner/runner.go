@@ -16,6 +16,12 @@
 //     privileges, user 65534, pids and memory limits, a time limit, only
 //     the Decision's mounts at the same path (read-only unless writable),
 //     and only the Decision's secret, on stdin;
+//   - no mount holds or lies inside brokerd's own files and sockets,
+//     Podman's socket directory, the runtime directory, /proc, /sys, /dev
+//     or /run (see protectedPaths);
+//   - a call with a writable mount runs alone (mountLock), and a started
+//     container whose mount paths are not, by device and inode, the ones
+//     checked gets no input and is removed (checkPins);
 //   - anything short of that fails the call closed: a warning from
 //     container creation (Podman drops limits with only a warning on some
 //     hosts) or a created container whose inspected limits differ from

@@ -80,8 +80,10 @@ func (c Config) toolSpec(instance string, d policy.Decision, egressDir string) *
 		s.Mounts = append(s.Mounts, bindMount(m, d.Tool()))
 	}
 	if egressDir != "" {
+		// Read-only: connecting to the proxy's socket needs no write, and
+		// the tool must not replace the socket or fill the directory.
 		s.Mounts = append(s.Mounts, spec.Mount{Type: "bind", Source: egressDir, Destination: EgressMount,
-			Options: []string{"bind", "rw", "nosuid", "nodev", "noexec", "private"}})
+			Options: []string{"bind", "ro", "nosuid", "nodev", "noexec", "private"}})
 	}
 	return s
 }

@@ -104,10 +104,19 @@ func TestEgressSpecHasTheNetworkTheToolLacks(t *testing.T) {
 			t.Errorf("no egress directory mount: %+v", s.Mounts)
 		}
 	}
+	// The tool only connects to the socket: its mount is read-only, the
+	// proxy's (which creates the socket) read-write.
+	for s, want := range map[*specgen.SpecGenerator]string{tool: "ro", eg: "rw"} {
+		for _, m := range s.Mounts {
+			if m.Destination == "/run/egress" && !slices.Contains(m.Options, want) {
+				t.Errorf("egress directory mount %v, want %s", m.Options, want)
+			}
+		}
+	}
 }
 
 func TestZeroDecisionRunsNothing(t *testing.T) {
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, quiet)
+	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +162,7 @@ func TestLinksAreNeverMounted(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "real.txt"), []byte("x"), 0o644)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link.txt"))
 	os.Symlink(dir, filepath.Join(dir, "sub"))
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, quiet)
+	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // DefaultTimeout is how long loopd waits for brokerd's first answer, and
 // for its final one after an approval expires. Tool time limits sit under
-// it (the shell tool defaults to 100 s).
+// it (the shell tool defaults to 75 s, at most 75 s).
 const DefaultTimeout = 120 * time.Second
 
 // MaxApprovalWait bounds the wait for an owner's answer, whatever expiry
