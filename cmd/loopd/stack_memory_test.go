@@ -55,6 +55,14 @@ func toolResults(t *testing.T, state, id string) []*session.ToolResult {
 	return out
 }
 
+func show(rs []*session.ToolResult) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "\n%+v", *r)
+	}
+	return b.String()
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -88,7 +96,7 @@ func TestStackMemory(t *testing.T) {
 		t.Fatalf("s1: %q", out)
 	}
 	if r := toolResults(t, state, "s1"); len(r) != 1 || r[0].Status != session.StatusOK || !strings.Contains(r[0].Content, "user.md: add done") || r[0].Untrusted {
-		t.Fatalf("s1 tool results = %+v", *r[0])
+		t.Fatalf("s1 tool results = %s", show(r))
 	}
 	if got := readFile(t, user); got != "The owner drinks sencha every morning.\n" {
 		t.Fatalf("user.md = %q", got)
@@ -124,7 +132,7 @@ func TestStackMemory(t *testing.T) {
 	chat(t, bin, state, "s3", "read my saved oolong page")
 	r := toolResults(t, state, "s3")
 	if len(r) != 2 || r[0].Tool != "read_file" || r[0].Status != session.StatusOK || !r[0].Untrusted || !strings.Contains(r[0].Content, "mallory@evil.example") {
-		t.Fatalf("s3 results = %+v, want the page read in a container, marked untrusted", r)
+		t.Fatalf("s3 results = %s, want the page read in a container, marked untrusted", show(r))
 	}
 	if !strings.Contains(r[1].Content, "has read untrusted content, so the entry was saved as note n1 (memory-tainted), not in user.md") {
 		t.Errorf("s3 add = %+v, want a note", r[1])
@@ -148,7 +156,7 @@ func TestStackMemory(t *testing.T) {
 	chat(t, bin, state, "s4", "what do you remember about tea?")
 	r = toolResults(t, state, "s4")
 	if len(r) != 2 {
-		t.Fatalf("s4 results = %+v", r)
+		t.Fatalf("s4 results = %s", show(r))
 	}
 	out := r[0].Content
 	for _, want := range []string{"source=memory class=private from=session s1", "source=memory-tainted class=private from=note n1", "sencha every morning"} {
