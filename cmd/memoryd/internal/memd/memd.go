@@ -52,6 +52,10 @@ type Memd struct {
 	adminMu   sync.Mutex // serialises reindexes; guards skipped
 	// skipped are the session logs the last catch-up could not read.
 	skipped []string
+	notesMu sync.Mutex // guards notesIndexed; held while notes are indexed
+	// notesIndexed is how many notes of notes.md, in file order, are in
+	// the index.
+	notesIndexed int
 }
 
 // New opens memory/ and index/ under the state directory and catches the
@@ -104,7 +108,13 @@ func (m *Memd) catchUp() (int, error) {
 			return total, err
 		}
 	}
-	n, err := m.index.AddNotes(noteDocs(m.store.Notes()))
+	m.notesMu.Lock()
+	defer m.notesMu.Unlock()
+	notes, all := m.store.NotesFrom(0)
+	n, err := m.index.AddNotes(noteDocs(notes))
+	if err == nil {
+		m.notesIndexed = all
+	}
 	return total + n, err
 }
 

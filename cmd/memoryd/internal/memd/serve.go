@@ -26,6 +26,11 @@ func (m *Memd) serveMemory(ctx context.Context, peer sockets.Peer, c net.Conn) {
 	}
 	switch r := v.(type) {
 	case *wire.IdentityRequest:
+		if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
+			m.send(c, &wire.Error{Op: "identity", Kind: wire.Invalid, Msg: "bad session or epoch"})
+			return
+		}
+		m.store.StartEpoch(r.Session, r.Epoch)
 		block, err := m.store.IdentityBlock()
 		var fr *store.FileRefused
 		switch {
@@ -103,9 +108,17 @@ func (m *Memd) call(ctx context.Context, call *wire.MemoryCall) *wire.ToolResult
 	return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("there is no memory tool %q", call.Tool), Class: dataclass.Public}
 }
 
+// indexNotes indexes the notes written since the last call: each note is
+// sent to the index once, so a write costs its own notes, not all of them.
 func (m *Memd) indexNotes() error {
-	_, err := m.index.AddNotes(noteDocs(m.store.Notes()))
-	return err
+	m.notesMu.Lock()
+	defer m.notesMu.Unlock()
+	notes, all := m.store.NotesFrom(m.notesIndexed)
+	if _, err := m.index.AddNotes(noteDocs(notes)); err != nil {
+		return err
+	}
+	m.notesIndexed = all
+	return nil
 }
 
 // recallArgs are recall's arguments.

@@ -141,6 +141,7 @@ func (s *Store) appendNote(n Note) (Note, error) {
 		return Note{}, fmt.Errorf("append note: %w", err)
 	}
 	s.notes = append(s.notes, n)
+	s.noteID(n.ID)
 	if _, err := s.journal.Append(wire.MemoryEdit{Seq: int64(s.journal.Lines() + 1), At: n.At, Session: n.Session, File: Notes, Action: n.Kind, Note: n.ID}); err != nil {
 		return Note{}, err
 	}
@@ -149,14 +150,14 @@ func (s *Store) appendNote(n Note) (Note, error) {
 
 // nextID is one past the highest note id in notes.md, so an id is never
 // reused, even after notes were deleted by hand. The caller holds s.mu.
-func (s *Store) nextID() string {
-	top := 0
-	for _, n := range s.notes {
-		if v, err := strconv.Atoi(strings.TrimPrefix(n.ID, "n")); err == nil && strings.HasPrefix(n.ID, "n") && v > top {
-			top = v
-		}
+func (s *Store) nextID() string { return fmt.Sprintf("n%d", s.top+1) }
+
+// noteID raises the highest id seen to id's number. The caller holds s.mu
+// (or is Open).
+func (s *Store) noteID(id string) {
+	if v, err := strconv.Atoi(strings.TrimPrefix(id, "n")); err == nil && strings.HasPrefix(id, "n") && v > s.top {
+		s.top = v
 	}
-	return fmt.Sprintf("n%d", top+1)
 }
 
 // noteText makes any text safe to append to notes.md, whatever its

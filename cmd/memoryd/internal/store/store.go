@@ -68,6 +68,8 @@ type Store struct {
 	mu      sync.Mutex // orders every write; guards the fields below
 	journal *jsonl.Writer
 	notes   []Note
+	top     int                   // the highest note id number
+	counts  map[string]epochCount // notes per session in its epoch
 }
 
 // Open opens (creating on first use) the memory directory dir. soul.md
@@ -106,7 +108,10 @@ func Open(dir string, stage bool, now func() time.Time) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open memory journal: %w", err)
 	}
-	s := &Store{dir: dir, stage: stage, now: now, journal: j, notes: notes}
+	s := &Store{dir: dir, stage: stage, now: now, journal: j, notes: notes, counts: map[string]epochCount{}}
+	for _, n := range notes {
+		s.noteID(n.ID)
+	}
 	if err := s.reconcile(); err != nil {
 		j.Close()
 		return nil, fmt.Errorf("open memory journal: %w", err)

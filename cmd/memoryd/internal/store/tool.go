@@ -98,13 +98,13 @@ func (s *Store) Do(c Caller, raw []byte) (string, error) {
 	file := a.File + ".md"
 	switch {
 	case a.Action == "note":
-		n, err := s.appendNote(Note{Session: c.Session, Kind: KindNote, Untrusted: c.Untrusted, Class: c.Taint, Text: strings.TrimSpace(a.Text)})
+		n, err := s.modelNote(c.Session, Note{Session: c.Session, Kind: KindNote, Untrusted: c.Untrusted, Class: c.Taint, Text: strings.TrimSpace(a.Text)})
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("noted as %s (%s)", n.ID, n.Source()), nil
 	case !c.clean() && a.Action == "add":
-		n, err := s.appendNote(Note{Session: c.Session, Kind: KindNote, Untrusted: c.Untrusted, Class: c.Taint, File: file, Text: strings.TrimSpace(a.Text)})
+		n, err := s.modelNote(c.Session, Note{Session: c.Session, Kind: KindNote, Untrusted: c.Untrusted, Class: c.Taint, File: file, Text: strings.TrimSpace(a.Text)})
 		if err != nil {
 			return "", err
 		}
@@ -115,7 +115,7 @@ func (s *Store) Do(c Caller, raw []byte) (string, error) {
 	case !c.clean():
 		return "", refuse("memory: %s of identity is refused in a session that has read untrusted content or holds %s data; record a note instead; see docs/runbook.md#memory-identity-refused", a.Action, c.Taint)
 	case s.stage && a.Action == "add":
-		n, err := s.appendNote(Note{Session: c.Session, Kind: KindStaged, Class: c.Taint, File: file, Text: strings.TrimSpace(a.Text)})
+		n, err := s.modelNote(c.Session, Note{Session: c.Session, Kind: KindStaged, Class: c.Taint, File: file, Text: strings.TrimSpace(a.Text)})
 		if err != nil {
 			return "", err
 		}
