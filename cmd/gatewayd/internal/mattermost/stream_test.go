@@ -224,3 +224,51 @@ func TestBackoffGrowsWhenServerClosesEachTime(t *testing.T) {
 		})
 	}
 }
+
+// TestOutOfSequence: an event whose seq skips one ends the connection
+// unhandled; the reconnect gets a new connection id, and the gap is
+// handed to the worker after the events before it.
+func TestOutOfSequence(t *testing.T) {
+	asked := make(chan string, 10)
+	c := wsServer(t, false, func(ctx context.Context, c *websocket.Conn, n int, r *http.Request) {
+		if n == 1 {
+			c.Write(ctx, websocket.MessageText, typing(1))
+			c.Write(ctx, websocket.MessageText, typing(3)) // 2 never comes
+		} else {
+			select {
+			case asked <- r.URL.Query().Get("connection_id"):
+			default:
+			}
+		}
+		<-ctx.Done()
+	})
+	var mu sync.Mutex
+	var got []string
+	s := &Stream{Client: c, Log: slog.New(slog.DiscardHandler), MinBackoff: time.Millisecond,
+		OnEvent: func(_ context.Context, e *Event) { mu.Lock(); got = append(got, fmt.Sprint(e.Seq)); mu.Unlock() },
+		OnGap:   func(context.Context) { mu.Lock(); got = append(got, "gap"); mu.Unlock() }}
+	runIt(t, s)
+	select {
+	case id := <-asked:
+		if id != "lost" {
+			t.Fatalf("reconnect named connection %q, want lost (so the server starts a new one)", id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reconnect after an out-of-sequence event")
+	}
+	for i := 0; i < 500; i++ {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // let anything extra arrive
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(got) != "[1 gap]" {
+		t.Fatalf("handled %v, want [1 gap]", got)
+	}
+}
