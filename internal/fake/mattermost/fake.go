@@ -107,6 +107,8 @@ type Server struct {
 	failWhen func(method, path string) bool
 	typing   []Typing
 	requests []string // "METHOD path" of every API request
+	replays  int      // reconnects that replayed at least one dead-queue event
+	stalled  bool     // frames are numbered but not carried (Stall), until Drop
 }
 
 // Typing is one typing request the fake received.

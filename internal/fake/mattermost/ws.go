@@ -140,6 +140,7 @@ func (s *Server) broadcast(ch *Channel, omit, name string, data map[string]any, 
 func (s *Server) Drop(lose bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stalled = false
 	for id, c := range s.conns {
 		if c.ws != nil {
 			c.ws.CloseNow()
@@ -151,6 +152,25 @@ func (s *Server) Drop(lose bool) {
 			delete(s.conns, id)
 		}
 	}
+}
+
+// Stall makes the network stop carrying frames until the next Drop:
+// the write pump still numbers each event and keeps it in the dead
+// queue (web_conn.go writePump adds to the dead queue as it writes), but
+// the client never gets it, as when a connection dies with frames in
+// flight. A Drop after a Stall makes the reconnect replay them.
+func (s *Server) Stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalled = true
+}
+
+// Replays is how many reconnects resumed from the dead queue with at
+// least one event sent again (a test's proof the path ran).
+func (s *Server) Replays() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replays
 }
 
 // Connections is how many WebSocket connections are attached.
@@ -207,6 +227,9 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 			if e.Seq >= seq {
 				c.replay = append(c.replay, e)
 			}
+		}
+		if len(c.replay) > 0 {
+			s.replays++
 		}
 	case reuse && seq == c.seq:
 		// !hasMsgLoss: the client is caught up; nothing replayed, no hello.
@@ -290,7 +313,11 @@ func (s *Server) write(ctx context.Context, c *conn, ws *websocket.Conn, gen int
 			}
 			continue
 		}
+		stalled := s.stalled
 		s.mu.Unlock()
+		if stalled {
+			continue // lost in flight (Stall)
+		}
 		b, _ := json.Marshal(e)
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // writeWaitTime
 		err := ws.Write(wctx, websocket.MessageText, b)

@@ -12,6 +12,9 @@ import (
 
 func TestDMAnsweredInThread(t *testing.T) {
 	r := newRig(t, nil)
+	// A turn that ends at once can cancel its first typing request in
+	// flight; a turn that lasts a few typing periods always shows one.
+	r.loop.delay = 200 * time.Millisecond
 	p := r.post(t, r.owner, r.dm, "", "hello there")
 	waitFor(t, "an answer", func() bool { return len(r.botPosts(p.ID)) == 1 })
 	got := r.botPosts(p.ID)[0]

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,6 +115,7 @@ type rig struct {
 	connect chan string
 
 	lookupRetries []time.Duration // if set, replaces the gateway's
+	gaps          atomic.Int64    // gap fetches the stream asked for
 }
 
 type syncBuf struct {
@@ -180,8 +182,15 @@ func (r *rig) start(t *testing.T) {
 		g.lookupRetries = r.lookupRetries
 	}
 	s := g.Stream()
-	s.MinBackoff, s.MaxBackoff = 5*time.Millisecond, 50*time.Millisecond
-	s.OnConnected = func(id string) { r.connect <- id }
+	s.MinBackoff, s.MaxBackoff, s.StableAfter = 5*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond
+	s.OnConnected = func(id string) {
+		select {
+		case r.connect <- id:
+		default: // only the first is waited for; a test that drops often must not block the read loop
+		}
+	}
+	onGap := s.OnGap
+	s.OnGap = func(ctx context.Context) { r.gaps.Add(1); onGap(ctx) }
 	r.g, r.cancel, r.done = g, cancel, make(chan struct{})
 	go func() { defer close(r.done); g.Serve(ctx) }()
 	t.Cleanup(r.stop)

@@ -21,60 +21,136 @@ import (
 // replayed with no hello; when they are not, the server sends a hello
 // with a new connection id, and the stream calls OnGap so the caller can
 // fetch what was missed over REST.
+//
+// The read loop never waits on a handler: events and gaps go, in order,
+// into a bounded queue that one worker drains, so pings are answered
+// while a handler waits on REST (429 retries included). An event that
+// finds the queue full is not taken: the connection is closed without
+// advancing the sequence number, so the reconnect replays it from the
+// server's dead queue or, when that is gone, fetches the gap.
 type Stream struct {
 	Client *Client
 	Log    *slog.Logger
-	// OnEvent gets every event but hello, in sequence order.
+	// OnEvent gets every event but hello, in sequence order, on the
+	// worker goroutine (never on the read loop).
 	OnEvent func(ctx context.Context, e *Event)
-	// OnGap is called, before any later event, when events were lost:
-	// a hello with a new connection id after the first, or a sequence
-	// number out of order.
+	// OnGap is called on the worker, after every earlier event and
+	// before any later one, when events were lost: a hello with a new
+	// connection id after the first, or a sequence number out of order.
 	OnGap func(ctx context.Context)
-	// OnConnected is called after each hello (tests wait on it).
+	// OnConnected is called on the read loop after each hello (tests
+	// wait on it).
 	OnConnected func(connectionID string)
-	// MinBackoff and MaxBackoff bound the wait between failed connects
-	// (defaults 250ms and 30s).
-	MinBackoff, MaxBackoff time.Duration
+	// MinBackoff and MaxBackoff bound the wait between connects
+	// (defaults 250ms and 30s). The wait doubles after every connection
+	// that lasted less than StableAfter (default 30s) and starts again
+	// from MinBackoff after one that lasted longer, so a server that
+	// closes after each frame cannot make the client reconnect (and
+	// fetch a gap) at the minimum rate.
+	MinBackoff, MaxBackoff, StableAfter time.Duration
+	// QueueLen bounds the events waiting for the worker (default
+	// DefaultQueueLen).
+	QueueLen int
 	// PingEvery is how often the client pings the server; a ping not
 	// answered within PingEvery closes the connection (default 30s).
 	PingEvery time.Duration
 
 	connID  string // the server's id of our connection; "" before the first hello
 	nextSeq int64  // the seq of the next event we expect
+	owed    bool   // a gap is known but not yet queued for the worker
+	work    chan item
+
+	onWait func(time.Duration) // test hook: each backoff wait, before jitter
 }
+
+// DefaultQueueLen is the default bound on events waiting for the worker
+// (the server's own send queue is 256, platform/web_conn.go).
+const DefaultQueueLen = 256
+
+// item is one unit of the worker's work: an event, or a gap to fetch.
+type item struct {
+	e   *Event
+	gap bool
+}
+
+// errBusy ends a connection whose event found the worker's queue full.
+var errBusy = errors.New("event queue full; the handler is behind")
 
 // errGap ends a connection whose events came out of sequence.
 var errGap = errors.New("event out of sequence")
 
-// Run keeps the stream connected until ctx ends.
+// Run keeps the stream connected until ctx ends. Handlers get ctx, not
+// a connection's: a dropped connection does not cancel their work.
 func (s *Stream) Run(ctx context.Context) error {
-	lo, hi := s.MinBackoff, s.MaxBackoff
+	lo, hi, stable := s.MinBackoff, s.MaxBackoff, s.StableAfter
 	if lo <= 0 {
 		lo = 250 * time.Millisecond
 	}
 	if hi <= 0 {
 		hi = 30 * time.Second
 	}
+	if stable <= 0 {
+		stable = 30 * time.Second
+	}
+	n := s.QueueLen
+	if n <= 0 {
+		n = DefaultQueueLen
+	}
+	s.work = make(chan item, n)
+	done := make(chan struct{})
+	go func() { defer close(done); s.worker(ctx) }()
+	defer func() { <-done }()
 	wait := lo
 	for ctx.Err() == nil {
-		ok, err := s.once(ctx)
+		up, err := s.once(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		if ok {
+		if up >= stable {
 			wait = lo
 		}
-		s.Log.Warn("mattermost websocket closed; reconnecting", "err", err.Error(), "wait", wait.String())
+		if s.onWait != nil {
+			s.onWait(wait)
+		}
+		s.Log.Warn("mattermost websocket closed; reconnecting", "err", err.Error(), "up", up.String(), "wait", wait.String())
 		jitter := time.Duration(rand.Int64N(int64(wait)/2 + 1))
 		select {
 		case <-time.After(wait/2 + jitter):
 		case <-ctx.Done():
 		}
-		if !ok {
+		if up < stable {
 			wait = min(wait*2, hi)
 		}
 	}
 	return nil
+}
+
+// worker runs the handlers, one item at a time, in the order read.
+func (s *Stream) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case it := <-s.work:
+			if it.gap {
+				if s.OnGap != nil {
+					s.OnGap(ctx)
+				}
+			} else {
+				s.OnEvent(ctx, it.e)
+			}
+		}
+	}
+}
+
+// queue hands it to the worker without waiting; false if the queue is full.
+func (s *Stream) queue(it item) bool {
+	select {
+	case s.work <- it:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *Stream) url() string {
@@ -91,9 +167,10 @@ func (s *Stream) url() string {
 	return u.String()
 }
 
-// once runs one connection. It reports whether it got as far as reading
-// an event (so the backoff can start again from its minimum).
-func (s *Stream) once(ctx context.Context) (bool, error) {
+// once runs one connection. It reports how long the connection was up
+// (0 if it never was), so the backoff can start again from its minimum
+// only after a connection that stayed.
+func (s *Stream) once(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h := http.Header{}
@@ -103,11 +180,12 @@ func (s *Stream) once(ctx context.Context) (bool, error) {
 	dcancel()
 	if err != nil {
 		if resp != nil {
-			return false, fmt.Errorf("dial: status %d", resp.StatusCode)
+			return 0, fmt.Errorf("dial: status %d", resp.StatusCode)
 		}
-		return false, fmt.Errorf("dial: %v", scrub(err))
+		return 0, fmt.Errorf("dial: %v", scrub(err))
 	}
 	defer c.CloseNow()
+	start := time.Now()
 	c.SetReadLimit(MaxEventJSON)
 	every := s.PingEvery
 	if every <= 0 {
@@ -131,13 +209,11 @@ func (s *Stream) once(ctx context.Context) (bool, error) {
 			}
 		}
 	}()
-	read := false
 	for {
 		typ, b, err := c.Read(ctx)
 		if err != nil {
-			return read, fmt.Errorf("read: %v", err)
+			return time.Since(start), fmt.Errorf("read: %v", err)
 		}
-		read = true
 		if typ != websocket.MessageText {
 			continue // binary frames are msgpack (model/websocket_request.go); gatewayd asks for none
 		}
@@ -149,28 +225,29 @@ func (s *Stream) once(ctx context.Context) (bool, error) {
 		if e.Event == "" {
 			continue // a response to a request; gatewayd sends none
 		}
-		if err := s.handle(ctx, e); err != nil {
+		if err := s.handle(e); err != nil {
 			c.Close(websocket.StatusNormalClosure, "")
-			return read, err
+			return time.Since(start), err
 		}
 	}
 }
 
-func (s *Stream) handle(ctx context.Context, e *Event) error {
+// handle runs on the read loop: it checks the sequence and queues the
+// work, never waiting for it.
+func (s *Stream) handle(e *Event) error {
 	if e.Event == "hello" {
 		h, err := ParseHello(e)
 		if err != nil {
 			return err
 		}
-		lost := s.connID != "" && h.ConnectionID != s.connID
+		if s.connID != "" && h.ConnectionID != s.connID {
+			s.owed = true
+		}
 		s.connID, s.nextSeq = h.ConnectionID, e.Seq+1
 		if s.OnConnected != nil {
 			s.OnConnected(h.ConnectionID)
 		}
-		if lost && s.OnGap != nil {
-			s.OnGap(ctx)
-		}
-		return nil
+		return s.payGap()
 	}
 	if e.Seq != s.nextSeq {
 		// Something was skipped or repeated: start again with a new
@@ -178,7 +255,25 @@ func (s *Stream) handle(ctx context.Context, e *Event) error {
 		s.connID = "lost"
 		return fmt.Errorf("%w: got %d, want %d", errGap, e.Seq, s.nextSeq)
 	}
+	if err := s.payGap(); err != nil {
+		return err
+	}
+	if !s.queue(item{e: e}) {
+		// nextSeq stays: the reconnect asks for this event again.
+		return errBusy
+	}
 	s.nextSeq++
-	s.OnEvent(ctx, e)
+	return nil
+}
+
+// payGap queues a known gap before anything later.
+func (s *Stream) payGap() error {
+	if !s.owed {
+		return nil
+	}
+	if !s.queue(item{gap: true}) {
+		return errBusy
+	}
+	s.owed = false
 	return nil
 }
