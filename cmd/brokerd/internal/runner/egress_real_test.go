@@ -52,22 +52,7 @@ func socksConnect(t *testing.T, sock string, atyp byte, addr []byte) byte {
 // and to a granted name that resolves to 100.64.0.1, for its address;
 // the listener those point at sees nothing.
 func TestEgressProxyRefusesLiteralsAndPrivateNames(t *testing.T) {
-	ln, err := net.Listen("tcp", "0.0.0.0:80")
-	if err != nil {
-		t.Fatalf("listen on port 80 (the tests run as root, as in CI): %v", err)
-	}
-	defer ln.Close()
-	accepted := make(chan bool, 8)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			accepted <- true
-		}
-	}()
+	_, accepted := tripwire(t, "tcp", "0.0.0.0:80")
 	svc, p := toolRunner(t, func(c *Config) { c.extraHosts = []string{"cgnat.test:100.64.0.1"} })
 	var decisions lockedBuffer
 	p.log = slog.New(slog.NewTextHandler(&decisions, nil))

@@ -98,22 +98,7 @@ func TestEscapesContained(t *testing.T) {
 		// The listener takes every host address, so a container with any
 		// route to the host (loopback shared, the bridge's gateway, the
 		// host's own addresses) would reach it.
-		ln, err := net.Listen("tcp4", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		accepted := make(chan bool, 8)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-				accepted <- true
-			}
-		}()
+		ln, accepted := tripwire(t, "tcp4", "0.0.0.0:0")
 		port := ln.Addr().(*net.TCPAddr).Port
 		targets := append(hostTargets(t), bridgeGateway(t, svc, p.cfg.ToolImage))
 		// A positive control: the host end answers (so a silence below
@@ -249,22 +234,7 @@ func TestSecretsStayInTheirCall(t *testing.T) {
 // loopback, private or CGNAT addresses (the release build's policy).
 func TestEgressProxyRefusesPrivateNames(t *testing.T) {
 	// URLs carry no port: the listener must be on 80.
-	ln, err := net.Listen("tcp", "0.0.0.0:80")
-	if err != nil {
-		t.Fatalf("listen on port 80 (the tests run as root, as in CI): %v", err)
-	}
-	defer ln.Close()
-	accepted := make(chan bool, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-			accepted <- true
-		}
-	}()
+	_, accepted := tripwire(t, "tcp", "0.0.0.0:80")
 	svc, p := toolRunner(t, func(c *Config) {
 		c.extraHosts = []string{"loop.test:127.0.0.1", "private.test:10.0.0.1", "cgnat.test:100.64.0.1", "gw.test:10.88.0.1"}
 	})

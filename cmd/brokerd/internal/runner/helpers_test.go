@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -103,4 +104,31 @@ func leftovers(t testing.TB, svc *podmantest.Service, p *Podman) []string {
 		t.Fatal(err)
 	}
 	return strings.Fields(out)
+}
+
+// tripwire listens on addr until the test ends and reports every
+// connection it accepts (closing it at once): a test's proof that
+// nothing, or something, reached the host.
+func tripwire(t *testing.T, network, addr string) (net.Listener, <-chan bool) {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatalf("listen on %s (the tests run as root, as in CI): %v", addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan bool, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			select {
+			case accepted <- true:
+			default:
+			}
+		}
+	}()
+	return ln, accepted
 }
