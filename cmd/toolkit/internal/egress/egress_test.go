@@ -5,58 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/socks5"
 	"wntrmute.dev/boxmaker/pkg/hostrule"
 )
-
-// FakeResolver answers from a map; a missing name does not resolve.
-type FakeResolver map[string][]netip.Addr
-
-func (r FakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[host]; ok {
-		return a, nil
-	}
-	return nil, errors.New("no such host")
-}
-
-// MapDialer connects a dialled address to a real listener's address, and
-// records what was dialled.
-type MapDialer struct {
-	mu     sync.Mutex
-	To     map[string]string
-	Dialed []string
-}
-
-func (d *MapDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.Dialed = append(d.Dialed, addr)
-	to, ok := d.To[addr]
-	d.mu.Unlock()
-	if !ok {
-		return nil, errors.New("unreachable in this test")
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, to)
-}
-
-func addrs(ss ...string) []netip.Addr {
-	var out []netip.Addr
-	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
-	}
-	return out
-}
 
 type syncBuf struct {
 	mu sync.Mutex
@@ -138,20 +99,20 @@ func startProxy(t *testing.T, hosts []string, r Resolver, d Dialer) (string, *sy
 
 func TestConnectDecisions(t *testing.T) {
 	echo := echoServer(t)
-	res := FakeResolver{
-		"granted.example":   addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"),
-		"loopback.example":  addrs("127.0.0.1"),
-		"private.example":   addrs("10.0.0.1"),
-		"tailnet.example":   addrs("100.64.0.1"),
-		"mapped.example":    addrs("::ffff:127.0.0.1"),
-		"mappedpub.example": addrs("::ffff:93.184.215.14"),
-		"nat64.example":     addrs("64:ff9b::a00:1"),
-		"compat.example":    addrs("::a00:1"),
-		"mixed.example":     addrs("93.184.215.14", "10.0.0.1"),
-		"meta.example":      addrs("169.254.169.254"),
-		"ungranted.example": addrs("93.184.215.14"),
+	res := nettest.Resolver{
+		"granted.example":   nettest.Addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"),
+		"loopback.example":  nettest.Addrs("127.0.0.1"),
+		"private.example":   nettest.Addrs("10.0.0.1"),
+		"tailnet.example":   nettest.Addrs("100.64.0.1"),
+		"mapped.example":    nettest.Addrs("::ffff:127.0.0.1"),
+		"mappedpub.example": nettest.Addrs("::ffff:93.184.215.14"),
+		"nat64.example":     nettest.Addrs("64:ff9b::a00:1"),
+		"compat.example":    nettest.Addrs("::a00:1"),
+		"mixed.example":     nettest.Addrs("93.184.215.14", "10.0.0.1"),
+		"meta.example":      nettest.Addrs("169.254.169.254"),
+		"ungranted.example": nettest.Addrs("93.184.215.14"),
 	}
-	d := &MapDialer{To: map[string]string{"93.184.215.14:443": echo, "93.184.215.14:80": echo}}
+	d := &nettest.Dialer{To: map[string]string{"93.184.215.14:443": echo, "93.184.215.14:80": echo}}
 	granted := []string{"granted.example", "mappedpub.example", "loopback.example", "private.example", "tailnet.example", "mapped.example", "nat64.example", "compat.example", "mixed.example", "meta.example", "nowhere.example"}
 	sock, logs := startProxy(t, granted, res, d)
 
@@ -222,13 +183,11 @@ func TestConnectDecisions(t *testing.T) {
 		})
 	}
 	// Only checked public addresses were ever dialled.
-	d.mu.Lock()
-	for _, a := range d.Dialed {
+	for _, a := range d.Dialed() {
 		if !strings.HasPrefix(a, "93.184.215.14:") {
 			t.Errorf("dialled %s", a)
 		}
 	}
-	d.mu.Unlock()
 
 	// One log line per decision, naming the host and the reason.
 	deadline := time.Now().Add(5 * time.Second)
@@ -263,7 +222,7 @@ func TestConnectDecisions(t *testing.T) {
 }
 
 func TestGreetingRefusals(t *testing.T) {
-	sock, _ := startProxy(t, []string{"granted.example"}, FakeResolver{}, &MapDialer{})
+	sock, _ := startProxy(t, []string{"granted.example"}, nettest.Resolver{}, &nettest.Dialer{})
 	for _, tt := range []struct {
 		name string
 		send []byte
@@ -317,8 +276,8 @@ func BenchmarkConnect(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := &Proxy{Hosts: []hostrule.Name{name}, Resolver: FakeResolver{"granted.example": addrs("93.184.215.14")},
-		Dialer: &MapDialer{To: map[string]string{"93.184.215.14:443": ln.Addr().String()}}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	p := &Proxy{Hosts: []hostrule.Name{name}, Resolver: nettest.Resolver{"granted.example": nettest.Addrs("93.184.215.14")},
+		Dialer: &nettest.Dialer{To: map[string]string{"93.184.215.14:443": ln.Addr().String()}}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = p.Serve(ctx, pl) }()
@@ -347,8 +306,8 @@ func TestStopEndsTunnels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{Hosts: []hostrule.Name{name}, Resolver: FakeResolver{"granted.example": addrs("93.184.215.14")},
-		Dialer: &MapDialer{To: map[string]string{"93.184.215.14:443": echo}}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	p := &Proxy{Hosts: []hostrule.Name{name}, Resolver: nettest.Resolver{"granted.example": nettest.Addrs("93.184.215.14")},
+		Dialer: &nettest.Dialer{To: map[string]string{"93.184.215.14:443": echo}}, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, ln) }()

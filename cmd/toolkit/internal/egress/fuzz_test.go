@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
 	"wntrmute.dev/boxmaker/pkg/hostrule"
 )
 
@@ -33,7 +34,7 @@ func FuzzServeConn(f *testing.F) {
 		n, _ := hostrule.ParseName(h)
 		names = append(names, n)
 	}
-	res := FakeResolver{"granted.example": addrs("93.184.215.14"), "private.example": addrs("10.0.0.1"), "ungranted.example": addrs("93.184.215.15")}
+	res := nettest.Resolver{"granted.example": nettest.Addrs("93.184.215.14"), "private.example": nettest.Addrs("10.0.0.1"), "ungranted.example": nettest.Addrs("93.184.215.15")}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d := &refusingDialer{}
 		p := &Proxy{Hosts: names, Resolver: res, Dialer: d, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -16,41 +15,13 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/egress"
+	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
 	"wntrmute.dev/boxmaker/pkg/hostrule"
 )
 
-type fakeResolver map[string][]netip.Addr
-
-func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if a, ok := r[host]; ok {
-		return a, nil
-	}
-	return nil, errors.New("no such host")
-}
-
-// mapDialer sends a checked public address to a test server on loopback;
-// any other address is unreachable (and recorded, so the test sees it).
-type mapDialer struct {
-	mu     sync.Mutex
-	to     map[string]string
-	dialed []string
-}
-
-func (d *mapDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.dialed = append(d.dialed, addr)
-	to, ok := d.to[addr]
-	d.mu.Unlock()
-	if !ok {
-		return nil, errors.New("unreachable in this test")
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, network, to)
-}
-
 // fetchEnv starts an in-process egress proxy granted hosts, and returns a
 // tool Env that reaches it.
-func fetchEnv(t *testing.T, hosts []string, r fakeResolver, d *mapDialer, roots *x509.CertPool) (Env, func() string) {
+func fetchEnv(t *testing.T, hosts []string, r nettest.Resolver, d *nettest.Dialer, roots *x509.CertPool) (Env, func() string) {
 	env, _, _ := testEnv(t)
 	sock := filepath.Join(t.TempDir(), "egress.sock")
 	ln, err := net.Listen("unix", sock)
@@ -127,13 +98,13 @@ func TestFetch(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(tlsSrv.Certificate())
 
-	res := fakeResolver{
+	res := nettest.Resolver{
 		"plain.example": {netip.MustParseAddr("93.184.215.14")},
 		"example.com":   {netip.MustParseAddr("93.184.215.15")},
 		"evil.example":  {netip.MustParseAddr("10.0.0.1")},
 		"wrong.example": {netip.MustParseAddr("93.184.215.15")}, // TLS name mismatch
 	}
-	d := &mapDialer{to: map[string]string{
+	d := &nettest.Dialer{To: map[string]string{
 		"93.184.215.14:80":  strings.TrimPrefix(plain.URL, "http://"),
 		"93.184.215.15:443": strings.TrimPrefix(tlsSrv.URL, "https://"),
 	}}
@@ -166,13 +137,11 @@ func TestFetch(t *testing.T) {
 			}
 		})
 	}
-	d.mu.Lock()
-	for _, a := range d.dialed {
+	for _, a := range d.Dialed() {
 		if strings.HasPrefix(a, "10.") || strings.HasPrefix(a, "127.") {
 			t.Errorf("the proxy dialled %s", a)
 		}
 	}
-	d.mu.Unlock()
 	if !strings.Contains(logs(), `"host":"evil.example"`) {
 		t.Errorf("no decision logged for evil.example:\n%s", logs())
 	}
