@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -91,4 +92,43 @@ func (c *Conn) Recv() strict.Variant {
 		c.T.Fatalf("decode %s: %v", b, err)
 	}
 	return v
+}
+
+// Start runs a daemon's run function in the background until the socket
+// at ready appears (failing the test if run returns first or the socket
+// never comes), and returns stop, which cancels run and fails the test if
+// it returned an error. The test's cleanup stops it if the test did not.
+func Start(t testing.TB, what, ready string, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("%s did not start: %v", what, err)
+		default:
+		}
+		if i > 500 {
+			cancel()
+			t.Fatalf("%s did not start: no %s after 5 s", what, ready)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: Run = %v", what, err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	return stop
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
@@ -63,29 +62,9 @@ func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, slog.New(slog.DiscardHandler), cfg, false) }()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(filepath.Join(cfg.AdminSocketDir, AdminSocket)); err == nil {
-			break
-		}
-		if i > 500 {
-			t.Fatal("brokerd did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	h := &harness{cfg: cfg}
-	h.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		if ctx.Err() == nil {
-			h.stop()
-		}
+	h.stop = sockettest.Start(t, "brokerd", filepath.Join(cfg.AdminSocketDir, AdminSocket), func(ctx context.Context) error {
+		return Run(ctx, slog.New(slog.DiscardHandler), cfg, false)
 	})
 	return h
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
@@ -39,34 +38,9 @@ func start(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, slog.New(slog.DiscardHandler), cfg) }()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(filepath.Join(cfg.AdminSocketDir, AdminSocket)); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("memoryd did not start: %v", err)
-		default:
-		}
-		if i > 500 {
-			t.Fatal("memoryd did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	h := &harness{cfg: cfg}
-	h.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		if ctx.Err() == nil {
-			h.stop()
-		}
+	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.AdminSocketDir, AdminSocket), func(ctx context.Context) error {
+		return Run(ctx, slog.New(slog.DiscardHandler), cfg)
 	})
 	return h
 }
