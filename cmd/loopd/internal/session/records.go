@@ -15,135 +15,36 @@
 package session
 
 import (
-	"fmt"
-
-	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
 )
 
-// Every record carries the turn it belongs to. A user message that arrives
-// while turn N runs is logged at once with turn N+1: replay orders records
-// by turn (stably), so it reaches the model after turn N's records.
+// The records are pkg/sessionlog's, shared with memoryd, which indexes
+// the same logs.
+type (
+	User         = sessionlog.User
+	Assistant    = sessionlog.Assistant
+	ResultStatus = sessionlog.ResultStatus
+	ToolResult   = sessionlog.ToolResult
+	Usage        = sessionlog.Usage
+	CacheLoss    = sessionlog.CacheLoss
+	Approval     = sessionlog.Approval
+	Stopped      = sessionlog.Stopped
+	TurnEnd      = sessionlog.TurnEnd
+	Record       = sessionlog.Record
+)
 
-// User is one message from the owner (or the channel's user).
-type User struct {
-	Turn int64  `json:"turn"`
-	Text string `json:"text"`
-}
-
-// Assistant is one model reply, exactly as the server streamed it.
-type Assistant struct {
-	Turn    int64         `json:"turn"`
-	Message llama.Message `json:"message"`
-}
-
-// ResultStatus says how a tool call ended.
-type ResultStatus string
-
-// The statuses. Only "ok" and "error" carry tool output.
+// The tool result statuses.
 const (
-	StatusOK          ResultStatus = "ok"          // the tool ran and succeeded
-	StatusError       ResultStatus = "error"       // the tool ran and failed; the output says why
-	StatusDenied      ResultStatus = "denied"      // brokerd refused it
-	StatusNotRun      ResultStatus = "not_run"     // runaway control stopped the turn first
-	StatusInterrupted ResultStatus = "interrupted" // loopd stopped before the result came
+	StatusOK          = sessionlog.StatusOK
+	StatusError       = sessionlog.StatusError
+	StatusDenied      = sessionlog.StatusDenied
+	StatusNotRun      = sessionlog.StatusNotRun
+	StatusInterrupted = sessionlog.StatusInterrupted
 )
-
-// ToolResult answers one tool call of the preceding assistant message.
-type ToolResult struct {
-	Turn      int64           `json:"turn"`
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"` // the target tool, never call_tool
-	Status    ResultStatus    `json:"status"`
-	Content   string          `json:"content"` // what the model sees, capped when logged
-	Truncated bool            `json:"truncated"`
-	Class     dataclass.Class `json:"class"`
-	Untrusted bool            `json:"untrusted"`
-}
-
-// Usage follows each Assistant record: what the server reported about the
-// completion, in whole numbers (microseconds for times: the wire has no
-// floats).
-type Usage struct {
-	Turn            int64 `json:"turn"`
-	CacheN          int   `json:"cache_n"`
-	PromptN         int   `json:"prompt_n"`
-	PredictedN      int   `json:"predicted_n"`
-	PromptUS        int64 `json:"prompt_us"`
-	PredictedUS     int64 `json:"predicted_us"`
-	PromptTokens    int   `json:"prompt_tokens"`
-	ReasoningTokens int   `json:"reasoning_tokens"`
-	CapFired        bool  `json:"cap_fired"`
-	CacheGap        int   `json:"cache_gap"`
-}
-
-// CacheLoss records that the server re-read more than the last token: an
-// expected event on a shared server, never an error.
-type CacheLoss struct {
-	Turn      int64 `json:"turn"`
-	Tokens    int   `json:"tokens"`
-	PrevTotal int   `json:"prev_total"`
-	Cached    int   `json:"cached"`
-}
-
-// Approval records an approval's state as loopd learned it.
-type Approval struct {
-	Turn   int64  `json:"turn"`
-	CallID string `json:"call_id"`
-	ID     int64  `json:"id"`
-	State  string `json:"state"` // "pending", "approved", "refused", "expired"
-}
-
-// Stopped records runaway control ending a turn.
-type Stopped struct {
-	Turn   int64           `json:"turn"`
-	Reason wire.StopReason `json:"reason"`
-	Msg    string          `json:"msg"`
-}
-
-// TurnEnd closes a turn. A turn with no TurnEnd was interrupted.
-type TurnEnd struct {
-	Turn int64 `json:"turn"`
-}
-
-// Tags.
-func (*User) Tag() string       { return "user" }
-func (*Assistant) Tag() string  { return "assistant" }
-func (*ToolResult) Tag() string { return "tool_result" }
-func (*Usage) Tag() string      { return "usage" }
-func (*CacheLoss) Tag() string  { return "cache_loss" }
-func (*Approval) Tag() string   { return "approval" }
-func (*Stopped) Tag() string    { return "stopped" }
-func (*TurnEnd) Tag() string    { return "turn_end" }
-
-// Record is one line of the log.
-type Record interface {
-	strict.Variant
-	turn() int64
-}
-
-func (r *User) turn() int64       { return r.Turn }
-func (r *Assistant) turn() int64  { return r.Turn }
-func (r *ToolResult) turn() int64 { return r.Turn }
-func (r *Usage) turn() int64      { return r.Turn }
-func (r *CacheLoss) turn() int64  { return r.Turn }
-func (r *Approval) turn() int64   { return r.Turn }
-func (r *Stopped) turn() int64    { return r.Turn }
-func (r *TurnEnd) turn() int64    { return r.Turn }
 
 // Records is the union of every record type.
-var Records = strict.NewUnion[Record]("type",
-	func() Record { return new(User) },
-	func() Record { return new(Assistant) },
-	func() Record { return new(ToolResult) },
-	func() Record { return new(Usage) },
-	func() Record { return new(CacheLoss) },
-	func() Record { return new(Approval) },
-	func() Record { return new(Stopped) },
-	func() Record { return new(TurnEnd) },
-)
+var Records = sessionlog.Records
 
 // Baseline is the fixed head of every request in an epoch: the system
 // message (system prompt, then the identity block) and the tools array.
@@ -152,17 +53,4 @@ var Records = strict.NewUnion[Record]("type",
 type Baseline struct {
 	System string       `json:"system"`
 	Tools  []llama.Tool `json:"tools"`
-}
-
-var statuses = []ResultStatus{StatusOK, StatusError, StatusDenied, StatusNotRun, StatusInterrupted}
-
-// UnmarshalText refuses a status this version does not know.
-func (s *ResultStatus) UnmarshalText(b []byte) error {
-	for _, v := range statuses {
-		if string(b) == string(v) {
-			*s = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown tool result status %q", b)
 }

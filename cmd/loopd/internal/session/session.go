@@ -149,11 +149,11 @@ func (s *Session) Close() error { return s.w.Close() }
 func Replay(b Baseline, recs []Record, upTo int64) []llama.Message {
 	ordered := make([]Record, 0, len(recs))
 	for _, r := range recs {
-		if r.turn() <= upTo {
+		if r.TurnOf() <= upTo {
 			ordered = append(ordered, r)
 		}
 	}
-	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].turn() < ordered[j].turn() })
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].TurnOf() < ordered[j].TurnOf() })
 	msgs := []llama.Message{{Role: llama.RoleSystem, Content: b.System}}
 	for _, r := range ordered {
 		switch r := r.(type) {
@@ -211,7 +211,7 @@ func StateOf(recs []Record) State {
 	answered := map[string]bool{}
 	calls := map[int64][]llama.ToolCall{}
 	for _, r := range recs {
-		t := r.turn()
+		t := r.TurnOf()
 		last = max(last, t)
 		switch r := r.(type) {
 		case *User:

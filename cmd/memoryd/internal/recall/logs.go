@@ -13,103 +13,14 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// memoryd reads loopd's session logs (sessions/<id>/<epoch>.jsonl) but may
-// not import loopd's code, so it decodes the records it needs here,
-// strictly, field for field as loopd writes them: a record type or field
-// it does not know stops the indexing of that log loudly, rather than
-// being skipped.
-
-type (
-	userRec struct {
-		Turn int64  `json:"turn"`
-		Text string `json:"text"`
-	}
-	callRec struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-	assistantRec struct {
-		Turn    int64 `json:"turn"`
-		Message struct {
-			Role             string    `json:"role"`
-			Content          string    `json:"content"`
-			ReasoningContent string    `json:"reasoning_content,omitempty"`
-			ToolCalls        []callRec `json:"tool_calls,omitempty"`
-			ToolCallID       string    `json:"tool_call_id,omitempty"`
-			Name             string    `json:"name,omitempty"`
-		} `json:"message"`
-	}
-	resultRec struct {
-		Turn      int64           `json:"turn"`
-		CallID    string          `json:"call_id"`
-		Tool      string          `json:"tool"`
-		Status    string          `json:"status"`
-		Content   string          `json:"content"`
-		Truncated bool            `json:"truncated"`
-		Class     dataclass.Class `json:"class"`
-		Untrusted bool            `json:"untrusted"`
-	}
-	usageRec struct {
-		Turn            int64 `json:"turn"`
-		CacheN          int   `json:"cache_n"`
-		PromptN         int   `json:"prompt_n"`
-		PredictedN      int   `json:"predicted_n"`
-		PromptUS        int64 `json:"prompt_us"`
-		PredictedUS     int64 `json:"predicted_us"`
-		PromptTokens    int   `json:"prompt_tokens"`
-		ReasoningTokens int   `json:"reasoning_tokens"`
-		CapFired        bool  `json:"cap_fired"`
-		CacheGap        int   `json:"cache_gap"`
-	}
-	cacheLossRec struct {
-		Turn      int64 `json:"turn"`
-		Tokens    int   `json:"tokens"`
-		PrevTotal int   `json:"prev_total"`
-		Cached    int   `json:"cached"`
-	}
-	approvalRec struct {
-		Turn   int64  `json:"turn"`
-		CallID string `json:"call_id"`
-		ID     int64  `json:"id"`
-		State  string `json:"state"`
-	}
-	stoppedRec struct {
-		Turn   int64  `json:"turn"`
-		Reason string `json:"reason"`
-		Msg    string `json:"msg"`
-	}
-	turnEndRec struct {
-		Turn int64 `json:"turn"`
-	}
-)
-
-func (*userRec) Tag() string      { return "user" }
-func (*assistantRec) Tag() string { return "assistant" }
-func (*resultRec) Tag() string    { return "tool_result" }
-func (*usageRec) Tag() string     { return "usage" }
-func (*cacheLossRec) Tag() string { return "cache_loss" }
-func (*approvalRec) Tag() string  { return "approval" }
-func (*stoppedRec) Tag() string   { return "stopped" }
-func (*turnEndRec) Tag() string   { return "turn_end" }
-
-var records = strict.NewUnion[strict.Variant]("type",
-	func() strict.Variant { return new(userRec) },
-	func() strict.Variant { return new(assistantRec) },
-	func() strict.Variant { return new(resultRec) },
-	func() strict.Variant { return new(usageRec) },
-	func() strict.Variant { return new(cacheLossRec) },
-	func() strict.Variant { return new(approvalRec) },
-	func() strict.Variant { return new(stoppedRec) },
-	func() strict.Variant { return new(turnEndRec) },
-)
+// memoryd reads loopd's session logs (sessions/<id>/<epoch>.jsonl) with
+// the record types loopd writes them with (pkg/sessionlog), strictly: a
+// record type or field it does not know stops the indexing of that log
+// loudly, rather than being skipped.
 
 // Doc is one indexed item: a message of a session, or a note.
 type Doc struct {
@@ -189,7 +100,7 @@ func ReadLog(path string) ([]Turn, error) {
 	}
 	defer f.Close()
 	err = jsonl.ScanReader(f, path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
-		v, err := records.Decode(b)
+		v, err := sessionlog.Records.Decode(b)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v", path, n, err)
 		}
@@ -199,19 +110,19 @@ func ReadLog(path string) ([]Turn, error) {
 			}
 		}
 		switch r := v.(type) {
-		case *userRec:
+		case *sessionlog.User:
 			doc(r.Turn, r.Text)
-		case *assistantRec:
+		case *sessionlog.Assistant:
 			doc(r.Turn, r.Message.Content)
 			for _, c := range r.Message.ToolCalls {
 				doc(r.Turn, c.Function.Name+" "+c.Function.Arguments)
 			}
-		case *resultRec:
+		case *sessionlog.ToolResult:
 			if !r.Class.Valid() {
 				return fmt.Errorf("%s:%d: tool result without a class", path, n)
 			}
 			class, untrusted = dataclass.Join(class, r.Class), untrusted || r.Untrusted
-		case *turnEndRec:
+		case *sessionlog.TurnEnd:
 			t := Turn{Session: session, Epoch: epoch, Turn: r.Turn, Class: class, Untrusted: untrusted, Docs: open[r.Turn]}
 			for i := range t.Docs {
 				t.Docs[i].Class, t.Docs[i].Source = class, SourceOf(untrusted)
