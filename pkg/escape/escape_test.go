@@ -139,18 +139,24 @@ func hostile(rng *rand.Rand) string {
 func TestRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 5000 {
-		s := hostile(rng)
-		for _, m := range []mode{modeText, modeLine} {
-			out := escape(s, m)
-			if err := visible(out, m); err != nil {
-				t.Fatalf("escape(%q, %d) = %q: %v", s, m, out, err)
-			}
-			if back, err := unescape(out); err != nil || back != s {
-				t.Fatalf("unescape(escape(%q, %d)) = %q, %v", s, m, back, err)
-			}
-		}
-		checkJSON(t, s)
+		checkRoundTrip(t, hostile(rng))
 	}
+}
+
+// checkRoundTrip: every escaped form of s is visible and decodes back to
+// s, and its JSON escape holds.
+func checkRoundTrip(t *testing.T, s string) {
+	t.Helper()
+	for _, m := range []mode{modeText, modeLine} {
+		out := escape(s, m)
+		if err := visible(out, m); err != nil {
+			t.Fatalf("escape(%q, %d) = %q: %v", s, m, out, err)
+		}
+		if back, err := unescape(out); err != nil || back != s {
+			t.Fatalf("unescape(escape(%q, %d)) = %q, %v", s, m, back, err)
+		}
+	}
+	checkJSON(t, s)
 }
 
 func TestJSON(t *testing.T) {
@@ -196,17 +202,7 @@ func FuzzEscape(f *testing.F) {
 		f.Add([]byte(tt.in))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := string(data)
-		for _, m := range []mode{modeText, modeLine} {
-			out := escape(s, m)
-			if err := visible(out, m); err != nil {
-				t.Fatalf("escape(%q, %d) = %q: %v", s, m, out, err)
-			}
-			if back, err := unescape(out); err != nil || back != s {
-				t.Fatalf("unescape(escape(%q, %d)) = %q, %v", s, m, back, err)
-			}
-		}
-		checkJSON(t, s)
+		checkRoundTrip(t, string(data))
 	})
 }
 
