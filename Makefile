@@ -9,7 +9,7 @@ FUZZTIME ?= 60s
 OFFLINE := GOPROXY=file://$(shell go env GOMODCACHE)/cache/download GOSUMDB=off
 # The build tags of Podman's bindings (brokerd's runner), for every
 # command that compiles the whole tree; cmd/brokerd/tags.txt is the one
-# list (internal/archtest reads it too).
+# list (checks/arch reads it too).
 empty :=
 space := $(empty) $(empty)
 comma := ,
@@ -21,7 +21,7 @@ TAGS := $(if $(BUILD_TAGS),-tags $(subst $(space),$(comma),$(BUILD_TAGS)))
 test: setup gate
 
 setup:
-	scripts/setup
+	checks/setup
 
 gate: fmt vet staticcheck race
 
@@ -36,19 +36,19 @@ staticcheck:
 	$(OFFLINE) go run $(STATICCHECK) $(TAGS) ./...
 
 # Every test, with the race detector, including the architecture checks in
-# internal/archtest (file length, imports, package docs, runbook anchors,
+# checks/arch (file length, imports, package docs, runbook anchors,
 # per-binary dependency lists, documented modules), and the real-container
-# tests against the Podman that scripts/setup built (internal/podmantest).
+# tests against the Podman that checks/setup built (checks/podmantest).
 race:
 	$(OFFLINE) CGO_ENABLED=1 go test $(TAGS) -race -count=1 ./...
 
 # Rewrite cmd/*/deps.txt after reviewing a dependency change.
 deps:
-	go test ./internal/archtest -run TestRepoDeps -update
+	go test ./checks/arch -run TestRepoDeps -update
 
 # Run every fuzz target for FUZZTIME (60 s by default) each.
 fuzz:
-	scripts/fuzz $(FUZZTIME)
+	checks/fuzz $(FUZZTIME)
 
 build:
 	CGO_ENABLED=0 go build $(TAGS) -trimpath -o bin/ ./cmd/...

@@ -13,21 +13,21 @@ import (
 	"testing"
 )
 
-// buildImage runs scripts/tool-image and returns the tar's bytes. Without
+// buildImage runs images/tool-image and returns the tar's bytes. Without
 // busybox-static it skips, unless CI is set: there it fails.
 func buildImage(t *testing.T) []byte {
 	t.Helper()
 	if out, err := exec.Command("dpkg", "-S", "/bin/busybox").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "busybox-static:") {
 		if os.Getenv("CI") != "" {
-			t.Fatal("busybox-static is not installed; scripts/setup installs it")
+			t.Fatal("busybox-static is not installed; checks/setup installs it")
 		}
 		t.Skip("busybox-static is not installed (apt-get install busybox-static ca-certificates)")
 	}
 	out := filepath.Join(t.TempDir(), "tool.tar")
-	cmd := exec.Command("../../scripts/tool-image", out)
+	cmd := exec.Command("../../images/tool-image", out)
 	cmd.Env = append(os.Environ(), "TOOLKIT_TAGS=")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/tool-image: %v\n%s", err, b)
+		t.Fatalf("images/tool-image: %v\n%s", err, b)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {

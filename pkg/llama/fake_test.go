@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
 // These tests run the client against the fake llama-server
-// (internal/fake/llama), end to end over HTTP. The liveness tests are in
+// (checks/fake/llama), end to end over HTTP. The liveness tests are in
 // fake_liveness_test.go.
 
 const fakeModel = "fake-model" // fake.Options.ModelAlias's default

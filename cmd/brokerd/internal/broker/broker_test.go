@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/wire"

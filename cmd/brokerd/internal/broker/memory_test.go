@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/frame"

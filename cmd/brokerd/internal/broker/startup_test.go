@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
-	"wntrmute.dev/boxmaker/internal/podmantest"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // socksConnect speaks SOCKS5 (RFC 1928) to a call's egress proxy over

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // shellIn runs one shell command through the real toolkit, in a fresh

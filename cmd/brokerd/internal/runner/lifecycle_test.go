@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 func TestLifecycleStub(t *testing.T) {

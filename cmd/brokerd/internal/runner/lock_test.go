@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 func TestMountLockOrdersCalls(t *testing.T) {

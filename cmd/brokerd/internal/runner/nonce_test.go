@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // cutAfterCreate is a Unix socket in front of Podman's that forwards each

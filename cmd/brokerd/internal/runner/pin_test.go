@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // TestSwappedMountNeverRuns: a mount path replaced between the mount

@@ -18,7 +18,7 @@ var (
 	ErrTestnetImage = errors.New("the tool image was built with the test-only boxmaker_testnet tag (its egress proxy may reach private networks), so brokerd did not start; see docs/runbook.md#tool-image-testnet")
 )
 
-// testnetMarker is the file scripts/tool-image writes, holding the build
+// testnetMarker is the file images/tool-image writes, holding the build
 // tags, when TOOLKIT_TAGS is set.
 const testnetMarker = "/etc/boxmaker-tool-tags"
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/containers/podman/v5/libpod/define"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // goodProbe is what the probe prints in a rootful tool container.

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // rootlessUser is the unprivileged user the rootless test creates, with

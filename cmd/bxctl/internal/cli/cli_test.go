@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 )
 
 func run(args ...string) (int, string, string) {

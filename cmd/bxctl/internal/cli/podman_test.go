@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // TestPodmanRoleOnlyForItsOwnSocket: bxctl up runs a Podman service only
@@ -55,7 +55,7 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 }
 
 // TestUpStartsPodman starts the Podman role as `bxctl up` does, with the
-// Podman scripts/setup built (storage redirected to a temporary
+// Podman checks/setup built (storage redirected to a temporary
 // directory), and reaches its API on the socket brokerd's config names.
 func TestUpStartsPodman(t *testing.T) {
 	bin, conf, err := podmantest.Find()

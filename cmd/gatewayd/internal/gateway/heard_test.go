@@ -3,8 +3,8 @@ package gateway
 import (
 	"testing"
 
+	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
 )
 
 const (

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
+	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
-	"wntrmute.dev/boxmaker/internal/sockettest"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"

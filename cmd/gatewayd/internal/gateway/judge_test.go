@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
+	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 )
 
 // logLines returns the rig's JSON log records.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/mattermost"
+	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/secret"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 

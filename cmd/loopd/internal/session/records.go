@@ -14,10 +14,7 @@
 //     owner acts (docs/runbook.md#torn-log, #session-log-damaged).
 package session
 
-import (
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-)
+import "wntrmute.dev/boxmaker/pkg/sessionlog"
 
 // The records are pkg/sessionlog's, shared with memoryd, which indexes
 // the same logs.
@@ -46,11 +43,12 @@ const (
 // Records is the union of every record type.
 var Records = sessionlog.Records
 
-// Baseline is the fixed head of every request in an epoch: the system
-// message (system prompt, then the identity block) and the tools array.
-// It is snapshotted when the epoch starts; later edits apply to later
-// epochs only.
-type Baseline struct {
-	System string       `json:"system"`
-	Tools  []llama.Tool `json:"tools"`
-}
+// Baseline is the fixed head of every request in an epoch.
+type Baseline = sessionlog.Baseline
+
+// Replay and ToolMessage are pkg/sessionlog's: the request is a pure
+// function of the files, whoever reads them.
+var (
+	Replay      = sessionlog.Replay
+	ToolMessage = sessionlog.ToolMessage
+)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )

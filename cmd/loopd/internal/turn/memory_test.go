@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 )
 

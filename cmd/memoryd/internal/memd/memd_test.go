@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/internal/sockettest"
+	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"fmt"
@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	llama "wntrmute.dev/boxmaker/internal/fake/llama"
-	mm "wntrmute.dev/boxmaker/internal/fake/mattermost"
-	"wntrmute.dev/boxmaker/internal/stacktest"
+	llama "wntrmute.dev/boxmaker/checks/fake/llama"
+	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 )
 
-const stackGrants = `
+const gatewayGrants = `
 [[grant]]
 id = "downloads-read"
 tool = "read_file"
@@ -37,7 +36,7 @@ func TestStackGateway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
-	bin := stacktest.Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
+	bin := Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
 	// Socket paths must stay short: a temp dir of its own.
 	root, err := os.MkdirTemp("", "bxs")
 	if err != nil {
@@ -77,7 +76,7 @@ func TestStackGateway(t *testing.T) {
 		}
 	}
 	write("config/inferproxy.toml", fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(state, "run", "infer"), u.Host))
-	write("grants/downloads.toml", stackGrants)
+	write("grants/downloads.toml", gatewayGrants)
 	write("config/gatewayd.toml", fmt.Sprintf(`url = %q
 token = "env:BOXMAKER_TEST_MM_TOKEN"
 state_dir = %q
@@ -93,7 +92,7 @@ users = [%q]
 `, fmm.URL(), state, filepath.Join(state, "run", "loop", "loop.sock"), filepath.Join(state, "run", "gateway"),
 		owner.ID, mallory.ID, channel, owner.ID))
 
-	stacktest.Up(t, bin, state, u.Host, []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token})
+	Up(t, bin, state, u.Host, []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token})
 	logs := func() string {
 		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
 		return string(b)

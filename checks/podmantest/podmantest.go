@@ -1,5 +1,5 @@
 // Package podmantest starts a real Podman API service for tests: the
-// Podman that scripts/podman-setup built at the version go.mod pins for
+// Podman that checks/podman-setup built at the version go.mod pins for
 // the bindings, with the containers.conf it wrote, on a socket in a
 // temporary directory, with its own storage there too, and stops it when
 // the tests end.
@@ -103,7 +103,7 @@ func Start(o Options) (*Service, error) {
 		// namespace of its own (userns=auto).
 		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
 			if b, _ := os.ReadFile(f); !regexp.MustCompile(`(?m)^containers:`).Match(b) {
-				return nil, fmt.Errorf("%s has no subordinate ids for user containers; run scripts/setup (as root it adds them)", f)
+				return nil, fmt.Errorf("%s has no subordinate ids for user containers; run checks/setup (as root it adds them)", f)
 			}
 		}
 	}
@@ -305,7 +305,7 @@ func (s *Service) CLI(stdin []byte, args ...string) (string, error) {
 }
 
 // Find locates the podman binary and containers.conf that
-// scripts/podman-setup built and wrote for go.mod's bindings version
+// checks/podman-setup built and wrote for go.mod's bindings version
 // ($BOXMAKER_PODMAN overrides the binary).
 func Find() (bin, conf string, err error) {
 	version, err := Version()
@@ -327,7 +327,7 @@ func Find() (bin, conf string, err error) {
 	}
 	for _, p := range []string{bin, conf} {
 		if _, err := os.Stat(p); err != nil {
-			return "", "", fmt.Errorf("%s is missing; run scripts/setup (it builds podman %s)", p, version)
+			return "", "", fmt.Errorf("%s is missing; run checks/setup (it builds podman %s)", p, version)
 		}
 	}
 	return bin, conf, nil

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"encoding/json"
@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/llama"
+	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
 

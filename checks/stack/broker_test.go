@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 )
 
 const stackGrants = `

@@ -35,7 +35,7 @@ var (
 	toolIDs = map[string]string{} // by service directory and tags
 )
 
-// ToolImage builds the tool image with scripts/tool-image (the toolkit,
+// ToolImage builds the tool image with images/tool-image (the toolkit,
 // a static busybox, the CA bundle; see docs/tool-image.md), imports it
 // once per service and returns its ID. $BOXMAKER_TOOL_TAR names a tar
 // built already, to import instead.
@@ -69,11 +69,11 @@ func (s *Service) toolImage(t testing.TB, tags string) string {
 		tarPath := os.Getenv("BOXMAKER_TOOL_TAR")
 		if tarPath == "" || tags != "" {
 			tarPath = filepath.Join(s.dir, "tool-image"+tags+".tar")
-			cmd := exec.Command(filepath.Join(root, "scripts", "tool-image"), tarPath)
+			cmd := exec.Command(filepath.Join(root, "images", "tool-image"), tarPath)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "TOOLKIT_TAGS="+tags)
 			if out, err := cmd.CombinedOutput(); err != nil {
-				return "", fmt.Errorf("scripts/tool-image: %v: %s", err, out)
+				return "", fmt.Errorf("images/tool-image: %v: %s", err, out)
 			}
 		}
 		b, err := os.ReadFile(tarPath)

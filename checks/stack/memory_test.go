@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/checks/podmantest"
+	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 )
 
 // untrustedFiles sets up what a session reads through a real tool call:

@@ -1,4 +1,4 @@
-package archtest
+package arch
 
 import (
 	"flag"
@@ -27,6 +27,7 @@ func TestRepoDocs(t *testing.T)    { report(t, Docs(root)) }
 func TestRepoRunbook(t *testing.T) { report(t, Runbook(root)) }
 func TestRepoModules(t *testing.T) { report(t, Modules(root)) }
 func TestRepoDeps(t *testing.T)    { report(t, Deps(root, *update)) }
+func TestRepoTop(t *testing.T)     { report(t, Top(root)) }
 
 // The same checks on planted trees, each of which must be caught.
 
@@ -70,6 +71,16 @@ func TestPlantedLongFile(t *testing.T) {
 	expect(t, got, "pkg/b/b.go: 501 lines")
 }
 
+func TestPlantedTop(t *testing.T) {
+	dir := plant(t, map[string]string{"cmd/x/main.go": "package main\n", "scripts/setup": "#!/bin/sh\n", "internal/a/a.go": "package a\n", ".gitignore": "/bin/\n", "bin/bxctl": ""})
+	got := Top(dir)
+	expect(t, got, "scripts: not one of the top level's entries")
+	expect(t, got, "internal: not one of the top level's entries")
+	if len(got) != 2 {
+		t.Errorf("Top = %q, want exactly scripts and internal (bin/ is ignored build output)", got)
+	}
+}
+
 func TestPlantedImports(t *testing.T) {
 	dir := plant(t, map[string]string{
 		"pkg/core/core.go":                      "// Package core imports a role.\npackage core\nimport _ \"example.com/m/cmd/loopd/internal/x\"\n",
@@ -79,14 +90,20 @@ func TestPlantedImports(t *testing.T) {
 		"cmd/brokerd/internal/broker/b.go":      "// Package broker drives Podman itself.\npackage broker\nimport _ \"github.com/containers/podman/v5/pkg/bindings\"\n",
 		"cmd/brokerd/internal/runner/r.go":      "// Package runner may.\npackage runner\nimport _ \"github.com/containers/podman/v5/pkg/bindings\"\n",
 		"cmd/brokerd/internal/broker/b_test.go": "package broker\nimport _ \"github.com/containers/podman/v5/pkg/bindings\"\n",
+		"cmd/loopd/internal/z/z.go":             "// Package z links a test double.\npackage z\nimport _ \"example.com/m/checks/fake/llama\"\n",
+		"pkg/w/w.go":                            "// Package w links a harness.\npackage w\nimport _ \"example.com/m/checks/stack\"\n",
+		"cmd/loopd/internal/z/z_test.go":        "package z\nimport _ \"example.com/m/checks/fake/llama\"\n",
+		"checks/stack/s.go":                     "// Package stack may use the fakes.\npackage stack\nimport _ \"example.com/m/checks/fake/llama\"\n",
 	})
 	got := Imports(dir)
 	expect(t, got, "cmd/brokerd/internal/broker/b.go: imports github.com/containers/podman/v5/pkg/bindings; only cmd/brokerd/internal/runner drives Podman")
 	expect(t, got, "pkg/core/core.go: pkg/ imports example.com/m/cmd/loopd/internal/x")
 	expect(t, got, "cmd/brokerd/internal/p/p.go: role brokerd imports role loopd")
 	expect(t, got, "cmd/brokerd/internal/q/q_test.go: role brokerd imports role gatewayd")
-	if len(got) != 4 {
-		t.Errorf("Imports = %q, want exactly 4 problems (a role importing itself, the runner and a test importing the bindings are fine)", got)
+	expect(t, got, "cmd/loopd/internal/z/z.go: imports example.com/m/checks/fake/llama; no product package may import checks/")
+	expect(t, got, "pkg/w/w.go: imports example.com/m/checks/stack; no product package may import checks/")
+	if len(got) != 6 {
+		t.Errorf("Imports = %q, want exactly 6 problems (a role importing itself, the runner and a test importing the bindings, a test or checks/ importing checks/ are fine)", got)
 	}
 }
 

@@ -1,11 +1,11 @@
-// Package stacktest builds the role binaries and runs `bxctl up` for the
+// Package stack builds the role binaries and runs `bxctl up` for the
 // whole-stack tests of several roles, so that each runs the stack the way
 // the owner does.
 //
 // Invariant: a stack started here is stopped (SIGTERM, then waited for)
 // when its test ends, and every binary is built with its role's own build
 // tags (cmd/<role>/tags.txt), as `make build` builds it.
-package stacktest
+package stack
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
-	"wntrmute.dev/boxmaker/internal/podmantest"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
@@ -97,8 +97,8 @@ func TestStackUpRunsPodman(t *testing.T) {
 	t.Setenv("PODMAN_IGNORE_CGROUPSV1_WARNING", "1")
 	t.Setenv("PATH", filepath.Dir(podman)+":"+os.Getenv("PATH"))
 	tarball := filepath.Join(tmp, "tool.tar")
-	if out, err := exec.Command("../../scripts/tool-image", tarball).CombinedOutput(); err != nil {
-		t.Fatalf("scripts/tool-image: %v\n%s", err, out)
+	if out, err := exec.Command(filepath.Join(root(), "images", "tool-image"), tarball).CombinedOutput(); err != nil {
+		t.Fatalf("images/tool-image: %v\n%s", err, out)
 	}
 	if out, err := exec.Command(podman, "import", tarball, "localhost/boxmaker-tool:test").CombinedOutput(); err != nil {
 		t.Fatalf("podman import: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package archtest
+package arch
 
 import (
 	"os"
@@ -15,7 +15,7 @@ func TestGateCatchesPlantedDefects(t *testing.T) {
 		t.Skip("runs make, go vet, staticcheck and go test -race on planted modules")
 	}
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Fatal("make is not installed; run scripts/setup")
+		t.Fatal("make is not installed; run checks/setup")
 	}
 	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {

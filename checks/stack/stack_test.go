@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"bytes"
@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	fake "wntrmute.dev/boxmaker/internal/fake/llama"
-	"wntrmute.dev/boxmaker/internal/stacktest"
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
 
@@ -38,7 +37,7 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 // buildStack builds the role binaries into one directory.
 func buildStack(t *testing.T) string {
 	t.Helper()
-	return stacktest.Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd")
+	return Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd")
 }
 
 // selftestReplies are what a capable model answers loopd's startup
@@ -56,7 +55,7 @@ func selftestReplies(srv *fake.Server) {
 func up(t *testing.T, bin, state string, srv *fake.Server, extra ...string) <-chan error {
 	t.Helper()
 	u, _ := url.Parse(srv.URL())
-	return stacktest.Up(t, bin, state, u.Host, nil, extra...)
+	return Up(t, bin, state, u.Host, nil, extra...)
 }
 
 // preconfigure writes inferproxy's config before bxctl up does (it never
