@@ -84,6 +84,11 @@ type formBuilder struct {
 }
 
 func (f *formBuilder) add(r rune, off int) {
+	if r < 0x80 {
+		f.b.WriteByte(byte(r))
+		f.off = append(f.off, off)
+		return
+	}
 	n := f.b.Len()
 	f.b.WriteRune(r)
 	for range f.b.Len() - n {
@@ -95,16 +100,29 @@ func (f *formBuilder) done(end int) form {
 	return form{s: f.b.String(), off: append(f.off, end)}
 }
 
-func alnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+func alnum(r rune) bool {
+	if r < 0x80 {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func space(r rune) bool {
+	if r < 0x80 {
+		return r == ' ' || '\t' <= r && r <= '\r'
+	}
+	return unicode.IsSpace(r)
+}
 
 // markupForm is the form markup is found in: every white space rune
 // removed, so "<tool_\ncall>" and "< |im_start| >" read as the markup they
 // are.
 func markupForm(us []unit, end int) form {
 	var f formBuilder
+	f.b.Grow(len(us))
 	f.off = make([]int, 0, len(us)+1)
 	for _, u := range us {
-		if !unicode.IsSpace(u.r) {
+		if !space(u.r) {
 			f.add(u.r, u.off)
 		}
 	}
@@ -124,9 +142,10 @@ type span struct{ start, end int }
 func phraseForm(us []unit, end int) (form, []span) {
 	join, brk, letters := spaced(us)
 	var f formBuilder
+	f.b.Grow(len(us))
 	f.off = make([]int, 0, len(us)+1)
 	var runs []span
-	space := false
+	inSpace := false
 	for i, u := range us {
 		if join[i] {
 			continue
@@ -135,13 +154,13 @@ func phraseForm(us []unit, end int) (form, []span) {
 			runs = append(runs, span{f.b.Len(), -1})
 		}
 		r := u.r
-		if brk[i] || unicode.IsSpace(r) {
-			if space {
+		if brk[i] || space(r) {
+			if inSpace {
 				continue
 			}
 			r = ' '
 		}
-		space = r == ' '
+		inSpace = r == ' '
 		f.add(r, u.off)
 		if len(letters) > 0 && i == letters[0].end {
 			runs[len(runs)-1].end = f.b.Len()

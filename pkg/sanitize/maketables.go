@@ -9,19 +9,18 @@
 //
 // It keeps a line of the file when its source is not ASCII, compatibility
 // decomposition (NFKD) leaves the source alone (NFKD runs first in the
-// check, so full-width and mathematical letters never need the table), and
-// its target is one ASCII letter, case folded. It also keeps, by hand, the targets
-// TR39 gives as "rn" (the skeleton of m), a target whose only other
-// runes are combining marks (η is "n" and a mark; the check drops marks),
-// a target that is itself a source of the table (п is π, which is n), and
-// a few Latin small capitals and kra that TR39 gives as the prototypes of
-// Cyrillic and Greek letters (ʙ for в, ʜ for н, ʍ for м, ᴛ for т and τ,
-// ĸ for к and κ): the check wants the letter a reader sees in running
-// text, not TR39's skeleton. A target
-// l (TR39's prototype of I as well) from a capital letter (Cyrillic І,
-// Greek Ι) becomes i, because the
-// check folds case after the table and I, not l, is what such a capital
-// reads as in a capitalised word.
+// check, so full-width and mathematical letters never need the table),
+// and its target is one ASCII letter, case folded. It follows a target
+// that is itself a source of the file (up to three steps), drops a
+// target's combining marks (η is "n" and a mark; the check drops marks
+// too), and reads TR39's "rn" (the skeleton of m) as m and a few Latin
+// small capitals and kra that TR39 gives as the prototypes of Cyrillic
+// and Greek letters (ʙ for в, ʜ for н, ʍ for м, ᴛ for т and τ, ĸ for к
+// and κ) as their letters: the check wants the letter a reader sees in
+// running text, not TR39's skeleton. A target l (TR39's prototype of I
+// too) from a capital letter (Cyrillic І, Greek Ι) becomes i, because the
+// check folds case after the table, and in a capitalised word such a
+// capital reads as I.
 package main
 
 import (

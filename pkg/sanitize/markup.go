@@ -3,7 +3,6 @@ package sanitize
 import (
 	"regexp"
 	"strings"
-	"unicode"
 )
 
 // markup is the chat-template markup of the model families in use (Qwen
@@ -58,12 +57,16 @@ var gaugeRE = regexp.MustCompile(`\d+ ?/ ?\d+ ?characters?`)
 func findHeading(us []unit) (int, string, bool) {
 	lines := splitLines(us)
 	for n, l := range lines {
-		text, heading := headingText(us[l.start:l.end])
-		if !heading && n+1 < len(lines) && underline(us[lines[n+1].start:lines[n+1].end]) && strings.TrimSpace(runes(us[l.start:l.end])) != "" {
-			text, heading = runes(us[l.start:l.end]), true
+		line := us[l.start:l.end]
+		text, heading := headingText(line)
+		if !heading && n+1 < len(lines) && underline(us[lines[n+1].start:lines[n+1].end]) {
+			text, heading = runes(line), true
+		}
+		if !heading && !startsWithName(line) {
+			continue
 		}
 		if !heading {
-			text = runes(us[l.start:l.end])
+			text = runes(line)
 		}
 		sq := squashString(text)
 		for _, name := range identityNames {
@@ -86,6 +89,17 @@ func findHeading(us []unit) (int, string, bool) {
 	return 0, "", false
 }
 
+// startsWithName reports a line whose first letter is that of an identity
+// file's name (s, m or u), the only lines that can start with one.
+func startsWithName(line []unit) bool {
+	for _, u := range line {
+		if alnum(u.r) {
+			return u.r == 's' || u.r == 'm' || u.r == 'u'
+		}
+	}
+	return false
+}
+
 func splitLines(us []unit) []span {
 	var lines []span
 	start := 0
@@ -102,7 +116,7 @@ func splitLines(us []unit) []span {
 // and block-quote marks, one or more #.
 func headingText(line []unit) (string, bool) {
 	i := 0
-	for i < len(line) && (unicode.IsSpace(line[i].r) || line[i].r == '>') {
+	for i < len(line) && (space(line[i].r) || line[i].r == '>') {
 		i++
 	}
 	if i >= len(line) || line[i].r != '#' {
@@ -117,8 +131,17 @@ func headingText(line []unit) (string, bool) {
 // underline reports a setext heading's underline: only = or only -, with
 // white space around.
 func underline(line []unit) bool {
-	s := strings.TrimSpace(runes(line))
-	return s != "" && (strings.Trim(s, "=") == "" || strings.Trim(s, "-") == "")
+	var mark rune
+	for _, u := range line {
+		switch {
+		case space(u.r):
+		case (u.r == '=' || u.r == '-') && (mark == 0 || mark == u.r):
+			mark = u.r
+		default:
+			return false
+		}
+	}
+	return mark != 0
 }
 
 func runes(us []unit) string {

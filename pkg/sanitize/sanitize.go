@@ -121,6 +121,8 @@ var shown = strings.NewReplacer("<", "‹", ">", "›", "[", "⟦", "]", "⟧").
 // unassigned runes.
 func invisible(r rune) bool {
 	switch {
+	case r < 0x80:
+		return false // the caller refused ASCII controls already
 	case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Co, r), unicode.Is(unicode.Cs, r):
 		return true
 	case r == 0x2028 || r == 0x2029:
