@@ -9,6 +9,7 @@ require (
 	github.com/opencontainers/runtime-spec v1.2.1
 	go.podman.io/storage v1.62.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/text v0.33.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -116,7 +117,6 @@ require (
 	golang.org/x/net v0.49.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/term v0.39.0 // indirect
-	golang.org/x/text v0.33.0 // indirect
 	golang.org/x/time v0.11.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250414145226-207652e42e2e // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250414145226-207652e42e2e // indirect

@@ -4,19 +4,23 @@
 // text for the prompt.
 //
 // Invariant: text that [Check] accepts is valid UTF-8 and holds no control
-// character but newline and tab, no invisible or format character, no
-// chat-template markup of the model families Boxmaker serves (after
-// folding case and full-width look-alikes), and none of a short fixed list
-// of instruction phrases. The list is defence in depth, kept short and
-// fixed on purpose (docs/decisions.md, 2026-09-24): what keeps injected
-// text out of identity is which sessions may write it, not this list.
+// character but newline and tab, and no invisible or format character;
+// and in its matching forms (compatibility-normalised, combining marks
+// dropped, letters of other scripts that look like Latin ones mapped to
+// them per Unicode TR39, case folded; white space removed for markup,
+// spaced-out letters joined for phrases) it holds no chat-template markup
+// of the model families Boxmaker serves, no markdown heading that names
+// an identity file or imitates the identity block's headings, and none of
+// the instruction phrases in phrases.go. The phrases are defence in depth
+// (docs/sanitize.md, docs/decisions.md 2026-09-24 and 2026-12-01): what
+// keeps injected text out of identity is which sessions may write it, not
+// this list.
 //
 // Check is a pure function; any caller may use it.
 package sanitize
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -32,6 +36,7 @@ const (
 	Invisible Class = "invisible" // a format, invisible or private-use character
 	Markup    Class = "markup"    // chat-template markup
 	Phrase    Class = "phrase"    // an instruction phrase
+	Heading   Class = "heading"   // a markdown heading naming an identity file
 )
 
 // Refusal says why Check refused text: the class, the byte offset of the
@@ -52,33 +57,11 @@ func (r *Refusal) Error() string {
 		return fmt.Sprintf("invisible character %s at byte %d", r.Found, r.Offset)
 	case Markup:
 		return fmt.Sprintf("chat-template markup %q at byte %d", r.Found, r.Offset)
+	case Heading:
+		return fmt.Sprintf("a markdown heading that imitates the identity block (%s) at byte %d", r.Found, r.Offset)
 	default:
 		return fmt.Sprintf("instruction phrase %q at byte %d", r.Found, r.Offset)
 	}
-}
-
-// markup is the chat-template markup of the model families in use (Qwen
-// and its ChatML, Llama, Gemma, Mistral), lower case. Any "<|...|>"
-// special token is refused by [specialRE] as well.
-var markup = []string{
-	"<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-	"<tools>", "</tools>", "<function=", "</function>", "<parameter=", "</parameter>",
-	"<start_of_turn>", "<end_of_turn>", "[inst]", "[/inst]", "<<sys>>", "<</sys>>",
-	"<s>", "</s>", "[tool_calls]", "[available_tools]",
-}
-
-// specialRE matches a special token such as <|im_start|> or <|eot_id|>.
-var specialRE = regexp.MustCompile(`<\|[^\n<>|]{0,40}\|>`)
-
-// phrases are the six instruction phrases, matched on lower-cased text
-// with runs of white space folded to one space.
-var phrases = []*regexp.Regexp{
-	regexp.MustCompile(`ignore (all |any )?(of )?(the |your )?(previous|prior|above|earlier|preceding) (instructions|prompts|rules)`),
-	regexp.MustCompile(`disregard (all |any )?(of )?(the |your )?(previous|prior|above|earlier|preceding) (instructions|prompts|rules)`),
-	regexp.MustCompile(`forget (all |everything )?(of )?(your|the|previous) (instructions|rules)`),
-	regexp.MustCompile(`you are now (a|an|the|in|my) `),
-	regexp.MustCompile(`new (system )?instructions ?:`),
-	regexp.MustCompile(`(reveal|print|repeat|show) (me )?(your|the) system prompt`),
 }
 
 // Check refuses text that may not be persisted for the prompt. The error
@@ -104,19 +87,21 @@ func Check(text string) error {
 			return &Refusal{Class: Invisible, Offset: i, Found: fmt.Sprintf("U+%04X", r)}
 		}
 	}
-	folded, offsets := fold(text)
-	if loc := specialRE.FindStringIndex(folded); loc != nil {
-		return &Refusal{Class: Markup, Offset: offsets[loc[0]], Found: shown(folded[loc[0]:loc[1]])}
+	us := normalise(make([]unit, 0, len(text)), text)
+	m := markupForm(us, len(text))
+	if at, what, ok := findMarkup(m); ok {
+		return &Refusal{Class: Markup, Offset: m.off[at.start], Found: shown(what)}
 	}
-	for _, m := range markup {
-		if i := strings.Index(folded, m); i >= 0 {
-			return &Refusal{Class: Markup, Offset: offsets[i], Found: shown(m)}
+	if i, what, ok := findHeading(us); ok {
+		off := len(text)
+		if i < len(us) {
+			off = us[i].off
 		}
+		return &Refusal{Class: Heading, Offset: off, Found: what}
 	}
-	for _, re := range phrases {
-		if loc := re.FindStringIndex(folded); loc != nil {
-			return &Refusal{Class: Phrase, Offset: offsets[loc[0]], Found: shown(folded[loc[0]:loc[1]])}
-		}
+	p, runs := phraseForm(us, len(text))
+	if at, what, ok := findPhrase(p, runs); ok {
+		return &Refusal{Class: Phrase, Offset: p.off[at.start], Found: shown(clip(what))}
 	}
 	return nil
 }
@@ -136,6 +121,8 @@ var shown = strings.NewReplacer("<", "‹", ">", "›", "[", "⟦", "]", "⟧").
 // unassigned runes.
 func invisible(r rune) bool {
 	switch {
+	case r < 0x80:
+		return false // the caller refused ASCII controls already
 	case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Co, r), unicode.Is(unicode.Cs, r):
 		return true
 	case r == 0x2028 || r == 0x2029:
@@ -151,33 +138,14 @@ func invisible(r rune) bool {
 		!unicode.Is(unicode.P, r) && !unicode.Is(unicode.S, r) && !unicode.Is(unicode.Zs, r) && r != '\n' && r != '\t'
 }
 
-// fold lower-cases text, maps full-width ASCII look-alikes (U+FF01 to
-// U+FF5E) to ASCII and folds runs of white space to one space, so that
-// "<｜IM_START｜>" and "ignore   previous\ninstructions" are found. It
-// returns, for each byte of the result, the offset in text it came from.
-func fold(text string) (string, []int) {
-	var b strings.Builder
-	offsets := make([]int, 0, len(text)+1)
-	space := false
-	for i, r := range text {
-		if r >= 0xff01 && r <= 0xff5e {
-			r -= 0xff01 - 0x21
-		}
-		if unicode.IsSpace(r) {
-			if space {
-				continue
-			}
-			space, r = true, ' '
-		} else {
-			space = false
-		}
-		r = unicode.ToLower(r)
-		n := b.Len()
-		b.WriteRune(r)
-		for range b.Len() - n {
-			offsets = append(offsets, i)
-		}
+// clip shortens what a refusal shows to 60 bytes, on a rune boundary.
+func clip(s string) string {
+	if len(s) <= 60 {
+		return s
 	}
-	offsets = append(offsets, len(text))
-	return b.String(), offsets
+	n := 60
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

@@ -89,10 +89,12 @@ func TestRefusalShowsNoMarkup(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{"tea", "<|im_start|>", "ignore previous instructions", "\u200b", "\xff", "<｜x｜>"} {
+	for _, s := range []string{"tea", "<|im_start|>", "ignore previous instructions", "\u200b", "\xff", "<｜x｜>",
+		"<tool_\ncall>", "< |im_start| >", "# soul.md", "soul.md\n===", "i g n o r e  p r e v i o u s", "іgnоrе", "𝐈𝐠𝐧𝐨𝐫𝐞", "a b c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		checkFold(t, s)
 		err := Check(s)
 		if err == nil {
 			if !utf8.ValidString(s) || strings.Contains(strings.ToLower(s), "<|im_start|>") || strings.ContainsRune(s, '\u200b') {
@@ -104,10 +106,10 @@ func FuzzCheck(f *testing.F) {
 		if !errors.As(err, &r) || r.Offset < 0 || r.Offset > len(s) {
 			t.Fatalf("Check(%q) = %v", s, err)
 		}
-		// The reason never carries the markup it refused.
+		// The reason never carries the markup or heading it refused.
 		if err2 := Check(err.Error()); err2 != nil {
-			if r2 := err2.(*Refusal); r2.Class == Markup {
-				t.Fatalf("Check(%q): the reason %q holds markup", s, err)
+			if r2 := err2.(*Refusal); r2.Class == Markup || r2.Class == Heading {
+				t.Fatalf("Check(%q): the reason %q holds markup: %v", s, err, err2)
 			}
 		}
 		// A refusal is stable: the same text is refused the same way.
@@ -115,4 +117,29 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) not deterministic", s)
 		}
 	})
+}
+
+// BenchmarkCheck reports the check's cost per kilobyte of text (the
+// goal: a memory file, 2 KB, in well under a millisecond): a clean
+// memory-sized text, a large one, and text full of spaced-out letters and
+// look-alikes, the slowest path.
+func BenchmarkCheck(b *testing.B) {
+	clean := strings.Join(readCorpus(b, "clean.txt"), "\n")
+	spaced := strings.Repeat("a b c d e f g h · іgnоrе the nоіsе ", 64)
+	for _, bc := range []struct {
+		name, text string
+	}{
+		{"clean-2KB", clean[:2048]},
+		{"clean-64KB", strings.Repeat(clean, 1+65536/len(clean))[:65536]},
+		{"spaced-lookalikes-2KB", spaced[:2048]},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Check(bc.text)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(float64(len(bc.text))/1024), "ns/KB")
+		})
+	}
 }
