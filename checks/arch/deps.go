@@ -37,6 +37,7 @@ var Rules = []Rule{
 	{"gatewayd", "os/exec", "gatewayd runs nothing", ""},
 	{"memoryd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
 	{"memoryd", "os/exec", "memoryd runs nothing", "modernc.org/libc"},
+	{"memoryd", "wntrmute.dev/boxmaker/pkg/llama", "memoryd reads the session log's messages (package chat) and never talks to the model", ""},
 	{"toolkit", "github.com/containers/", "tools do not drive Podman", ""},
 	{"toolkit", "wntrmute.dev/boxmaker/pkg/grant", "the toolkit runs decided calls; it never reads grants", ""},
 	{"toolkit", "wntrmute.dev/boxmaker/pkg/audit", "the audit log is brokerd's alone", ""},

@@ -200,3 +200,36 @@ func TestPlantedModules(t *testing.T) {
 		t.Errorf("Modules = %q, want the two undocumented modules", got)
 	}
 }
+
+// TestPlantedDepsOwnPackages plants, for every rule on a package of this
+// module, a binary that imports it: each must be reported.
+func TestPlantedDepsOwnPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const mod = "wntrmute.dev/boxmaker/"
+	files := map[string]string{"go.mod": "module wntrmute.dev/boxmaker\n\ngo 1.26\n"}
+	var planted []Rule
+	for _, r := range Rules {
+		sub, ok := strings.CutPrefix(r.Prefix, mod)
+		if !ok || r.Only != "" {
+			continue
+		}
+		planted = append(planted, r)
+		name := sub[strings.LastIndex(sub, "/")+1:]
+		files[sub+"/p.go"] = "// Package " + name + " is planted.\npackage " + name + "\n"
+		main := "cmd/" + r.Binary + "/main.go"
+		if files[main] == "" {
+			files[main] = "// Command " + r.Binary + " is planted.\npackage main\nfunc main() {}\n"
+			files["cmd/"+r.Binary+"/deps.txt"] = ""
+		}
+		files[main] = strings.Replace(files[main], "package main\n", "package main\nimport _ \""+r.Prefix+"\"\n", 1)
+	}
+	if len(planted) < 6 {
+		t.Fatalf("only %d rules on this module's packages: the plant would prove little", len(planted))
+	}
+	got := Deps(plant(t, files), true)
+	for _, r := range planted {
+		expect(t, got, "cmd/"+r.Binary+" links "+r.Prefix+": "+r.Why)
+	}
+}

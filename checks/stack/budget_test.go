@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/llama"
+	chatmsg "wntrmute.dev/boxmaker/pkg/chat"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
@@ -60,7 +60,7 @@ func TestStackBaselineBudget(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{
 		"model":    "fake-model",
-		"messages": []llama.Message{{Role: "system", Content: base.System}, {Role: "user", Content: "x"}},
+		"messages": []chatmsg.Message{{Role: "system", Content: base.System}, {Role: "user", Content: "x"}},
 		"tools":    base.Tools,
 	})
 	prompt, err := fake.RenderPrompt(body)

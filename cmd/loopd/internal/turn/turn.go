@@ -23,6 +23,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -162,7 +163,7 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 // stop ends the turn by runaway control: calls the model made but that
 // will not run get a not_run result (every call needs an answer in the
 // conversation), then the stop and the turn's end are logged.
-func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []llama.ToolCall, why wire.StopReason, msg string) error {
+func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolCall, why wire.StopReason, msg string) error {
 	for _, c := range calls {
 		r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
 		if err := s.Append(r); err != nil {
@@ -181,7 +182,7 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []llama.Tool
 }
 
 // runCall carries out one tool call and logs its result.
-func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c llama.ToolCall, emit Emit) error {
+func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c chat.ToolCall, emit Emit) error {
 	r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Class: dataclass.Public}
 	switch c.Function.Name {
 	case tools.Clock:
