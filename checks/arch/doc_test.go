@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 var update = flag.Bool("update", false, "rewrite cmd/*/deps.txt from go list")
@@ -28,6 +30,9 @@ func TestRepoRunbook(t *testing.T) { report(t, Runbook(root)) }
 func TestRepoModules(t *testing.T) { report(t, Modules(root)) }
 func TestRepoDeps(t *testing.T)    { report(t, Deps(root, *update)) }
 func TestRepoTop(t *testing.T)     { report(t, Top(root)) }
+func TestRepoToolLists(t *testing.T) {
+	report(t, ToolLists(root, toolset.Names()))
+}
 
 // The same checks on planted trees, each of which must be caught.
 
@@ -231,5 +236,22 @@ func TestPlantedDepsOwnPackages(t *testing.T) {
 	got := Deps(plant(t, files), true)
 	for _, r := range planted {
 		expect(t, got, "cmd/"+r.Binary+" links "+r.Prefix+": "+r.Why)
+	}
+}
+
+func TestPlantedToolLists(t *testing.T) {
+	names := []string{"clock", "recall", "memory", "shell"}
+	dir := plant(t, map[string]string{
+		"pkg/toolset/t.go":               "// Package toolset lists them.\npackage toolset\nconst (\nClock = \"clock\"\nRecall = \"recall\"\n)\n",
+		"cmd/loopd/internal/x/x.go":      "// Package x keeps a second list.\npackage x\nfunc IsMemory(n string) bool { return n == \"recall\" || n == \"memory\" }\n",
+		"cmd/loopd/internal/y/y.go":      "// Package y keeps one as a slice.\npackage y\nvar tools = []string{\"shell\", \"clock\"}\n",
+		"cmd/memoryd/internal/z/z.go":    "// Package z names a directory.\npackage z\nconst dir = \"memory\"\nfunc f() string { return \"clock\" }\n",
+		"cmd/loopd/internal/x/x_test.go": "package x\nvar all = []string{\"recall\", \"memory\", \"clock\"}\n",
+	})
+	got := ToolLists(dir, names)
+	expect(t, got, `cmd/loopd/internal/x/x.go:3: spells the tool names ["recall" "memory"]`)
+	expect(t, got, `cmd/loopd/internal/y/y.go:3: spells the tool names ["shell" "clock"]`)
+	if len(got) != 2 {
+		t.Errorf("ToolLists = %q, want exactly 2 problems (the home, one name per declaration and tests are fine)", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // DecisionRecord is the plain record of one policy decision, as the audit
@@ -175,7 +176,7 @@ func (r *DecisionRecord) Validate() error {
 	if !utf8.ValidString(r.Tool) {
 		return errf("tool is not valid UTF-8")
 	}
-	if r.Tool == "call_tool" && (r.Outcome != Denied || r.Reason != InvalidArguments) {
+	if r.Tool == toolset.CallTool && (r.Outcome != Denied || r.Reason != InvalidArguments) {
 		return errf(`tool is "call_tool": record the target tool, not the meta-tool`)
 	}
 	if len(r.Arguments) == 0 || !json.Valid(r.Arguments) {

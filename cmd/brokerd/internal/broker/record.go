@@ -57,8 +57,6 @@ func denialRecord(d *policy.Denial, raw json.RawMessage) audit.DecisionRecord {
 	default:
 		r.Reason = audit.NoGrant
 	}
-	if r.Tool == "" {
-		r.Tool = "call_tool"
-	}
+	r.Tool = toolOf(r.Tool)
 	return r
 }

@@ -16,6 +16,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -90,9 +91,11 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 	return b.run(ctx, req.Session, seq, dec)
 }
 
+// toolOf is the tool a record names: the target, or call_tool itself when
+// its arguments named none (the one record the audit log allows it in).
 func toolOf(t string) string {
 	if t == "" {
-		return "call_tool"
+		return toolset.CallTool
 	}
 	return t
 }

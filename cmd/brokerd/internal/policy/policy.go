@@ -72,6 +72,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Request is one tool call as loopd sent it.
@@ -129,7 +130,7 @@ type callTool struct {
 
 // unwrap applies rule 3: it returns the tool to decide and its arguments.
 func unwrap(req Request) (tool string, raw []byte, via bool, err error) {
-	if req.Tool != toolargs.CallToolName {
+	if req.Tool != toolset.CallTool {
 		return req.Tool, req.Arguments, false, nil
 	}
 	var c callTool
@@ -137,7 +138,7 @@ func unwrap(req Request) (tool string, raw []byte, via bool, err error) {
 		return req.Tool, nil, false, err
 	}
 	switch {
-	case c.Name == toolargs.CallToolName:
+	case c.Name == toolset.CallTool:
 		return req.Tool, nil, false, errors.New("call_tool cannot call call_tool")
 	case c.Name == "":
 		return req.Tool, nil, false, errors.New("name: empty")
@@ -162,7 +163,7 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if err != nil {
 		return nil, deny(InvalidArguments, oneLine(tool+": "+err.Error()))
 	}
-	if toolargs.IsMemory(tool) {
+	if toolset.IsMemory(tool) {
 		args, err := toolargs.Parse(tool, raw)
 		if err != nil {
 			return nil, deny(InvalidArguments, oneLine(err.Error()))
@@ -173,7 +174,7 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if !gs.Valid() {
 		return nil, deny(GrantsInvalid, "")
 	}
-	if !toolargs.IsGranted(tool) {
+	if !toolset.IsGranted(tool) {
 		return nil, deny(UnknownTool, "")
 	}
 	args, err := toolargs.Parse(tool, raw)

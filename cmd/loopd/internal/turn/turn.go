@@ -27,6 +27,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -184,17 +185,17 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolC
 // runCall carries out one tool call and logs its result.
 func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c chat.ToolCall, emit Emit) error {
 	r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Class: dataclass.Public}
-	switch c.Function.Name {
-	case tools.Clock:
-		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.Clock})
+	switch name := c.Function.Name; {
+	case name == toolset.Clock:
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.Clock})
 		e.local(r, func() (string, error) { return tools.Now(c.Function.Arguments, e.now()) })
-	case tools.FindTool:
-		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.FindTool})
+	case name == toolset.FindTool:
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.FindTool})
 		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments) })
-	case tools.CallTool, tools.Recall, tools.Memory:
+	case tools.ToBroker(name):
 		target, err := tools.ParseCall(c.Function.Arguments)
-		if tools.IsMemory(c.Function.Name) {
-			target, err = tools.MemoryCall(c.Function.Name, c.Function.Arguments)
+		if name != toolset.CallTool {
+			target, err = tools.MemoryCall(name, c.Function.Arguments)
 		}
 		if err != nil {
 			r.Status, r.Content = session.StatusError, err.Error()
