@@ -65,7 +65,7 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 	seq, err := b.ledger.Decide(req.Session, func(s policy.Session, unreadable error) audit.DecisionRecord {
 		if unreadable != nil {
 			gone = unreadable
-			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Outcome: audit.Denied, Reason: audit.StateUnreadable}
+			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}
 		}
 		dec, ask, den = policy.Decide(gs, preq, s, b.now())
 		switch {
@@ -73,10 +73,10 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 			return denialRecord(den, req.Arguments)
 		case ask != nil:
 			g := ask.Grant
-			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Outcome: audit.Ask, Grant: grantRef(&g)}
+			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Ask, Grant: grantRef(&g)}}
 		}
 		g := dec.Grant()
-		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Outcome: audit.Allowed, Grant: grantRef(&g)}
+		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: grantRef(&g)}}
 	})
 	switch {
 	case err != nil:
@@ -143,7 +143,7 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 			}
 		}
 		_, err := b.ledger.Answer(seq, func(policy.Session, error) audit.Approval {
-			return audit.Approval{Approver: a.Approver, Answer: answer, Outcome: audit.Denied, Reason: reason, Detail: a.Reason}
+			return audit.Approval{Approver: a.Approver, Answer: answer, Verdict: audit.Verdict{Outcome: audit.Denied, Reason: reason, Detail: a.Reason}}
 		})
 		if err != nil {
 			return unavailable(err)
@@ -155,15 +155,16 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
 		if unreadable != nil {
-			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: audit.StateUnreadable}
+			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}
 		}
 		dec, den = policy.Redecide(gs, preq, s, b.now())
 		if den != nil {
-			r := denialRecord(den, preq.Arguments)
-			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: r.Reason, Detail: r.Detail, Grant: r.Grant}
+			// The re-decision's denial, recorded as a decision's would be
+			// (the ledger sets its taint and untrusted).
+			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Verdict: denialRecord(den, preq.Arguments).Verdict}
 		}
 		g := dec.Grant()
-		return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Allowed, Grant: grantRef(&g)}
+		return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: grantRef(&g)}}
 	})
 	switch {
 	case err != nil:
