@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/chat"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 )
 
 // Usage is the usage object of the last chunk (stream_options.include_usage).
@@ -368,9 +369,8 @@ func readStream(r io.Reader, maxEvent int, a *accumulator) error {
 // clip quotes a peer-supplied string for an error message, cut to a length
 // that cannot flood a log.
 func clip(s string) string {
-	const n = 64
-	if len(s) > n {
-		return fmt.Sprintf("%q...", s[:n])
+	if c, cut := truncate.Bytes(s, 64); cut {
+		return fmt.Sprintf("%q...", c)
 	}
 	return fmt.Sprintf("%q", s)
 }

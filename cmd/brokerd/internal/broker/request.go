@@ -17,6 +17,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -224,16 +225,6 @@ func (b *Broker) release(seq int64, output string, exit int, status wire.ToolSta
 		Exit: exit, Class: class, Untrusted: untrusted}); err != nil {
 		return unavailable(err)
 	}
-	text, _ := capText(output, b.cfg.resultCap())
+	text, _ := truncate.Bytes(output, b.cfg.resultCap())
 	return &wire.ToolResult{Status: status, Output: text, Class: class, Untrusted: untrusted}
-}
-
-func capText(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n], true
 }

@@ -65,8 +65,8 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
@@ -196,15 +196,7 @@ const MaxDetail = 300
 // oneLine makes s one line of at most MaxDetail bytes, with control and
 // format characters (such as U+202E, which reverses text) escaped.
 func oneLine(s string) string {
-	s = escape.Line(strings.Join(strings.Fields(s), " "))
-	if len(s) <= MaxDetail {
-		return s
-	}
-	cut := MaxDetail - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return truncate.Ellipsis(escape.Line(strings.Join(strings.Fields(s), " ")), MaxDetail)
 }
 
 // target is what a call is decided on, for records and messages.

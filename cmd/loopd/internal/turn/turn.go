@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -28,6 +27,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -228,7 +228,9 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 		// guard, not a path.
 		r.Status, r.Content = session.StatusError, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
 	}
-	r.Content, r.Truncated = capText(r.Content, e.limits().ResultCap)
+	// Cut once, when the result is first logged; the log keeps the cut
+	// text for ever.
+	r.Content, r.Truncated = truncate.Bytes(r.Content, e.limits().ResultCap)
 	return s.Append(r)
 }
 
@@ -246,19 +248,6 @@ func (e *Engine) now() time.Time {
 		return e.Now()
 	}
 	return time.Now()
-}
-
-// capText cuts s to at most n bytes on a rune boundary, once, when the
-// result is first logged; the log keeps the cut text for ever.
-func capText(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut], true
 }
 
 // Interrupted closes a turn that a previous loopd left open: every call
