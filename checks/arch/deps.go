@@ -46,6 +46,13 @@ var Rules = []Rule{
 	{"bxctl", "github.com/containers/", "the owner's CLI does not drive Podman", ""},
 }
 
+func init() {
+	// testify is for tests (docs/design.md#testing): no role links it.
+	for _, bin := range []string{"brokerd", "bxctl", "gatewayd", "inferproxy", "loopd", "memoryd", "toolkit"} {
+		Rules = append(Rules, Rule{bin, "github.com/stretchr/testify/", "testify is for tests only", ""})
+	}
+}
+
 // Binaries lists the roles that exist: the directories under cmd/ with a
 // main.go.
 func Binaries(root string) ([]string, error) {
