@@ -21,6 +21,8 @@
 //   - no product package (outside checks/, outside tests) imports checks/;
 //   - tool names are listed once, in [ToolHome]: no other declaration
 //     spells two of them ([ToolLists]);
+//   - the [Vocabulary] packages import the standard library only
+//     ([StdlibOnly]);
 //   - the top level holds only [TopLevel]'s entries.
 package arch
 

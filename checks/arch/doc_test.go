@@ -23,13 +23,14 @@ func report(t *testing.T, problems []string) {
 
 // The checks on this repository.
 
-func TestRepoLengths(t *testing.T) { report(t, Lengths(root)) }
-func TestRepoImports(t *testing.T) { report(t, Imports(root)) }
-func TestRepoDocs(t *testing.T)    { report(t, Docs(root)) }
-func TestRepoRunbook(t *testing.T) { report(t, Runbook(root)) }
-func TestRepoModules(t *testing.T) { report(t, Modules(root)) }
-func TestRepoDeps(t *testing.T)    { report(t, Deps(root, *update)) }
-func TestRepoTop(t *testing.T)     { report(t, Top(root)) }
+func TestRepoLengths(t *testing.T)    { report(t, Lengths(root)) }
+func TestRepoImports(t *testing.T)    { report(t, Imports(root)) }
+func TestRepoDocs(t *testing.T)       { report(t, Docs(root)) }
+func TestRepoRunbook(t *testing.T)    { report(t, Runbook(root)) }
+func TestRepoModules(t *testing.T)    { report(t, Modules(root)) }
+func TestRepoDeps(t *testing.T)       { report(t, Deps(root, *update)) }
+func TestRepoTop(t *testing.T)        { report(t, Top(root)) }
+func TestRepoStdlibOnly(t *testing.T) { report(t, StdlibOnly(root)) }
 func TestRepoToolLists(t *testing.T) {
 	report(t, ToolLists(root, toolset.Names()))
 }
@@ -253,5 +254,21 @@ func TestPlantedToolLists(t *testing.T) {
 	expect(t, got, `cmd/loopd/internal/y/y.go:3: spells the tool names ["shell" "clock"]`)
 	if len(got) != 2 {
 		t.Errorf("ToolLists = %q, want exactly 2 problems (the home, one name per declaration and tests are fine)", got)
+	}
+}
+
+func TestPlantedStdlibOnly(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"pkg/chat/chat.go":      "// Package chat links the client.\npackage chat\nimport (\n_ \"encoding/json\"\n_ \"example.com/m/pkg/llama\"\n)\n",
+		"pkg/toolset/t.go":      "// Package toolset links a module.\npackage toolset\nimport _ \"golang.org/x/sys/unix\"\n",
+		"pkg/toolset/t_test.go": "package toolset\nimport _ \"github.com/stretchr/testify/require\"\n",
+		"pkg/truncate/cut.go":   "// Package truncate is fine.\npackage truncate\nimport _ \"unicode/utf8\"\n",
+		"pkg/llama/llama.go":    "// Package llama is machinery.\npackage llama\nimport _ \"golang.org/x/net/http2\"\n",
+	})
+	got := StdlibOnly(dir)
+	expect(t, got, "pkg/chat/chat.go: imports example.com/m/pkg/llama")
+	expect(t, got, "pkg/toolset/t.go: imports golang.org/x/sys/unix")
+	if len(got) != 2 {
+		t.Errorf("StdlibOnly = %q, want exactly 2 problems (tests and other packages may import anything)", got)
 	}
 }
