@@ -3,6 +3,8 @@ package toolset
 import (
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestList pins the list: the tools array's order and each class, which
@@ -19,13 +21,10 @@ func TestList(t *testing.T) {
 		{"local", Of(ClassLocal), []string{"clock", "find_tool"}},
 		{"meta", Of(ClassMeta), []string{"call_tool"}},
 	} {
-		if !slices.Equal(tt.got, tt.want) {
-			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
-		}
+		assert.Equal(t, tt.want, tt.got, tt.name)
 	}
-	if n := Names(); len(n) != len(All) || len(slices.Compact(slices.Sorted(slices.Values(n)))) != len(All) {
-		t.Errorf("Names() = %q: every name once", n)
-	}
+	n := Names()
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(n))), len(All), "Names() = %q: every tool once", n)
 }
 
 func TestPredicates(t *testing.T) {
