@@ -19,6 +19,10 @@
 //     no binary links a package its role must never hold;
 //   - every module required in go.mod has a row in docs/dependencies.md;
 //   - no product package (outside checks/, outside tests) imports checks/;
+//   - tool names are listed once, in [ToolHome]: no other declaration
+//     spells two of them ([ToolLists]);
+//   - the [Vocabulary] packages import the standard library only
+//     ([StdlibOnly]);
 //   - the top level holds only [TopLevel]'s entries.
 package arch
 

@@ -37,12 +37,20 @@ var Rules = []Rule{
 	{"gatewayd", "os/exec", "gatewayd runs nothing", ""},
 	{"memoryd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
 	{"memoryd", "os/exec", "memoryd runs nothing", "modernc.org/libc"},
+	{"memoryd", "wntrmute.dev/boxmaker/pkg/llama", "memoryd reads the session log's messages (package chat) and never talks to the model", ""},
 	{"toolkit", "github.com/containers/", "tools do not drive Podman", ""},
 	{"toolkit", "wntrmute.dev/boxmaker/pkg/grant", "the toolkit runs decided calls; it never reads grants", ""},
 	{"toolkit", "wntrmute.dev/boxmaker/pkg/audit", "the audit log is brokerd's alone", ""},
 	{"toolkit", "wntrmute.dev/boxmaker/pkg/wire", "the toolkit speaks only the stdin envelope and SOCKS5, never the daemons' sockets", ""},
 	{"toolkit", "wntrmute.dev/boxmaker/pkg/sockets", "the toolkit serves no daemon socket", ""},
 	{"bxctl", "github.com/containers/", "the owner's CLI does not drive Podman", ""},
+}
+
+func init() {
+	// testify is for tests (docs/design.md#testing): no role links it.
+	for _, bin := range []string{"brokerd", "bxctl", "gatewayd", "inferproxy", "loopd", "memoryd", "toolkit"} {
+		Rules = append(Rules, Rule{bin, "github.com/stretchr/testify/", "testify is for tests only", ""})
+	}
 }
 
 // Binaries lists the roles that exist: the directories under cmd/ with a

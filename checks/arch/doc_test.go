@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 var update = flag.Bool("update", false, "rewrite cmd/*/deps.txt from go list")
@@ -21,13 +23,17 @@ func report(t *testing.T, problems []string) {
 
 // The checks on this repository.
 
-func TestRepoLengths(t *testing.T) { report(t, Lengths(root)) }
-func TestRepoImports(t *testing.T) { report(t, Imports(root)) }
-func TestRepoDocs(t *testing.T)    { report(t, Docs(root)) }
-func TestRepoRunbook(t *testing.T) { report(t, Runbook(root)) }
-func TestRepoModules(t *testing.T) { report(t, Modules(root)) }
-func TestRepoDeps(t *testing.T)    { report(t, Deps(root, *update)) }
-func TestRepoTop(t *testing.T)     { report(t, Top(root)) }
+func TestRepoLengths(t *testing.T)    { report(t, Lengths(root)) }
+func TestRepoImports(t *testing.T)    { report(t, Imports(root)) }
+func TestRepoDocs(t *testing.T)       { report(t, Docs(root)) }
+func TestRepoRunbook(t *testing.T)    { report(t, Runbook(root)) }
+func TestRepoModules(t *testing.T)    { report(t, Modules(root)) }
+func TestRepoDeps(t *testing.T)       { report(t, Deps(root, *update)) }
+func TestRepoTop(t *testing.T)        { report(t, Top(root)) }
+func TestRepoStdlibOnly(t *testing.T) { report(t, StdlibOnly(root)) }
+func TestRepoToolLists(t *testing.T) {
+	report(t, ToolLists(root, toolset.Names()))
+}
 
 // The same checks on planted trees, each of which must be caught.
 
@@ -198,5 +204,71 @@ func TestPlantedModules(t *testing.T) {
 	expect(t, got, "github.com/sneaky/three")
 	if len(got) != 2 {
 		t.Errorf("Modules = %q, want the two undocumented modules", got)
+	}
+}
+
+// TestPlantedDepsOwnPackages plants, for every rule on a package of this
+// module, a binary that imports it: each must be reported.
+func TestPlantedDepsOwnPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	const mod = "wntrmute.dev/boxmaker/"
+	files := map[string]string{"go.mod": "module wntrmute.dev/boxmaker\n\ngo 1.26\n"}
+	var planted []Rule
+	for _, r := range Rules {
+		sub, ok := strings.CutPrefix(r.Prefix, mod)
+		if !ok || r.Only != "" {
+			continue
+		}
+		planted = append(planted, r)
+		name := sub[strings.LastIndex(sub, "/")+1:]
+		files[sub+"/p.go"] = "// Package " + name + " is planted.\npackage " + name + "\n"
+		main := "cmd/" + r.Binary + "/main.go"
+		if files[main] == "" {
+			files[main] = "// Command " + r.Binary + " is planted.\npackage main\nfunc main() {}\n"
+			files["cmd/"+r.Binary+"/deps.txt"] = ""
+		}
+		files[main] = strings.Replace(files[main], "package main\n", "package main\nimport _ \""+r.Prefix+"\"\n", 1)
+	}
+	if len(planted) < 6 {
+		t.Fatalf("only %d rules on this module's packages: the plant would prove little", len(planted))
+	}
+	got := Deps(plant(t, files), true)
+	for _, r := range planted {
+		expect(t, got, "cmd/"+r.Binary+" links "+r.Prefix+": "+r.Why)
+	}
+}
+
+func TestPlantedToolLists(t *testing.T) {
+	names := []string{"clock", "recall", "memory", "shell"}
+	dir := plant(t, map[string]string{
+		"pkg/toolset/t.go":               "// Package toolset lists them.\npackage toolset\nconst (\nClock = \"clock\"\nRecall = \"recall\"\n)\n",
+		"cmd/loopd/internal/x/x.go":      "// Package x keeps a second list.\npackage x\nfunc IsMemory(n string) bool { return n == \"recall\" || n == \"memory\" }\n",
+		"cmd/loopd/internal/y/y.go":      "// Package y keeps one as a slice.\npackage y\nvar tools = []string{\"shell\", \"clock\"}\n",
+		"cmd/memoryd/internal/z/z.go":    "// Package z names a directory.\npackage z\nconst dir = \"memory\"\nfunc f() string { return \"clock\" }\n",
+		"cmd/loopd/internal/x/x_test.go": "package x\nvar all = []string{\"recall\", \"memory\", \"clock\"}\n",
+	})
+	got := ToolLists(dir, names)
+	expect(t, got, `cmd/loopd/internal/x/x.go:3: spells the tool names ["recall" "memory"]`)
+	expect(t, got, `cmd/loopd/internal/y/y.go:3: spells the tool names ["shell" "clock"]`)
+	if len(got) != 2 {
+		t.Errorf("ToolLists = %q, want exactly 2 problems (the home, one name per declaration and tests are fine)", got)
+	}
+}
+
+func TestPlantedStdlibOnly(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"pkg/chat/chat.go":      "// Package chat links the client.\npackage chat\nimport (\n_ \"encoding/json\"\n_ \"example.com/m/pkg/llama\"\n)\n",
+		"pkg/toolset/t.go":      "// Package toolset links a module.\npackage toolset\nimport _ \"golang.org/x/sys/unix\"\n",
+		"pkg/toolset/t_test.go": "package toolset\nimport _ \"github.com/stretchr/testify/require\"\n",
+		"pkg/truncate/cut.go":   "// Package truncate is fine.\npackage truncate\nimport _ \"unicode/utf8\"\n",
+		"pkg/llama/llama.go":    "// Package llama is machinery.\npackage llama\nimport _ \"golang.org/x/net/http2\"\n",
+	})
+	got := StdlibOnly(dir)
+	expect(t, got, "pkg/chat/chat.go: imports example.com/m/pkg/llama")
+	expect(t, got, "pkg/toolset/t.go: imports golang.org/x/sys/unix")
+	if len(got) != 2 {
+		t.Errorf("StdlibOnly = %q, want exactly 2 problems (tests and other packages may import anything)", got)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var imageIDRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
@@ -86,9 +88,7 @@ func (s *Service) toolImage(t testing.TB, tags string) string {
 		}
 		return s.Import(b, ref)
 	}()
-	if err != nil {
-		t.Fatalf("tool image: %v", err)
-	}
+	require.NoError(t, err, "tool image")
 	toolIDs[key] = id
 	return id
 }

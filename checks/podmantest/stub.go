@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -52,9 +54,7 @@ func (svc *Service) StubImage(t testing.TB) string {
 		tw.Close()
 		return svc.Import(b.Bytes(), "localhost/boxmaker-stub:test")
 	}()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	stubIDs[svc] = id
 	return id
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -24,13 +26,9 @@ import (
 // test ends. It returns the socket's path.
 func Serve(t testing.TB, dir, name string, h sockets.Handler) string {
 	t.Helper()
-	if err := sockets.MakeDir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, sockets.MakeDir(dir, 0o700))
 	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: name, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -60,9 +58,7 @@ type Conn struct {
 func Dial(t testing.TB, path string, max int, out, in *strict.Union[strict.Variant]) *Conn {
 	t.Helper()
 	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return &Conn{T: t, C: c, Max: max, Out: out, In: in}
 }
@@ -84,9 +80,7 @@ func (c *Conn) Recv() strict.Variant {
 	c.T.Helper()
 	c.C.SetReadDeadline(time.Now().Add(20 * time.Second))
 	b, err := frame.Read(c.C, c.Max)
-	if err != nil {
-		c.T.Fatalf("read: %v", err)
-	}
+	require.NoError(c.T, err, "read")
 	v, err := c.In.Decode(b)
 	if err != nil {
 		c.T.Fatalf("decode %s: %v", b, err)

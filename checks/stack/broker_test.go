@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 )
 
@@ -40,9 +42,7 @@ func bxctl(t *testing.T, bin string, args ...string) (string, error) {
 // decision and the approval.
 func TestStackApproval(t *testing.T) {
 	bin, state, srv := stack(t, 65536)
-	if err := os.MkdirAll(filepath.Join(state, "grants"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Join(state, "grants"), 0o700))
 	os.WriteFile(filepath.Join(state, "grants", "downloads.toml"), []byte(stackGrants), 0o600)
 	srv.Script(
 		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{{Name: "call_tool", Arguments: `{"name":"read_file","arguments":{"path":"/home/owner/Downloads/report.pdf"}}`}}},
@@ -52,9 +52,7 @@ func TestStackApproval(t *testing.T) {
 	chatCmd := exec.Command(filepath.Join(bin, "bxctl"), "chat", "--state", state, "--session", "s1", "--message", "read my report", "--json")
 	var chatOut bytes.Buffer
 	chatCmd.Stdout, chatCmd.Stderr = &chatOut, &chatOut
-	if err := chatCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, chatCmd.Start())
 	var list string
 	for i := 0; ; i++ {
 		out, err := bxctl(t, bin, "approvals", "--state", state)

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/llama"
+	chatmsg "wntrmute.dev/boxmaker/pkg/chat"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
@@ -42,17 +44,13 @@ func TestStackBaselineBudget(t *testing.T) {
 	mem := filepath.Join(state, "memory")
 	os.MkdirAll(mem, 0o700)
 	for f, n := range map[string]int{"soul.md": 4000, "memory.md": 2200, "user.md": 1375} {
-		if err := os.WriteFile(filepath.Join(mem, f), []byte(fill(n)), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(mem, f), []byte(fill(n)), 0o600))
 	}
 	up(t, bin, state, srv)
 	srv.Script(fake.Reply{Reasoning: "Greet.", Content: "Hello."})
 	chat(t, bin, state, "s1", "x")
 	var base session.Baseline
-	if err := strict.Unmarshal([]byte(readFile(t, filepath.Join(state, "sessions", "s1", "0.baseline.json"))), &base); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, strict.Unmarshal([]byte(readFile(t, filepath.Join(state, "sessions", "s1", "0.baseline.json"))), &base))
 	for _, want := range []string{"## soul.md (4000/4000 characters)", "## memory.md (2200/2200 characters)", "## user.md (1375/1375 characters)"} {
 		if !strings.Contains(base.System, want) {
 			t.Fatalf("baseline lacks %q", want)
@@ -60,13 +58,11 @@ func TestStackBaselineBudget(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{
 		"model":    "fake-model",
-		"messages": []llama.Message{{Role: "system", Content: base.System}, {Role: "user", Content: "x"}},
+		"messages": []chatmsg.Message{{Role: "system", Content: base.System}, {Role: "user", Content: "x"}},
 		"tools":    base.Tools,
 	})
 	prompt, err := fake.RenderPrompt(body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := pretokens(prompt)
 	t.Logf("baseline with full identity files: %d pre-tokens (Qwen2 rule), %d pieces by the fake's byte-level tokenizer", n, len(fake.Tokenize(prompt)))
 	if n > 3000 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 )
@@ -39,9 +41,7 @@ func TestStackGateway(t *testing.T) {
 	bin := Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
 	// Socket paths must stay short: a temp dir of its own.
 	root, err := os.MkdirTemp("", "bxs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(root) })
 	state := filepath.Join(root, "s")
 
@@ -66,14 +66,10 @@ func TestStackGateway(t *testing.T) {
 
 	u, _ := url.Parse(srv.URL())
 	for _, d := range []string{filepath.Join(state, "config"), filepath.Join(state, "grants")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(d, 0o700))
 	}
 	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(state, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(state, name), []byte(body), 0o600))
 	}
 	write("config/inferproxy.toml", fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(state, "run", "infer"), u.Host))
 	write("grants/downloads.toml", gatewayGrants)
@@ -124,9 +120,7 @@ users = [%q]
 
 	// 1. A DM, answered in its thread, escaped.
 	hello, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ans := waitBot(hello.ID, 1, "answer")[0]
 	if ans.RootID != hello.ID || !strings.Contains(ans.Message, "Hello, \uff20channel!") || strings.Contains(ans.Message, "@") ||
 		!strings.Contains(ans.Message, `!\[x]\(https[:]//evil.example/p.png)`) || ans.Props["unsafe_links"] != "true" {
@@ -135,9 +129,7 @@ users = [%q]
 
 	// 2. A tool call in a channel thread posts an approval there.
 	ask, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: channel, Message: "@boxmaker read my report"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	appr := waitBot(ask.ID, 1, "approval")[0]
 	m := regexp.MustCompile(`\*\*Approval (\d+)\*\*, part 1 of 1: a call to ` + "` read_file `").FindStringSubmatch(appr.Message)
 	if m == nil || !strings.Contains(appr.Message, `{"path":"/home/owner/Downloads/report.pdf"}`) || !strings.Contains(appr.Message, "!approve "+m[1]) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
@@ -40,14 +42,10 @@ func toolResults(t *testing.T, state, id string) []*session.ToolResult {
 	t.Helper()
 	var out []*session.ToolResult
 	b, err := os.ReadFile(filepath.Join(state, "sessions", id, "0.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		r, err := session.Records.Decode([]byte(line))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if tr, ok := r.(*session.ToolResult); ok {
 			out = append(out, tr)
 		}
@@ -66,9 +64,7 @@ func show(rs []*session.ToolResult) string {
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return string(b)
 }
 

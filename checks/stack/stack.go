@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // ReadyWait bounds how long `bxctl up` may take to say it is ready.
@@ -60,9 +62,7 @@ func Up(t *testing.T, bin, state, llamaHost string, env []string, extra ...strin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	waited := make(chan struct{})
 	go func() { exited <- cmd.Wait(); close(waited) }()

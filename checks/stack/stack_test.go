@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -65,13 +67,9 @@ func up(t *testing.T, bin, state string, srv *fake.Server, extra ...string) <-ch
 func preconfigure(t *testing.T, state string, srv *fake.Server) {
 	t.Helper()
 	u, _ := url.Parse(srv.URL())
-	if err := os.MkdirAll(filepath.Join(state, "config"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Join(state, "config"), 0o700))
 	cfg := fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(state, "run", "infer"), u.Host)
-	if err := os.WriteFile(filepath.Join(state, "config", "inferproxy.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "inferproxy.toml"), []byte(cfg), 0o600))
 }
 
 func chat(t *testing.T, bin, state, sessionID, msg string) string {
@@ -125,9 +123,7 @@ func checkLog(t *testing.T, state, id string, requests [][]byte, cache bool) {
 	}
 	var recs []session.Record
 	b, err := os.ReadFile(filepath.Join(dir, "0.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
 		r, err := session.Records.Decode(line)
 		if err != nil {
@@ -149,9 +145,7 @@ func checkLog(t *testing.T, state, id string, requests [][]byte, cache bool) {
 		var sent struct {
 			Messages []json.RawMessage `json:"messages"`
 		}
-		if err := json.Unmarshal(body, &sent); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, json.Unmarshal(body, &sent))
 		replayed := session.Replay(base, recs[:k], a.Turn)
 		if len(replayed) != len(sent.Messages) {
 			t.Fatalf("call %d: replay has %d messages, the request had %d", calls, len(replayed), len(sent.Messages))
@@ -167,9 +161,7 @@ func checkLog(t *testing.T, state, id string, requests [][]byte, cache bool) {
 			t.Fatalf("call %d: record after the assistant is %T, want usage", calls, recs[k+1])
 		}
 		prompt, err := fake.RenderPrompt(body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tokens := len(fake.Tokenize(prompt))
 		want := tokens
 		if calls > 0 {
@@ -226,9 +218,7 @@ func TestStackKillMidTurn(t *testing.T) {
 	chatCmd := exec.Command(filepath.Join(bin, "bxctl"), "chat", "--state", state, "--session", "s1", "--message", "remember the number 7")
 	var chatOut bytes.Buffer
 	chatCmd.Stdout, chatCmd.Stderr = &chatOut, &chatOut
-	if err := chatCmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, chatCmd.Start())
 	for i := 0; len(srv.Requests(0)) < 2; i++ {
 		if i > 1000 {
 			t.Fatalf("the turn never reached its second model call: %s", chatOut.String())
@@ -275,9 +265,7 @@ func TestStackSelftestRefusesStart(t *testing.T) {
 	bin, state, srv := stack(t, 8192)
 	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n",
 		state, filepath.Join(state, "run", "loop"), filepath.Join(state, "run", "infer", "infer.sock"))
-	if err := os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600))
 	u, _ := url.Parse(srv.URL())
 	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)
 	out, err := cmd.CombinedOutput()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 )
@@ -104,9 +106,7 @@ func TestStackUpRunsPodman(t *testing.T) {
 		t.Fatalf("podman import: %v\n%s", err, out)
 	}
 	out, err := exec.Command(podman, "image", "inspect", "--format", "{{.ID}}", "localhost/boxmaker-tool:test").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { exec.Command(podman, "rmi", "--all", "--force").Run() })
 	files := t.TempDir()
 	os.Chmod(files, 0o755)

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -21,7 +20,7 @@ func main() {
 	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := broker.Load(f.Config)
 		if err != nil {
-			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(err)
 		}
 		if rebuild {
 			return broker.RebuildState(log, cfg)

@@ -1,6 +1,8 @@
-// Command bxctl is the owner's command line for Boxmaker: checks and
-// maintenance today, chat and approvals as those roles land. See package
-// cli for its commands and exit codes.
+// Command bxctl is the owner's command line for Boxmaker: chat from the
+// terminal, approving or refusing waiting tool calls, memory review,
+// running the local stack (up), and offline checks (grants, the audit
+// chain, a llama-server's self-test). It holds no authority of its own;
+// see package cli for its commands and exit codes.
 package main
 
 import (

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -19,7 +18,7 @@ func main() {
 	os.Exit(daemon.Main("gatewayd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := gateway.Load(f.Config)
 		if err != nil {
-			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(err)
 		}
 		return gateway.Run(ctx, log, cfg)
 	}))

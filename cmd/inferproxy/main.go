@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -17,7 +16,7 @@ func main() {
 	os.Exit(daemon.Main("inferproxy", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := proxy.Load(f.Config)
 		if err != nil {
-			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(err)
 		}
 		return proxy.Run(ctx, log, cfg)
 	}))

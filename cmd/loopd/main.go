@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -18,7 +17,7 @@ func main() {
 	os.Exit(daemon.Main("loopd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := loop.Load(f.Config)
 		if err != nil {
-			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(err)
 		}
 		return loop.Run(ctx, log, cfg)
 	}))

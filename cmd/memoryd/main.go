@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
@@ -19,7 +18,7 @@ func main() {
 	os.Exit(daemon.Main("memoryd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := memd.Load(f.Config)
 		if err != nil {
-			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(err)
 		}
 		return memd.Run(ctx, log, cfg)
 	}))

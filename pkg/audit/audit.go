@@ -152,12 +152,7 @@ type Approval struct {
 	Approver string `json:"approver,omitempty"`
 	// The re-decision (for a refusal or expiry: denied, with that reason)
 	// and the session's state when it was made.
-	Outcome   Outcome         `json:"outcome"`
-	Reason    Reason          `json:"reason,omitempty"`
-	Detail    string          `json:"detail,omitempty"`
-	Grant     *GrantRef       `json:"grant,omitempty"`
-	Taint     dataclass.Class `json:"taint"`
-	Untrusted bool            `json:"untrusted"`
+	Verdict
 }
 
 // Result records what an allowed call produced, by hash and size only.

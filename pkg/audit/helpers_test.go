@@ -57,21 +57,21 @@ var (
 func allowed(session, tool string) *Decision {
 	return &Decision{Record: DecisionRecord{
 		Session: session, Tool: tool, Arguments: json.RawMessage(`{"path":"/home/owner/notes.txt"}`),
-		Outcome: Allowed, Grant: grantRead, Taint: dataclass.Private,
+		Verdict: Verdict{Outcome: Allowed, Grant: grantRead, Taint: dataclass.Private},
 	}}
 }
 
 func ask(session string) *Decision {
 	return &Decision{Record: DecisionRecord{
 		Session: session, Tool: "shell", Arguments: json.RawMessage(`{"command":"ls -l <dir> && echo \"done\""}`),
-		Outcome: Ask, Grant: grantShell, Taint: dataclass.Private, Untrusted: true,
+		Verdict: Verdict{Outcome: Ask, Grant: grantShell, Taint: dataclass.Private, Untrusted: true},
 	}}
 }
 
 func denied(session string, reason Reason, detail string, g *GrantRef) *Decision {
 	return &Decision{Record: DecisionRecord{
 		Session: session, Tool: "http_fetch", Arguments: json.RawMessage(`{"url":"https://example.com/"}`),
-		Outcome: Denied, Reason: reason, Detail: detail, Grant: g, Taint: dataclass.Secret, Untrusted: true,
+		Verdict: Verdict{Outcome: Denied, Reason: reason, Detail: detail, Grant: g, Taint: dataclass.Secret, Untrusted: true},
 	}}
 }
 
@@ -80,11 +80,11 @@ func result(seq int64) *Result {
 }
 
 func approve(seq int64) *Approval {
-	return &Approval{Decision: seq, Answer: AnswerApproved, Outcome: Allowed, Grant: grantShell, Taint: dataclass.Private, Untrusted: true}
+	return &Approval{Decision: seq, Answer: AnswerApproved, Verdict: Verdict{Outcome: Allowed, Grant: grantShell, Taint: dataclass.Private, Untrusted: true}}
 }
 
 func refuse(seq int64) *Approval {
-	return &Approval{Decision: seq, Answer: AnswerRefused, Outcome: Denied, Reason: Refused, Detail: "not now", Taint: dataclass.Private}
+	return &Approval{Decision: seq, Answer: AnswerRefused, Verdict: Verdict{Outcome: Denied, Reason: Refused, Detail: "not now", Taint: dataclass.Private}}
 }
 
 // writeChain writes the fixture chain into dir: two days, every record

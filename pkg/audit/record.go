@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // DecisionRecord is the plain record of one policy decision, as the audit
@@ -23,7 +24,16 @@ type DecisionRecord struct {
 	Tool string `json:"tool"`
 	// Arguments are the target tool's arguments, as JSON.
 	Arguments json.RawMessage `json:"arguments"`
-	Outcome   Outcome         `json:"outcome"`
+	Verdict
+}
+
+// Verdict is what a decision and an approval's re-decision both record:
+// the outcome, why, under which grant, and the session's state when it was
+// made. Both records embed it, so its fields are written flat, in this
+// order, where each record places it (the bytes of logs written before
+// the struct was shared).
+type Verdict struct {
+	Outcome Outcome `json:"outcome"`
 	// Reason and Detail are set for a denial only. Detail is one line of
 	// at most MaxDetail characters.
 	Reason Reason `json:"reason,omitempty"`
@@ -175,17 +185,18 @@ func (r *DecisionRecord) Validate() error {
 	if !utf8.ValidString(r.Tool) {
 		return errf("tool is not valid UTF-8")
 	}
-	if r.Tool == "call_tool" && (r.Outcome != Denied || r.Reason != InvalidArguments) {
+	if r.Tool == toolset.CallTool && (r.Outcome != Denied || r.Reason != InvalidArguments) {
 		return errf(`tool is "call_tool": record the target tool, not the meta-tool`)
 	}
 	if len(r.Arguments) == 0 || !json.Valid(r.Arguments) {
 		return errf("arguments are not JSON")
 	}
-	return checkVerdict(r.Outcome, r.Reason, r.Detail, r.Grant, r.Taint)
+	return r.Verdict.check()
 }
 
-// checkVerdict checks an outcome with its reason, detail, grant and taint.
-func checkVerdict(o Outcome, reason Reason, detail string, g *GrantRef, taint dataclass.Class) error {
+// check checks an outcome with its reason, detail, grant and taint.
+func (v *Verdict) check() error {
+	o, reason, detail, g, taint := v.Outcome, v.Reason, v.Detail, v.Grant, v.Taint
 	if unknown(outcomes, o) {
 		return errf("unknown outcome %q", string(o))
 	}
@@ -236,7 +247,7 @@ func (r *Approval) validate() error {
 	default:
 		return errf("unknown answer %q", string(r.Answer))
 	}
-	return checkVerdict(r.Outcome, r.Reason, r.Detail, r.Grant, r.Taint)
+	return r.Verdict.check()
 }
 
 func (r *Result) validate() error {

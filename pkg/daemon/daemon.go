@@ -30,9 +30,14 @@ const (
 )
 
 // ErrRefused marks an error from Run that happened before the daemon was
-// serving: wrap a startup failure with it (fmt.Errorf("...: %w",
-// daemon.ErrRefused)) and Main exits with ExitRefused.
+// serving: wrap a startup failure with [Refuse] and Main exits with
+// ExitRefused.
 var ErrRefused = errors.New("refused to start")
+
+// Refuse marks err, a startup failure, as a refusal: the result reads
+// "refused to start: <err>" and Main exits with ExitRefused. err's text is
+// kept but not its chain (%v): nothing inspects a cause across an exit.
+func Refuse(err error) error { return fmt.Errorf("%w: %v", ErrRefused, err) }
 
 // Flags are the flags every daemon takes.
 type Flags struct {

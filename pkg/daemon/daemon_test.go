@@ -39,3 +39,17 @@ func TestMainExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestRefuse: the one way to mark a startup failure keeps its text, is a
+// refusal to Main, and does not expose its cause's chain.
+func TestRefuse(t *testing.T) {
+	cause := errors.New("config: bad key")
+	err := Refuse(cause)
+	if !errors.Is(err, ErrRefused) || errors.Is(err, cause) || err.Error() != "refused to start: config: bad key" {
+		t.Errorf("Refuse(%v) = %v (Is ErrRefused %v, Is cause %v)", cause, err, errors.Is(err, ErrRefused), errors.Is(err, cause))
+	}
+	var out bytes.Buffer
+	if got := Main("testd", nil, &out, func(context.Context, *slog.Logger, Flags) error { return err }); got != ExitRefused {
+		t.Errorf("Main = %d, want ExitRefused", got)
+	}
+}

@@ -61,6 +61,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/hostrule"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Mode is what a grant does with a call it matches. The zero value is
@@ -119,9 +120,9 @@ const (
 // mounts); http_fetch takes hosts. It is false for any other name.
 func ConstraintOf(tool string) (Constraint, bool) {
 	switch tool {
-	case toolargs.ReadFileName, toolargs.WriteFileName, toolargs.ShellName:
+	case toolset.ReadFile, toolset.WriteFile, toolset.Shell:
 		return Paths, true
-	case toolargs.HTTPFetchName:
+	case toolset.HTTPFetch:
 		return Hosts, true
 	}
 	return 0, false
@@ -284,19 +285,19 @@ func (g *Grant) parseTool(s Spec) error {
 	if s.Tool == "" {
 		return errors.New("tool is missing")
 	}
-	if toolargs.IsMemory(s.Tool) {
+	if toolset.IsMemory(s.Tool) {
 		return fmt.Errorf("tool %q is a memory tool: its policy is built into brokerd (always auto) and no grant may name it", s.Tool)
 	}
 	c, ok := ConstraintOf(s.Tool)
 	if !ok {
-		return fmt.Errorf("tool %q is not a tool grants can name (%s)", s.Tool, strings.Join(toolargs.Granted, ", "))
+		return fmt.Errorf("tool %q is not a tool grants can name (%s)", s.Tool, strings.Join(toolset.Of(toolset.ClassGranted), ", "))
 	}
-	if s.Writable != nil && s.Tool != toolargs.ShellName {
+	if s.Writable != nil && s.Tool != toolset.Shell {
 		return fmt.Errorf("%s does not take writable (only shell does; read_file never writes and write_file always does)", s.Tool)
 	}
 	g.writable = s.Writable != nil && *s.Writable
 	if s.Secret != "" {
-		if s.Tool != toolargs.ShellName {
+		if s.Tool != toolset.Shell {
 			return fmt.Errorf("%s does not take secret (only shell does: the toolkit hands the secret to the command as a file)", s.Tool)
 		}
 		if !SecretPattern.MatchString(s.Secret) {
@@ -382,7 +383,7 @@ type canonicalGrant struct {
 func (g *Grant) canonicalForm() canonicalGrant {
 	c := canonicalGrant{ID: g.id, Tool: g.tool, Paths: g.paths, Hosts: g.hosts, Secret: g.secret,
 		MaxTaint: g.maxTaint, ResultClass: g.resultClass, Untrusted: g.untrusted, Mode: g.mode}
-	if g.tool == toolargs.ShellName {
+	if g.tool == toolset.Shell {
 		w := g.writable
 		c.Writable = &w
 	}

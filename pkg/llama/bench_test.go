@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
 
 // replayTransport is an in-memory server: it drains the request and answers
@@ -54,19 +56,19 @@ func cannedReply() []byte {
 // conversation builds a message history of about tokens tokens (4 bytes per
 // token): a system prompt, then turns of user message, assistant reasoning
 // and tool call, and tool result.
-func conversation(tokens int) []Message {
+func conversation(tokens int) []chat.Message {
 	bytesWanted := tokens * 4
 	para := "The quick brown fox <jumps> over the lazy dog & keeps going; \"quoted\" text and a newline.\n"
 	text := func(n int) string { return strings.Repeat(para, max(1, n/len(para))) }
-	msgs := []Message{{Role: RoleSystem, Content: text(2000)}}
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: text(2000)}}
 	size := len(msgs[0].Content)
 	for i := 0; size < bytesWanted; i++ {
 		id := fmt.Sprintf("call%028d", i)
-		turn := []Message{
-			{Role: RoleUser, Content: text(400)},
-			{Role: RoleAssistant, Content: "Let me look.", ReasoningContent: text(1200),
-				ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path": "/src/main.go"}`}}}},
-			{Role: RoleTool, ToolCallID: id, Name: "read_file", Content: text(2400)},
+		turn := []chat.Message{
+			{Role: chat.RoleUser, Content: text(400)},
+			{Role: chat.RoleAssistant, Content: "Let me look.", ReasoningContent: text(1200),
+				ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: "read_file", Arguments: `{"path": "/src/main.go"}`}}}},
+			{Role: chat.RoleTool, ToolCallID: id, Name: "read_file", Content: text(2400)},
 		}
 		for _, m := range turn {
 			size += len(m.Content) + len(m.ReasoningContent)
@@ -79,9 +81,9 @@ func conversation(tokens int) []Message {
 // BenchmarkTurnOverhead measures the client's own cost per turn: marshalling
 // the whole conversation, parsing the SSE reply and accumulating it.
 func BenchmarkTurnOverhead(b *testing.B) {
-	tools := []Tool{
-		NewTool("read_file", "Read a file.", []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)),
-		NewTool("call_tool", "Call a discovered tool.", []byte(`{"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}}}`)),
+	tools := []chat.Tool{
+		chat.NewTool("read_file", "Read a file.", []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)),
+		chat.NewTool("call_tool", "Call a discovered tool.", []byte(`{"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}}}`)),
 	}
 	reply := cannedReply()
 	for _, size := range []struct {

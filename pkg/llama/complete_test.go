@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
 
 // splitEvents cuts a transcript into its events (each with its "\n\n").
@@ -87,7 +89,7 @@ func newTestClient(t *testing.T, h http.Handler, cfg Config) *Client {
 	return c
 }
 
-var userTurn = Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}}
+var userTurn = Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}}}
 
 func TestCompleteGolden(t *testing.T) {
 	var rec recorder

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
@@ -112,9 +113,9 @@ func runConformance(t *testing.T, baseURL, model string, slot int) {
 	t.Run("Completion", func(t *testing.T) {
 		progress := 0
 		req := llama.Request{
-			Messages: []llama.Message{
-				{Role: llama.RoleSystem, Content: "You are a storyteller."},
-				{Role: llama.RoleUser, Content: "Tell me a short story about a cat."},
+			Messages: []chat.Message{
+				{Role: chat.RoleSystem, Content: "You are a storyteller."},
+				{Role: chat.RoleUser, Content: "Tell me a short story about a cat."},
 			},
 			OnEvent: func(ev llama.Event) {
 				if ev.Kind == llama.EventProgress {
@@ -134,16 +135,16 @@ func runConformance(t *testing.T, baseURL, model string, slot int) {
 	})
 
 	t.Run("TwoTurns", func(t *testing.T) {
-		req := llama.Request{Messages: []llama.Message{
-			{Role: llama.RoleSystem, Content: "You are a storyteller."},
-			{Role: llama.RoleUser, Content: "Tell me a story about a dog and a ball."},
+		req := llama.Request{Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: "You are a storyteller."},
+			{Role: chat.RoleUser, Content: "Tell me a story about a dog and a ball."},
 		}}
 		first, err := c.Complete(t.Context(), req, llama.SlotState{})
 		if err != nil {
 			t.Fatalf("Complete turn 1: %v", err)
 		}
 		req.Messages = append(req.Messages, first.Message,
-			llama.Message{Role: llama.RoleUser, Content: "What happened next?"})
+			chat.Message{Role: chat.RoleUser, Content: "What happened next?"})
 		second, err := c.Complete(t.Context(), req, first.Slot)
 		if err != nil {
 			t.Fatalf("Complete turn 2: %v", err)
@@ -155,8 +156,8 @@ func runConformance(t *testing.T, baseURL, model string, slot int) {
 	})
 
 	t.Run("ExceedsContext", func(t *testing.T) {
-		_, err := c.Complete(t.Context(), llama.Request{Messages: []llama.Message{
-			{Role: llama.RoleUser, Content: strings.Repeat("hello ", nCtx)},
+		_, err := c.Complete(t.Context(), llama.Request{Messages: []chat.Message{
+			{Role: chat.RoleUser, Content: strings.Repeat("hello ", nCtx)},
 		}}, llama.SlotState{})
 		var se *llama.ServerError
 		if !errors.As(err, &se) {
@@ -193,7 +194,7 @@ func checkCompletion(t *testing.T, comp *llama.Completion, props *llama.Props, m
 	default:
 		t.Errorf("Complete: finish_reason = %q, want stop, length or tool_calls", comp.FinishReason)
 	}
-	if comp.Message.Role != llama.RoleAssistant {
+	if comp.Message.Role != chat.RoleAssistant {
 		t.Errorf("Complete: message role = %q, want assistant", comp.Message.Role)
 	}
 	tm, u := comp.Timings, comp.Usage

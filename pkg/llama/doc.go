@@ -5,17 +5,22 @@
 // through inferproxy's Unix socket ([Config.SocketPath]), and bxctl selftest,
 // which talks to a URL ([Config.BaseURL]). Nothing else should: every request
 // goes to the one server and slot named in the [Config], and the wire shapes
-// here follow reference/llama-server.md (upstream llama.cpp b10587).
+// here follow upstream llama.cpp tools/server at commit 3f545bec (build
+// b10587); the "reference:" comments cite its files and lines, and
+// docs/inference-contract.md records what a real server was seen to send.
+// The messages and tools it carries are package chat's, so that a reader
+// of the session log needs no inference client.
 //
 // # Guarantees
 //
-//   - Replay is exact. [Client.Complete] returns the assistant [Message] as
-//     the server streamed it: content, reasoning_content and tool_calls are the
-//     byte-for-byte concatenation of their fragments, and marshalling a
-//     [Message] back into a request does not alter any string (no HTML
-//     escaping, fields in struct order). The session log can therefore store a
-//     reply and resend it unchanged, which keeps turn N+1 a prefix extension of
-//     turn N (design brief, inference contract 2).
+//   - Replay is exact. [Client.Complete] returns the assistant
+//     [chat.Message] as the server streamed it: content, reasoning_content
+//     and tool_calls are the byte-for-byte concatenation of their
+//     fragments, and marshalling a [chat.Message] back into a request does
+//     not alter any string (no HTML escaping, fields in struct order). The
+//     session log can therefore store a reply and resend it unchanged, which
+//     keeps turn N+1 a prefix extension of turn N (design brief, inference
+//     contract 2).
 //   - Liveness, never a deadline. A completion has no total time limit. Before
 //     the first byte it may wait [Config.FirstByteTimeout] for a busy slot or
 //     [Config.ModelLoadTimeout] for a model load; after it, any silence longer

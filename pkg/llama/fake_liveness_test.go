@@ -15,6 +15,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
@@ -83,7 +84,7 @@ func livenessError(t *testing.T, err error) *llama.LivenessError {
 }
 
 func ask(text string) llama.Request {
-	return llama.Request{Messages: []llama.Message{{Role: llama.RoleUser, Content: text}}}
+	return llama.Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: text}}}
 }
 
 // TestSilentMidStreamFails: a stream that delivers tokens for longer than

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
@@ -62,10 +63,10 @@ func requestMessages(t *testing.T, body []byte) []json.RawMessage {
 	return req.Messages
 }
 
-var testTools = []llama.Tool{
-	llama.NewTool("read_file", "Read a file from the workspace.",
+var testTools = []chat.Tool{
+	chat.NewTool("read_file", "Read a file from the workspace.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"max_bytes":{"type":"integer"}},"required":["path"]}`)),
-	llama.NewTool("list_dir", "List a directory.",
+	chat.NewTool("list_dir", "List a directory.",
 		json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)),
 }
 
@@ -87,7 +88,7 @@ type conversation struct {
 	prevPredicted int
 }
 
-func (cv *conversation) add(msgs ...llama.Message) {
+func (cv *conversation) add(msgs ...chat.Message) {
 	cv.req.Messages = append(cv.req.Messages, msgs...)
 }
 
@@ -188,20 +189,20 @@ func TestTwentyTurnsNoReread(t *testing.T) {
 		slot: slot,
 		req:  llama.Request{Tools: testTools},
 	}
-	cv.add(llama.Message{Role: llama.RoleSystem, Content: "You are a careful assistant. Use the tools when they help."})
+	cv.add(chat.Message{Role: chat.RoleSystem, Content: "You are a careful assistant. Use the tools when they help."})
 
-	var pending []llama.ToolCall // calls of the previous turn, to answer
+	var pending []chat.ToolCall // calls of the previous turn, to answer
 	for turn := 1; turn <= 20; turn++ {
 		if len(pending) > 0 {
 			for i, call := range pending {
-				cv.add(llama.Message{
-					Role: llama.RoleTool, ToolCallID: call.ID, Name: call.Function.Name,
+				cv.add(chat.Message{
+					Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name,
 					Content: fmt.Sprintf("result %d of turn %d: <ok> & done\n", i, turn-1),
 				})
 			}
 			pending = nil
 		} else {
-			cv.add(llama.Message{Role: llama.RoleUser, Content: fmt.Sprintf("Question %d: is a < b && b > c? Answer in \"quotes\", café ✓.", turn)})
+			cv.add(chat.Message{Role: chat.RoleUser, Content: fmt.Sprintf("Question %d: is a < b && b > c? Answer in \"quotes\", café ✓.", turn)})
 		}
 
 		reply := fake.Reply{
@@ -246,7 +247,7 @@ func TestTwentyTurnsNoReread(t *testing.T) {
 		return
 	}
 
-	user := func(s string) { cv.add(llama.Message{Role: llama.RoleUser, Content: s}) }
+	user := func(s string) { cv.add(chat.Message{Role: chat.RoleUser, Content: s}) }
 	plain := func(i int) fake.Reply {
 		return fake.Reply{Reasoning: fmt.Sprintf("Continue %d.", i), Content: fmt.Sprintf("Continued %d.", i)}
 	}
@@ -300,8 +301,8 @@ func TestThinkingCapFiresOnce(t *testing.T) {
 			// within the 200 tokens, even on a loaded machine.
 			srv.Script(fake.Reply{ThinkTokens: tt.think, Content: "The answer.", TokenDelay: 20 * time.Millisecond})
 			c := newFakeClient(t, srv, llama.Config{ThinkingCap: capAt, IdleTimeout: 10 * time.Second})
-			comp, err := c.Complete(t.Context(), llama.Request{Messages: []llama.Message{
-				{Role: llama.RoleUser, Content: "Think hard, then answer."},
+			comp, err := c.Complete(t.Context(), llama.Request{Messages: []chat.Message{
+				{Role: chat.RoleUser, Content: "Think hard, then answer."},
 			}}, llama.SlotState{})
 			if err != nil {
 				t.Fatalf("Complete: %v", err)
@@ -331,8 +332,8 @@ func TestContextOverflow(t *testing.T) {
 	const nCtx = 256
 	srv := fake.New(t, fake.Options{NCtx: nCtx})
 	c := newFakeClient(t, srv, llama.Config{})
-	_, err := c.Complete(t.Context(), llama.Request{Messages: []llama.Message{
-		{Role: llama.RoleUser, Content: strings.Repeat("word ", nCtx)},
+	_, err := c.Complete(t.Context(), llama.Request{Messages: []chat.Message{
+		{Role: chat.RoleUser, Content: strings.Repeat("word ", nCtx)},
 	}}, llama.SlotState{})
 	var se *llama.ServerError
 	if !errors.As(err, &se) {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"testing/iotest"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
 
 // collectEvents runs the SSE decoder alone and copies out every event.
@@ -58,7 +60,7 @@ func FuzzSSE(f *testing.F) {
 		if whole.err != nil {
 			return
 		}
-		body, err := c.chatBody(Request{Messages: []Message{whole.comp.Message}})
+		body, err := c.chatBody(Request{Messages: []chat.Message{whole.comp.Message}})
 		if err != nil {
 			t.Fatalf("marshal parsed message: %v", err)
 		}

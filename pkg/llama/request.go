@@ -3,75 +3,15 @@ package llama
 import (
 	"bytes"
 	"encoding/json"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
-
-// Message roles.
-const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
-)
-
-// Message is one chat message in the shape llama-server parses
-// (reference: common/chat.cpp common_chat_msgs_parse_oaicompat). The field
-// order is the wire order, so a message always marshals to the same bytes.
-//
-// An assistant Message returned by [Client.Complete] is meant to be stored
-// and sent back unchanged; nothing in this package rewrites its strings.
-type Message struct {
-	Role string `json:"role"`
-	// Content is always sent. The server needs content or tool_calls on
-	// every message, and it parses "" exactly as it parses an absent
-	// content on an assistant message that has tool calls.
-	Content string `json:"content"`
-	// ReasoningContent is the thinking block. Absent and "" are the same
-	// to the server (it reads it only if present).
-	ReasoningContent string     `json:"reasoning_content,omitempty"`
-	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID       string     `json:"tool_call_id,omitempty"` // role "tool": the call answered
-	Name             string     `json:"name,omitempty"`         // role "tool": the tool's name
-}
-
-// ToolCall is a tool call as the server streamed it and as it is replayed.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"` // always "function"
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall names the function and carries its arguments as the JSON text
-// the model produced, unparsed: re-encoding it would change the prompt.
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// Tool is one entry of the tools array. The array must stay identical for a
-// whole epoch: the template renders it at the top of the prompt.
-type Tool struct {
-	Type     string       `json:"type"` // "function"
-	Function ToolFunction `json:"function"`
-}
-
-// ToolFunction describes a function. Parameters is the JSON Schema, kept as
-// raw bytes so the caller decides its exact text; encoding/json compacts it.
-type ToolFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-// NewTool returns a function tool.
-func NewTool(name, description string, parameters json.RawMessage) Tool {
-	return Tool{Type: "function", Function: ToolFunction{Name: name, Description: description, Parameters: parameters}}
-}
 
 // Request is one completion request: the whole conversation so far and the
 // epoch's tools. Sampling, slot and limits come from the [Config].
 type Request struct {
-	Messages []Message
-	Tools    []Tool
+	Messages []chat.Message
+	Tools    []chat.Tool
 	// ToolChoice is "", "auto", "none" or "required"; the server takes only
 	// these strings, and an object would silently mean "auto" (reference:
 	// server-common.cpp:1138). Empty leaves it out. The self-test uses
@@ -93,19 +33,19 @@ type Request struct {
 // chatRequest is the body of POST /v1/chat/completions. Field order is the
 // wire order. reference: server-common.cpp:1128-1396, server-schema.cpp.
 type chatRequest struct {
-	Model            string        `json:"model"`
-	Messages         []Message     `json:"messages"`
-	Tools            []Tool        `json:"tools,omitempty"` // absent and [] both mean no tools
-	ToolChoice       string        `json:"tool_choice,omitempty"`
-	Stream           bool          `json:"stream"`
-	StreamOptions    streamOptions `json:"stream_options"`
-	ReturnProgress   bool          `json:"return_progress"`   // prompt processing sends events: liveness
-	ReasoningControl bool          `json:"reasoning_control"` // arms the control endpoint (server-common.cpp:1365)
-	IDSlot           int           `json:"id_slot"`
-	Temperature      float64       `json:"temperature"`
-	TopP             float64       `json:"top_p"`
-	TopK             int           `json:"top_k"`
-	MaxTokens        int           `json:"max_tokens"`
+	Model            string         `json:"model"`
+	Messages         []chat.Message `json:"messages"`
+	Tools            []chat.Tool    `json:"tools,omitempty"` // absent and [] both mean no tools
+	ToolChoice       string         `json:"tool_choice,omitempty"`
+	Stream           bool           `json:"stream"`
+	StreamOptions    streamOptions  `json:"stream_options"`
+	ReturnProgress   bool           `json:"return_progress"`   // prompt processing sends events: liveness
+	ReasoningControl bool           `json:"reasoning_control"` // arms the control endpoint (server-common.cpp:1365)
+	IDSlot           int            `json:"id_slot"`
+	Temperature      float64        `json:"temperature"`
+	TopP             float64        `json:"top_p"`
+	TopK             int            `json:"top_k"`
+	MaxTokens        int            `json:"max_tokens"`
 }
 
 type streamOptions struct {

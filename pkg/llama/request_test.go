@@ -7,6 +7,8 @@ import (
 	"go/token"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
 
 // jsonUnmarshalStrict decodes b refusing unknown fields, so a test notices a
@@ -18,13 +20,13 @@ func jsonUnmarshalStrict(b []byte, v any) error {
 }
 
 var goldenRequest = Request{
-	Messages: []Message{
-		{Role: RoleSystem, Content: "You are <Boxmaker> & co."},
-		{Role: RoleUser, Content: "hi"},
-		{Role: RoleAssistant, ReasoningContent: "r", ToolCalls: []ToolCall{{ID: "a", Type: "function", Function: FunctionCall{Name: "clock", Arguments: "{}"}}}},
-		{Role: RoleTool, Content: "12:00", ToolCallID: "a", Name: "clock"},
+	Messages: []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are <Boxmaker> & co."},
+		{Role: chat.RoleUser, Content: "hi"},
+		{Role: chat.RoleAssistant, ReasoningContent: "r", ToolCalls: []chat.ToolCall{{ID: "a", Type: "function", Function: chat.FunctionCall{Name: "clock", Arguments: "{}"}}}},
+		{Role: chat.RoleTool, Content: "12:00", ToolCallID: "a", Name: "clock"},
 	},
-	Tools: []Tool{NewTool("clock", "Current time.", json.RawMessage(`{"type": "object", "properties": {}}`))},
+	Tools: []chat.Tool{chat.NewTool("clock", "Current time.", json.RawMessage(`{"type": "object", "properties": {}}`))},
 }
 
 // TestRequestGolden is a tripwire on the request wire: field names, order,
@@ -53,7 +55,7 @@ func TestRequestRejectsBadSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.chatBody(Request{Messages: []Message{{Role: RoleUser, Content: "x"}}, Tools: []Tool{NewTool("t", "", json.RawMessage(`{nope`))}})
+	_, err = c.chatBody(Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "x"}}, Tools: []chat.Tool{chat.NewTool("t", "", json.RawMessage(`{nope`))}})
 	if err == nil {
 		t.Fatal("chatBody with an invalid schema succeeded")
 	}

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 )
 
 // Usage is the usage object of the last chunk (stream_options.include_usage).
@@ -81,7 +84,7 @@ type Completion struct {
 
 	// Message is the assistant message exactly as streamed: each string is
 	// the concatenation of its fragments. Store it and replay it unchanged.
-	Message      Message
+	Message      chat.Message
 	FinishReason string // "stop", "length" or "tool_calls"
 	Usage        Usage
 	Timings      *Timings       // nil if the server sent none
@@ -230,7 +233,7 @@ func (a *accumulator) choice(ch *chunkChoice) error {
 		return a.invalid("choice index %d, want 0", ch.Index)
 	}
 	d := &ch.Delta
-	if d.Role != "" && d.Role != RoleAssistant {
+	if d.Role != "" && d.Role != chat.RoleAssistant {
 		return a.invalid("delta role %s, want assistant", clip(d.Role))
 	}
 	if a.finish != "" && (d.Content != "" || d.ReasoningContent != "" || len(d.ToolCalls) > 0) {
@@ -323,11 +326,11 @@ func (a *accumulator) invalid(format string, args ...any) *StreamError {
 
 // completion returns what has been accumulated.
 func (a *accumulator) completion() *Completion {
-	msg := Message{Role: RoleAssistant, Content: a.content.String(), ReasoningContent: a.reasoning.String()}
+	msg := chat.Message{Role: chat.RoleAssistant, Content: a.content.String(), ReasoningContent: a.reasoning.String()}
 	for _, c := range a.calls {
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{
+		msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{
 			ID: c.id, Type: "function",
-			Function: FunctionCall{Name: c.name, Arguments: string(c.args)},
+			Function: chat.FunctionCall{Name: c.name, Arguments: string(c.args)},
 		})
 	}
 	return &Completion{
@@ -366,9 +369,8 @@ func readStream(r io.Reader, maxEvent int, a *accumulator) error {
 // clip quotes a peer-supplied string for an error message, cut to a length
 // that cannot flood a log.
 func clip(s string) string {
-	const n = 64
-	if len(s) > n {
-		return fmt.Sprintf("%q...", s[:n])
+	if c, cut := truncate.Bytes(s, 64); cut {
+		return fmt.Sprintf("%q...", c)
 	}
 	return fmt.Sprintf("%q", s)
 }

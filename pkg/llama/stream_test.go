@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
 
 // goldenWants are the results of the golden transcripts, written by hand
@@ -21,7 +23,7 @@ var goldenWants = []struct {
 		file: "reasoning_content.sse",
 		want: &Completion{
 			ID: testID, Model: "ornith", SystemFingerprint: "b10587-3f545bec",
-			Message: Message{
+			Message: chat.Message{
 				Role:             "assistant",
 				Content:          "Hello <world> &amp; \u2028 😀\n\ntab\there \\n done.",
 				ReasoningContent: "The user greets me with <b> & \"quotes\"\nI reply.",
@@ -38,13 +40,13 @@ var goldenWants = []struct {
 		file: "tool_call.sse",
 		want: &Completion{
 			ID: testID, Model: "ornith", SystemFingerprint: "b10587-3f545bec",
-			Message: Message{
+			Message: chat.Message{
 				Role:             "assistant",
 				Content:          "Reading both.",
 				ReasoningContent: "Read the file.",
-				ToolCalls: []ToolCall{
-					{ID: "k2PzR8vQ1mX4nB7cT0wY3jL6hF9dS5aE", Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path": "/etc/hosts"}`}},
-					{ID: "Zq8W1eR4tY7uI0oP3aS6dF9gH2jK5lXc", Type: "function", Function: FunctionCall{Name: "grep", Arguments: `{"pattern": "<a href=\"x\">", "path": "."}`}},
+				ToolCalls: []chat.ToolCall{
+					{ID: "k2PzR8vQ1mX4nB7cT0wY3jL6hF9dS5aE", Type: "function", Function: chat.FunctionCall{Name: "read_file", Arguments: `{"path": "/etc/hosts"}`}},
+					{ID: "Zq8W1eR4tY7uI0oP3aS6dF9gH2jK5lXc", Type: "function", Function: chat.FunctionCall{Name: "grep", Arguments: `{"pattern": "<a href=\"x\">", "path": "."}`}},
 				},
 			},
 			FinishReason: "tool_calls",
@@ -59,7 +61,7 @@ var goldenWants = []struct {
 		file: "pings_progress.sse",
 		want: &Completion{
 			ID: testID, Model: "ornith", SystemFingerprint: "b10587-3f545bec",
-			Message:      Message{Role: "assistant", Content: "pong"},
+			Message:      chat.Message{Role: "assistant", Content: "pong"},
 			FinishReason: "stop",
 			Usage:        Usage{CompletionTokens: 1, PromptTokens: 9000, TotalTokens: 9001, PromptTokensDetails: PromptTokensDetails{CachedTokens: 8000}},
 			Timings: &Timings{CacheN: 8000, PromptN: 1000, PromptMS: 180.5, PromptPerTokenMS: 1.805, PromptPerSecond: 554.016620498615,
@@ -284,7 +286,7 @@ func TestReplayExact(t *testing.T) {
 		if got.err != nil {
 			t.Fatal(got.err)
 		}
-		body, err := c.chatBody(Request{Messages: []Message{{Role: RoleUser, Content: "hi"}, got.comp.Message}})
+		body, err := c.chatBody(Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}, got.comp.Message}})
 		if err != nil {
 			t.Fatal(err)
 		}

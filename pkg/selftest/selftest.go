@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
@@ -204,18 +205,18 @@ var (
 	turnMaxTokens = 256
 )
 
-var clockTool = llama.NewTool("clock", "Returns the current time. Takes no arguments.", json.RawMessage(`{"type":"object","properties":{},"required":[]}`))
+var clockTool = chat.NewTool("clock", "Returns the current time. Takes no arguments.", json.RawMessage(`{"type":"object","properties":{},"required":[]}`))
 
 // toolCallCheck: the model calls a declared tool and the server's parser
 // returns a well-formed call.
 func toolCallCheck(ctx context.Context, c *llama.Client) Check {
 	ck := Check{Name: CheckToolCall}
 	comp, err := c.Complete(ctx, llama.Request{
-		Messages: []llama.Message{
-			{Role: llama.RoleSystem, Content: "You are a self-test. Call the clock tool."},
-			{Role: llama.RoleUser, Content: "What time is it? Use the clock tool."},
+		Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: "You are a self-test. Call the clock tool."},
+			{Role: chat.RoleUser, Content: "What time is it? Use the clock tool."},
 		},
-		Tools:      []llama.Tool{clockTool},
+		Tools:      []chat.Tool{clockTool},
 		ToolChoice: "required",
 		MaxTokens:  toolMaxTokens,
 		Sampling:   greedy,
@@ -251,9 +252,9 @@ func toolCallCheck(ctx context.Context, c *llama.Client) Check {
 // turn 1 but its last sampled token (which the server never caches).
 func cacheCheck(ctx context.Context, c *llama.Client) Check {
 	ck := Check{Name: CheckCache}
-	msgs := []llama.Message{
-		{Role: llama.RoleSystem, Content: "You are a self-test. Answer in one short sentence."},
-		{Role: llama.RoleUser, Content: "Say hello."},
+	msgs := []chat.Message{
+		{Role: chat.RoleSystem, Content: "You are a self-test. Answer in one short sentence."},
+		{Role: chat.RoleUser, Content: "Say hello."},
 	}
 	first, err := c.Complete(ctx, llama.Request{Messages: msgs, MaxTokens: turnMaxTokens, Sampling: greedy}, llama.SlotState{})
 	if err != nil {
@@ -264,7 +265,7 @@ func cacheCheck(ctx context.Context, c *llama.Client) Check {
 		ck.Detail = "turn 1 reported no timings; see docs/runbook.md#selftest-cache"
 		return ck
 	}
-	msgs = append(msgs, first.Message, llama.Message{Role: llama.RoleUser, Content: "Say it again."})
+	msgs = append(msgs, first.Message, chat.Message{Role: chat.RoleUser, Content: "Say it again."})
 	second, err := c.Complete(ctx, llama.Request{Messages: msgs, MaxTokens: turnMaxTokens, Sampling: greedy}, first.Slot)
 	if err != nil {
 		ck.Detail = fmt.Sprintf("turn 2 failed: %v; see docs/runbook.md#selftest-cache", err)

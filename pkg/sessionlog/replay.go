@@ -3,7 +3,7 @@ package sessionlog
 import (
 	"sort"
 
-	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/chat"
 )
 
 // Baseline is the fixed head of every request in an epoch: the system
@@ -11,8 +11,8 @@ import (
 // It is snapshotted when the epoch starts (sessions/<id>/<epoch>.baseline.json);
 // later edits apply to later epochs only.
 type Baseline struct {
-	System string       `json:"system"`
-	Tools  []llama.Tool `json:"tools"`
+	System string      `json:"system"`
+	Tools  []chat.Tool `json:"tools"`
 }
 
 // Replay rebuilds the request messages for turn upTo from the baseline and
@@ -22,7 +22,7 @@ type Baseline struct {
 // their turn runs, after everything of this one. Records that are not
 // messages (usage, cache loss, approvals, stops, turn ends) contribute
 // nothing.
-func Replay(b Baseline, recs []Record, upTo int64) []llama.Message {
+func Replay(b Baseline, recs []Record, upTo int64) []chat.Message {
 	ordered := make([]Record, 0, len(recs))
 	for _, r := range recs {
 		if r.TurnOf() <= upTo {
@@ -30,15 +30,15 @@ func Replay(b Baseline, recs []Record, upTo int64) []llama.Message {
 		}
 	}
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].TurnOf() < ordered[j].TurnOf() })
-	msgs := []llama.Message{{Role: llama.RoleSystem, Content: b.System}}
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: b.System}}
 	for _, r := range ordered {
 		switch r := r.(type) {
 		case *User:
-			msgs = append(msgs, llama.Message{Role: llama.RoleUser, Content: r.Text})
+			msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: r.Text})
 		case *Assistant:
 			msgs = append(msgs, r.Message)
 		case *ToolResult:
-			msgs = append(msgs, llama.Message{Role: llama.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)})
+			msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)})
 		}
 	}
 	return msgs

@@ -11,8 +11,8 @@ package sessionlog
 import (
 	"fmt"
 
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -29,8 +29,8 @@ type User struct {
 
 // Assistant is one model reply, exactly as the server streamed it.
 type Assistant struct {
-	Turn    int64         `json:"turn"`
-	Message llama.Message `json:"message"`
+	Turn    int64        `json:"turn"`
+	Message chat.Message `json:"message"`
 }
 
 // ResultStatus says how a tool call ended.

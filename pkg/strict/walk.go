@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,6 +311,7 @@ type field struct {
 
 type fields struct {
 	byName   map[string]field
+	order    []string // every name, in declaration order
 	required []string
 }
 
@@ -321,14 +323,29 @@ type fieldsOrErr struct {
 }
 
 // fieldsOf lists the JSON names a struct declares, as encoding/json would
-// write them. Embedded structs and the ",string" option are refused so
-// that the walk and encoding/json can never disagree about a name.
+// write them. An untagged embedded struct (not a pointer) contributes its
+// fields at its place, as encoding/json flattens it; a name declared twice
+// (by two embedded structs, or by one and the outer struct) is refused,
+// where encoding/json would let the shallower win or drop both, so that the
+// walk and encoding/json can never disagree about a name. The ",string"
+// option and every other kind of embedding are refused.
 func fieldsOf(t reflect.Type) (*fields, error) {
 	if c, ok := fieldCache.Load(t); ok {
 		fe := c.(fieldsOrErr)
 		return fe.f, fe.err
 	}
 	fs := &fields{byName: map[string]field{}}
+	add := func(name string, f field, required bool) error {
+		if _, dup := fs.byName[name]; dup {
+			return fmt.Errorf("%s declares the JSON name %q twice", t, name)
+		}
+		fs.byName[name] = f
+		fs.order = append(fs.order, name)
+		if required {
+			fs.required = append(fs.required, name)
+		}
+		return nil
+	}
 	var err error
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -337,8 +354,24 @@ func fieldsOf(t reflect.Type) (*fields, error) {
 			continue
 		}
 		if sf.Anonymous {
-			err = fmt.Errorf("embedded field %s in %s is not supported", sf.Name, t)
-			break
+			if tag != "" || sf.Type.Kind() != reflect.Struct {
+				err = fmt.Errorf("embedded field %s in %s is not supported (only an untagged struct, not a pointer)", sf.Name, t)
+				break
+			}
+			sub, serr := fieldsOf(sf.Type)
+			if serr != nil {
+				err = serr
+				break
+			}
+			for _, name := range sub.order {
+				if err = add(name, sub.byName[name], slices.Contains(sub.required, name)); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+			continue
 		}
 		if !sf.IsExported() {
 			continue
@@ -351,9 +384,9 @@ func fieldsOf(t reflect.Type) (*fields, error) {
 			err = fmt.Errorf("field %s in %s uses the ,string option", sf.Name, t)
 			break
 		}
-		fs.byName[name] = field{typ: sf.Type}
-		if !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
-			fs.required = append(fs.required, name)
+		required := !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,")
+		if err = add(name, field{typ: sf.Type}, required); err != nil {
+			break
 		}
 	}
 	fieldCache.Store(t, fieldsOrErr{fs, err})

@@ -1,6 +1,5 @@
 // Package toolargs is the vocabulary of tool calls that brokerd decides
-// and the toolkit executes: the names of the tools, the arguments each
-// takes, and the path and URL types those arguments are made of. brokerd
+// and the toolkit executes: the arguments each tool takes, and the path and URL types those arguments are made of. brokerd
 // parses a request's arguments with [Parse] before matching grants, and
 // the toolkit parses the same JSON with the same function, so the two
 // cannot read one call two ways.
@@ -19,14 +18,14 @@
 //	shell       {"command": "sh -c text", "workdir": "/abs/dir"}
 //	http_fetch  {"url": "https://host.example/path"}
 //
-// In a tool container the arguments arrive wrapped in an [Input], the
-// one JSON object brokerd's runner writes to the toolkit's stdin, with the
-// one secret the grant injects, if any ([DecodeInput]).
+// The tools' names and classes are package toolset's one list. In a tool
+// container the arguments arrive inside package toolinput's envelope,
+// with the one secret the grant injects, if any; this package holds no
+// secret, so any role may link it.
 //
-// The memory tools (recall, ask_memory, memory) are decided by a rule
-// built into brokerd and run in memoryd, which checks their arguments;
-// here their arguments are only required to be one JSON object
-// ([Memory]).
+// The memory tools (toolset.ClassMemory) are decided by a rule built into
+// brokerd and run in memoryd, which checks their arguments; here their
+// arguments are only required to be one JSON object ([Memory]).
 package toolargs
 
 import (
@@ -36,41 +35,11 @@ import (
 	"slices"
 
 	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
-
-// The tools whose calls grants decide.
-const (
-	ReadFileName  = "read_file"
-	WriteFileName = "write_file"
-	ShellName     = "shell"
-	HTTPFetchName = "http_fetch"
-)
-
-// The memory tools, whose policy is built into brokerd.
-const (
-	RecallName    = "recall"
-	AskMemoryName = "ask_memory"
-	MemoryName    = "memory"
-)
-
-// CallToolName is the meta-tool through which the model calls every tool
-// not in its fixed tools array. It is never itself decided: its target is.
-const CallToolName = "call_tool"
 
 // MaxCommandLen caps a shell command.
 const MaxCommandLen = 64 << 10
-
-// Granted lists the tools a grant may name.
-var Granted = []string{ReadFileName, WriteFileName, ShellName, HTTPFetchName}
-
-// MemoryTools lists the memory tools.
-var MemoryTools = []string{RecallName, AskMemoryName, MemoryName}
-
-// IsGranted reports whether name is a tool grants decide.
-func IsGranted(name string) bool { return slices.Contains(Granted, name) }
-
-// IsMemory reports whether name is a memory tool.
-func IsMemory(name string) bool { return slices.Contains(MemoryTools, name) }
 
 // Args is the parsed arguments of one tool call.
 type Args interface {
@@ -110,10 +79,10 @@ type Memory struct {
 }
 
 // Tool implementations.
-func (ReadFile) Tool() string  { return ReadFileName }
-func (WriteFile) Tool() string { return WriteFileName }
-func (Shell) Tool() string     { return ShellName }
-func (HTTPFetch) Tool() string { return HTTPFetchName }
+func (ReadFile) Tool() string  { return toolset.ReadFile }
+func (WriteFile) Tool() string { return toolset.WriteFile }
+func (Shell) Tool() string     { return toolset.Shell }
+func (HTTPFetch) Tool() string { return toolset.HTTPFetch }
 func (m Memory) Tool() string  { return m.Name }
 
 // The wire forms, decoded strictly.
@@ -162,7 +131,7 @@ var ErrUnknownTool = errors.New("unknown tool")
 // written for the model to correct its call.
 func Parse(tool string, raw []byte) (Args, error) {
 	switch tool {
-	case ReadFileName:
+	case toolset.ReadFile:
 		var w readFileWire
 		if err := strict.Unmarshal(raw, &w); err != nil {
 			return nil, err
@@ -172,7 +141,7 @@ func Parse(tool string, raw []byte) (Args, error) {
 			return nil, err
 		}
 		return ReadFile{p}, nil
-	case WriteFileName:
+	case toolset.WriteFile:
 		var w writeFileWire
 		if err := strict.Unmarshal(raw, &w); err != nil {
 			return nil, err
@@ -182,7 +151,7 @@ func Parse(tool string, raw []byte) (Args, error) {
 			return nil, err
 		}
 		return WriteFile{p, w.Content}, nil
-	case ShellName:
+	case toolset.Shell:
 		var w shellWire
 		if err := strict.Unmarshal(raw, &w); err != nil {
 			return nil, err
@@ -195,7 +164,7 @@ func Parse(tool string, raw []byte) (Args, error) {
 			return nil, fmt.Errorf("workdir: %w", err)
 		}
 		return Shell{w.Command, p}, nil
-	case HTTPFetchName:
+	case toolset.HTTPFetch:
 		var w httpFetchWire
 		if err := strict.Unmarshal(raw, &w); err != nil {
 			return nil, err
@@ -205,7 +174,8 @@ func Parse(tool string, raw []byte) (Args, error) {
 			return nil, err
 		}
 		return HTTPFetch{u}, nil
-	case RecallName, AskMemoryName, MemoryName:
+	}
+	if toolset.IsMemory(tool) {
 		var obj map[string]json.RawMessage
 		if err := strict.Unmarshal(raw, &obj); err != nil {
 			return nil, err

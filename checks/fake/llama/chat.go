@@ -3,7 +3,8 @@ package llama
 import (
 	"context"
 	"net/http"
-	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/pkg/truncate"
 )
 
 // handleChat serves POST /v1/chat/completions with stream:true.
@@ -297,10 +298,10 @@ func (g *generation) deltas(tok genToken) []any {
 		}
 	case kindTool:
 		c := g.plan.calls[tok.call]
-		end := len(c.args) * (tok.pos + 1) / tok.of
-		for end > 0 && end < len(c.args) && !utf8.RuneStart(c.args[end]) {
-			end--
-		}
+		// A fragment never ends inside a UTF-8 sequence: the server
+		// streams whole characters.
+		cut, _ := truncate.Bytes(c.args, len(c.args)*(tok.pos+1)/tok.of)
+		end := len(cut)
 		frag := c.args[g.argsSent[tok.call]:end]
 		g.argsSent[tok.call] = end
 		d := toolCallDelta{Index: tok.call, Function: functionDelta{Arguments: frag}}

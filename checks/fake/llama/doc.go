@@ -1,16 +1,25 @@
-// Package llama is a test double of llama-server, used only by tests of the
-// inference client. It is not a model and must never be linked into a role.
+// Package llama is a test double of llama-server, used by the tests of
+// everything that talks to the model: the inference client and its
+// conformance suite (pkg/llama), the self-test, loopd's turn and session
+// tests, bxctl's, and the multi-role stack tests (checks/stack). It is not
+// a model and must never be linked into a role (checks/arch refuses a
+// product package importing checks/).
 //
 // # Invariant
 //
 // Every byte the fake sends copies the wire of upstream llama.cpp
-// tools/server at commit 3f545bec (build b10587), as recorded in the
-// project's reference/llama-server.md. Each behaviour carries a comment
-// citing the upstream file:line it copies (paths are under tools/server/
-// unless prefixed common/). Where the reference is silent and the fake had
-// to choose, the comment says "reference silent" and what was chosen. A
-// change that cannot cite the reference, or say why it chooses, does not
-// belong here: the fake is only as useful as it is faithful.
+// tools/server at commit 3f545bec (build b10587), read from that source.
+// Each behaviour carries a comment citing the upstream file:line it copies
+// (paths are under tools/server/ unless prefixed common/); "reference §N"
+// and "Observed live" name sections of the notes taken from that reading
+// and from a live server, which are kept with the project's shared notes,
+// not in this repository (docs/inference-contract.md records what a real
+// server was seen to send). Where upstream is silent and the fake had to
+// choose, the comment says "reference silent" and what was chosen. A
+// change that cannot cite upstream, or say why it chooses, does not belong
+// here: the fake is only as useful as it is faithful. The conformance
+// suite in pkg/llama runs against a real llama-server too, when one is
+// given.
 //
 // # What it models
 //

@@ -1,14 +1,15 @@
 // Package mattermost is a test double of a Mattermost server's REST API
-// and WebSocket, used only by tests of gatewayd. It must never be linked
-// into a role.
+// and WebSocket, used by gatewayd's tests and the stack tests that run
+// gatewayd (checks/stack). It must never be linked into a role.
 //
 // # Invariant
 //
-// Every shape and behaviour copies Mattermost's server source as recorded
-// in the project's reference/mattermost.md (paths are under server/ in
-// mattermost/mattermost); each carries a comment citing the file it
-// copies. Where the reference is silent, the comment says "reference
-// silent" and what was chosen.
+// Every shape and behaviour copies Mattermost's server source
+// (mattermost/mattermost; paths are under server/), and each carries a
+// comment citing the file it copies; the notes taken from that reading are
+// kept with the project's shared notes, not in this repository. Where the
+// source is silent, the comment says "reference silent" and what was
+// chosen.
 //
 // # What it models
 //

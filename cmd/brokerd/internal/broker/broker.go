@@ -62,7 +62,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 	if acceptBreak {
 		ab, err := audit.AcceptBreak(auditDir, audit.Options{})
 		if err != nil {
-			return fmt.Errorf("%w: accept break: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(fmt.Errorf("accept break: %v", err))
 		}
 		if ab == nil {
 			log.Info("accept-break: the audit chain holds; nothing to accept")
@@ -72,28 +72,28 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 	}
 	l, err := ledger.Open(filepath.Join(cfg.StateDir, "broker", "sessions"), auditDir, ledger.Options{})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer l.Close()
 	table, err := pending.New(cfg.ttl(), pending.Options{})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	run, err := startRunner(ctx, log, cfg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: run, now: time.Now}
 	bl, err := sockets.Listen(sockets.Config{Dir: cfg.BrokerSocketDir, Name: BrokerSocket, AllowUIDs: cfg.BrokerAllowUIDs,
 		// A call may wait a day for the owner with nothing to read.
 		IdleTimeout: 25 * time.Hour, Logger: log})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer bl.Close()
 	al, err := sockets.Listen(sockets.Config{Dir: cfg.AdminSocketDir, Name: AdminSocket, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer al.Close()
 	log.Info("serving", "broker", bl.Path(), "admin", al.Path(), "grants", cfg.GrantsDir)

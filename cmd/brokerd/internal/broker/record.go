@@ -44,7 +44,7 @@ func grantRef(g *policy.GrantRef) *audit.GrantRef {
 
 // denialRecord maps a policy denial to the audit record's reason.
 func denialRecord(d *policy.Denial, raw json.RawMessage) audit.DecisionRecord {
-	r := audit.DecisionRecord{Tool: d.Tool, Arguments: auditArgs(nil, raw), Outcome: audit.Denied, Detail: d.Detail}
+	r := audit.DecisionRecord{Tool: d.Tool, Arguments: auditArgs(nil, raw), Verdict: audit.Verdict{Outcome: audit.Denied, Detail: d.Detail}}
 	switch d.Reason {
 	case policy.GrantsInvalid:
 		r.Reason = audit.GrantsInvalid
@@ -57,8 +57,6 @@ func denialRecord(d *policy.Denial, raw json.RawMessage) audit.DecisionRecord {
 	default:
 		r.Reason = audit.NoGrant
 	}
-	if r.Tool == "" {
-		r.Tool = "call_tool"
-	}
+	r.Tool = toolOf(r.Tool)
 	return r
 }

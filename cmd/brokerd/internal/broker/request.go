@@ -16,6 +16,8 @@ import (
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -64,7 +66,7 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 	seq, err := b.ledger.Decide(req.Session, func(s policy.Session, unreadable error) audit.DecisionRecord {
 		if unreadable != nil {
 			gone = unreadable
-			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Outcome: audit.Denied, Reason: audit.StateUnreadable}
+			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}
 		}
 		dec, ask, den = policy.Decide(gs, preq, s, b.now())
 		switch {
@@ -72,10 +74,10 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 			return denialRecord(den, req.Arguments)
 		case ask != nil:
 			g := ask.Grant
-			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Outcome: audit.Ask, Grant: grantRef(&g)}
+			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Ask, Grant: grantRef(&g)}}
 		}
 		g := dec.Grant()
-		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Outcome: audit.Allowed, Grant: grantRef(&g)}
+		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: grantRef(&g)}}
 	})
 	switch {
 	case err != nil:
@@ -90,9 +92,11 @@ func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) 
 	return b.run(ctx, req.Session, seq, dec)
 }
 
+// toolOf is the tool a record names: the target, or call_tool itself when
+// its arguments named none (the one record the audit log allows it in).
 func toolOf(t string) string {
 	if t == "" {
-		return "call_tool"
+		return toolset.CallTool
 	}
 	return t
 }
@@ -140,7 +144,7 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 			}
 		}
 		_, err := b.ledger.Answer(seq, func(policy.Session, error) audit.Approval {
-			return audit.Approval{Approver: a.Approver, Answer: answer, Outcome: audit.Denied, Reason: reason, Detail: a.Reason}
+			return audit.Approval{Approver: a.Approver, Answer: answer, Verdict: audit.Verdict{Outcome: audit.Denied, Reason: reason, Detail: a.Reason}}
 		})
 		if err != nil {
 			return unavailable(err)
@@ -152,15 +156,16 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
 		if unreadable != nil {
-			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: audit.StateUnreadable}
+			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}
 		}
 		dec, den = policy.Redecide(gs, preq, s, b.now())
 		if den != nil {
-			r := denialRecord(den, preq.Arguments)
-			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Denied, Reason: r.Reason, Detail: r.Detail, Grant: r.Grant}
+			// The re-decision's denial, recorded as a decision's would be
+			// (the ledger sets its taint and untrusted).
+			return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Verdict: denialRecord(den, preq.Arguments).Verdict}
 		}
 		g := dec.Grant()
-		return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Outcome: audit.Allowed, Grant: grantRef(&g)}
+		return audit.Approval{Approver: a.Approver, Answer: audit.AnswerApproved, Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: grantRef(&g)}}
 	})
 	switch {
 	case err != nil:
@@ -220,16 +225,6 @@ func (b *Broker) release(seq int64, output string, exit int, status wire.ToolSta
 		Exit: exit, Class: class, Untrusted: untrusted}); err != nil {
 		return unavailable(err)
 	}
-	text, _ := capText(output, b.cfg.resultCap())
+	text, _ := truncate.Bytes(output, b.cfg.resultCap())
 	return &wire.ToolResult{Status: status, Output: text, Class: class, Untrusted: untrusted}
-}
-
-func capText(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n], true
 }

@@ -39,7 +39,7 @@ func open(t *testing.T, d dirs) *Ledger {
 // outcome returns a DecideFunc that records the given outcome.
 func outcome(o audit.Outcome) DecideFunc {
 	return func(policy.Session, error) audit.DecisionRecord {
-		r := audit.DecisionRecord{Tool: "read_file", Arguments: json.RawMessage(`{"path":"/x"}`), Outcome: o}
+		r := audit.DecisionRecord{Tool: "read_file", Arguments: json.RawMessage(`{"path":"/x"}`), Verdict: audit.Verdict{Outcome: o}}
 		if o == audit.Denied {
 			r.Reason = audit.NoGrant
 		}
@@ -48,11 +48,11 @@ func outcome(o audit.Outcome) DecideFunc {
 }
 
 func approve(policy.Session, error) audit.Approval {
-	return audit.Approval{Answer: audit.AnswerApproved, Outcome: audit.Allowed}
+	return audit.Approval{Answer: audit.AnswerApproved, Verdict: audit.Verdict{Outcome: audit.Allowed}}
 }
 
 func refuse(policy.Session, error) audit.Approval {
-	return audit.Approval{Answer: audit.AnswerRefused, Outcome: audit.Denied, Reason: audit.Refused}
+	return audit.Approval{Answer: audit.AnswerRefused, Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.Refused}}
 }
 
 func result(seq int64, c dataclass.Class, untrusted bool) audit.Result {

@@ -65,13 +65,14 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Request is one tool call as loopd sent it.
@@ -129,7 +130,7 @@ type callTool struct {
 
 // unwrap applies rule 3: it returns the tool to decide and its arguments.
 func unwrap(req Request) (tool string, raw []byte, via bool, err error) {
-	if req.Tool != toolargs.CallToolName {
+	if req.Tool != toolset.CallTool {
 		return req.Tool, req.Arguments, false, nil
 	}
 	var c callTool
@@ -137,7 +138,7 @@ func unwrap(req Request) (tool string, raw []byte, via bool, err error) {
 		return req.Tool, nil, false, err
 	}
 	switch {
-	case c.Name == toolargs.CallToolName:
+	case c.Name == toolset.CallTool:
 		return req.Tool, nil, false, errors.New("call_tool cannot call call_tool")
 	case c.Name == "":
 		return req.Tool, nil, false, errors.New("name: empty")
@@ -162,7 +163,7 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if err != nil {
 		return nil, deny(InvalidArguments, oneLine(tool+": "+err.Error()))
 	}
-	if toolargs.IsMemory(tool) {
+	if toolset.IsMemory(tool) {
 		args, err := toolargs.Parse(tool, raw)
 		if err != nil {
 			return nil, deny(InvalidArguments, oneLine(err.Error()))
@@ -173,7 +174,7 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if !gs.Valid() {
 		return nil, deny(GrantsInvalid, "")
 	}
-	if !toolargs.IsGranted(tool) {
+	if !toolset.IsGranted(tool) {
 		return nil, deny(UnknownTool, "")
 	}
 	args, err := toolargs.Parse(tool, raw)
@@ -195,15 +196,7 @@ const MaxDetail = 300
 // oneLine makes s one line of at most MaxDetail bytes, with control and
 // format characters (such as U+202E, which reverses text) escaped.
 func oneLine(s string) string {
-	s = escape.Line(strings.Join(strings.Fields(s), " "))
-	if len(s) <= MaxDetail {
-		return s
-	}
-	cut := MaxDetail - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return truncate.Ellipsis(escape.Line(strings.Join(strings.Fields(s), " ")), MaxDetail)
 }
 
 // target is what a call is decided on, for records and messages.

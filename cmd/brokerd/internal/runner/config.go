@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Config is the [runner] table of brokerd.toml: where Podman is, which
@@ -143,7 +143,7 @@ func socketURL(s string) (string, error) {
 
 // timeout is the time limit of one call to tool.
 func (c Config) timeout(tool string) time.Duration {
-	if tool == toolargs.ShellName {
+	if tool == toolset.Shell {
 		return time.Duration(c.ShellTimeoutS) * time.Second
 	}
 	return time.Duration(c.TimeoutS) * time.Second

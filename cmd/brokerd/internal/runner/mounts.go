@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // checkMounts looks at each path a call would mount before Podman does.
@@ -43,7 +43,7 @@ func checkMounts(d policy.Decision, protected []string) (problem string, err err
 		if err != nil {
 			return fmt.Sprintf("%s: %v", p, errors.Unwrap(err)), nil
 		}
-		wantDir := d.Tool() != toolargs.ReadFileName
+		wantDir := d.Tool() != toolset.ReadFile
 		switch {
 		case wantDir && !fi.IsDir():
 			return fmt.Sprintf("%s: not a directory", p), nil

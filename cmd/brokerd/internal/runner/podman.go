@@ -22,7 +22,8 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolinput"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Podman runs each call in a fresh container through Podman's API. Make
@@ -121,7 +122,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if !d.Valid() {
 		return Output{}, ErrNoDecision
 	}
-	if !toolargs.IsGranted(d.Tool()) {
+	if !toolset.IsGranted(d.Tool()) {
 		return Output{}, ErrNotATool
 	}
 	timeout := p.cfg.timeout(d.Tool())
@@ -208,13 +209,13 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 
 // input is the tool container's stdin: one JSON object holding the
 // arguments in their wire form and, if the grant names one, the secret
-// (toolargs.Input, which the toolkit decodes).
-func (p *Podman) input(d policy.Decision) ([]byte, *toolargs.InputSecret, error) {
+// (toolinput.Input, which the toolkit decodes).
+func (p *Podman) input(d policy.Decision) ([]byte, *toolinput.Secret, error) {
 	args, err := d.Args().MarshalJSON()
 	if err != nil {
 		return nil, nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
 	}
-	in := toolargs.Input{Args: args}
+	in := toolinput.Input{Args: args}
 	if name := d.Secret(); name != "" {
 		if p.secrets == nil {
 			return nil, nil, ErrSecret
@@ -231,7 +232,7 @@ func (p *Podman) input(d policy.Decision) ([]byte, *toolargs.InputSecret, error)
 			// another value than the one stored (review 15).
 			return nil, nil, ErrSecretInvalid
 		}
-		in.Secret = &toolargs.InputSecret{Name: name, Value: v}
+		in.Secret = &toolinput.Secret{Name: name, Value: v}
 	}
 	stdin, err := in.MarshalJSON()
 	if err != nil {

@@ -3,7 +3,7 @@ package runner
 import (
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolinput"
 )
 
 // redact replaces every exact occurrence of the call's secret value in
@@ -12,7 +12,7 @@ import (
 // the audit record (review 14). It cannot catch an encoded or split
 // copy (base64, a prefix cut off by the output cap): the grant's secret
 // is still exposed to whatever the tool runs.
-func redact(out Output, sec *toolargs.InputSecret) Output {
+func redact(out Output, sec *toolinput.Secret) Output {
 	if sec == nil {
 		return out
 	}

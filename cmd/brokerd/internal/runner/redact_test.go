@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolinput"
 )
 
 // TestRedactReplacesTheSecret: the exact secret value never leaves the
 // runner in a tool's output (review 14).
 func TestRedactReplacesTheSecret(t *testing.T) {
-	sec := &toolargs.InputSecret{Name: "API_TOKEN", Value: secret.New([]byte("tok-123"))}
+	sec := &toolinput.Secret{Name: "API_TOKEN", Value: secret.New([]byte("tok-123"))}
 	out := redact(Output{Stdout: "a tok-123 b tok-123", Stderr: "tok-123\n", Exit: 1}, sec)
 	if out.Stdout != "a [secret API_TOKEN] b [secret API_TOKEN]" || out.Stderr != "[secret API_TOKEN]\n" || out.Exit != 1 {
 		t.Errorf("redact = %+v", out)

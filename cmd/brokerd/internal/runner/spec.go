@@ -7,7 +7,7 @@ import (
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // The labels every container the runner creates carries: LabelInstance
@@ -97,7 +97,7 @@ func bindMount(m policy.Mount, tool string) spec.Mount {
 	if m.Writable {
 		opts[1] = "rw"
 	}
-	if tool != toolargs.ShellName {
+	if tool != toolset.Shell {
 		opts = append(opts, "noexec")
 	}
 	p := m.Path.String()

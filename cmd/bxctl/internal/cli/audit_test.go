@@ -26,7 +26,7 @@ func auditLog(t *testing.T) string {
 	defer w.Close()
 	seq, err := w.Append(&audit.Decision{Record: audit.DecisionRecord{
 		Session: "s-1", Tool: "read_file", Arguments: json.RawMessage(`{"path":"/home/owner/a"}`),
-		Outcome: audit.Allowed, Taint: dataclass.Private,
+		Verdict: audit.Verdict{Outcome: audit.Allowed, Taint: dataclass.Private},
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -72,15 +72,15 @@ const maxSeen = 4096
 func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	tok, err := secret.NewStore(log).Load(cfg.Token)
 	if err != nil {
-		return fmt.Errorf("%w: bot token: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(fmt.Errorf("bot token: %v", err))
 	}
 	mm, err := mattermost.NewClient(cfg.URL, tok, cfg.CAFile)
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	g, err := New(ctx, log, cfg, mm)
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	return g.Serve(ctx)
 }
@@ -125,7 +125,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	l, err := sockets.Listen(sockets.Config{Dir: g.cfg.SocketDir, Name: Socket, AllowUIDs: g.cfg.AllowUIDs,
 		MaxConns: 256, IdleTimeout: 25 * time.Hour, Logger: g.log})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer l.Close()
 	g.log.Info("serving", "gateway", l.Path(), "mattermost", g.cfg.URL, "bot", g.me.Username)

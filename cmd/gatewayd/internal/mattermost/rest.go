@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 )
 
 // Client talks to one Mattermost server as one bot.
@@ -142,7 +143,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, query url.Valu
 				Message string `json:"message"`
 			}
 			if json.Unmarshal(b, &app) == nil {
-				e.ID, e.Msg = clip(app.ID, 200), clip(app.Message, 500)
+				e.ID, e.Msg = truncate.Ellipsis(app.ID, 200), truncate.Ellipsis(app.Message, 500)
 			}
 			return e
 		}
@@ -164,13 +165,6 @@ func scrub(err error) error {
 		return ue.Err
 	}
 	return err
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 func retryAfter(h string, max time.Duration) time.Duration {

@@ -12,7 +12,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -36,7 +35,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		Logger:      log,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer ln.Close()
 	log.Info("serving", "socket", ln.Path(), "upstream", cfg.Upstream)

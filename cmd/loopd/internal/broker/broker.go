@@ -1,10 +1,12 @@
 // Package broker is loopd's port to brokerd: every tool call other than
-// clock and find_tool becomes a request through it.
+// the local tools (clock, find_tool) becomes a request through it.
 //
 // Invariant: loopd has no authority. A Port decides nothing; it carries a
 // request to brokerd and brings back brokerd's answer, labelled by brokerd.
-// Until brokerd's socket protocol lands, [Refusing] is the only Port: it
-// refuses every call, with a reason the owner can act on.
+// [Client] is the Port over brokerd's broker.sock, one connection per call,
+// with bounded waits (an approval included); [Refusing] is the Port when
+// loopd.toml names no broker socket, and refuses every call with a reason
+// the owner can act on.
 package broker
 
 import (

@@ -42,23 +42,23 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if cfg.SystemFile != "" {
 		b, err := os.ReadFile(cfg.SystemFile)
 		if err != nil {
-			return fmt.Errorf("%w: system prompt: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(fmt.Errorf("system prompt: %v", err))
 		}
 		system = string(b)
 	}
 	main, err := cfg.client(cfg.Model.MainSlot)
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	bg, err := cfg.client(*cfg.Model.BackgroundSlot)
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	if err := startupCheck(ctx, log, cfg, bg); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("%w: state dir: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(fmt.Errorf("state dir: %v", err))
 	}
 	ln, err := sockets.Listen(sockets.Config{
 		Dir: cfg.SocketDir, Name: SocketName,
@@ -68,7 +68,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		Logger:      log,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer ln.Close()
 	engine := &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits()}
@@ -144,7 +144,7 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Cl
 		}
 	}
 	if len(fatal) > 0 {
-		return fmt.Errorf("%w: startup self-test: %s", daemon.ErrRefused, strings.Join(fatal, " | "))
+		return daemon.Refuse(fmt.Errorf("startup self-test: %s", strings.Join(fatal, " | ")))
 	}
 	return nil
 }

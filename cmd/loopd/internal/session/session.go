@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -145,7 +146,7 @@ type State struct {
 	// TurnEnd: loopd stopped during it. 0 if none.
 	Interrupted int64
 	// Pending lists the Interrupted turn's tool calls that have no result.
-	Pending []llama.ToolCall
+	Pending []chat.ToolCall
 	// Waiting is a turn with user messages that has not started (they
 	// arrived while another turn ran, or loopd stopped first). 0 if none.
 	Waiting int64
@@ -162,7 +163,7 @@ func StateOf(recs []Record) State {
 	var last, started, maxUser int64
 	ended := map[int64]bool{}
 	answered := map[string]bool{}
-	calls := map[int64][]llama.ToolCall{}
+	calls := map[int64][]chat.ToolCall{}
 	for _, r := range recs {
 		t := r.TurnOf()
 		last = max(last, t)

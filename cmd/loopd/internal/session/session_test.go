@@ -11,8 +11,8 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
 // TestGolden: each record type's golden file decodes strictly and
@@ -105,7 +105,7 @@ func TestBaselineBudget(t *testing.T) {
 	}
 	body, _ := json.Marshal(map[string]any{
 		"model":    "fake-model",
-		"messages": []llama.Message{{Role: "system", Content: strings.TrimSpace(string(system))}, {Role: "user", Content: "x"}},
+		"messages": []chat.Message{{Role: "system", Content: strings.TrimSpace(string(system))}, {Role: "user", Content: "x"}},
 		"tools":    tools.Core(),
 	})
 	prompt, err := fake.RenderPrompt(body)

@@ -1,9 +1,15 @@
 package tools
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 func TestCoreIsFixed(t *testing.T) {
@@ -70,6 +76,65 @@ func TestMemoryCall(t *testing.T) {
 	for _, bad := range []string{`["x"]`, `null`, `"x"`, `{`} {
 		if _, err := MemoryCall("memory", bad); err == nil {
 			t.Errorf("MemoryCall(%s) = nil", bad)
+		}
+	}
+}
+
+// TestSpecsCoverToolset: every tool the model is offered, in the array
+// or through the catalog, has a description, and no description names a
+// tool that is not offered.
+func TestSpecsCoverToolset(t *testing.T) {
+	offered := append(toolset.Core(), toolset.Of(toolset.ClassGranted)...)
+	slices.Sort(offered)
+	if got := slices.Sorted(maps.Keys(specs)); !slices.Equal(got, offered) {
+		t.Errorf("specs describe %q; toolset offers %q", got, offered)
+	}
+	var names []string
+	for _, e := range Catalog {
+		names = append(names, e.Name)
+	}
+	if want := toolset.Of(toolset.ClassGranted); !slices.Equal(names, want) {
+		t.Errorf("catalog = %q, want toolset's granted tools %q", names, want)
+	}
+}
+
+// TestCatalogSchemas: each granted tool's schema names exactly the keys
+// its argument type writes and requires them all (toolargs requires every
+// field), so a call that follows the schema is one brokerd can parse.
+func TestCatalogSchemas(t *testing.T) {
+	for _, a := range []toolargs.Args{toolargs.ReadFile{}, toolargs.WriteFile{}, toolargs.Shell{}, toolargs.HTTPFetch{}} {
+		raw, err := a.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &wire); err != nil {
+			t.Fatal(err)
+		}
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(specs[a.Tool()].parameters, &schema); err != nil {
+			t.Fatalf("%s: schema: %v", a.Tool(), err)
+		}
+		want := slices.Sorted(maps.Keys(wire))
+		if got := slices.Sorted(maps.Keys(schema.Properties)); !slices.Equal(got, want) {
+			t.Errorf("%s: schema properties %q, arguments %q", a.Tool(), got, want)
+		}
+		if got := slices.Sorted(slices.Values(schema.Required)); !slices.Equal(got, want) {
+			t.Errorf("%s: schema requires %q, toolargs requires %q", a.Tool(), got, want)
+		}
+	}
+}
+
+// TestToBroker: call_tool and the core memory tools go to brokerd; a
+// memory tool the model was not offered (ask_memory, until fleet memory)
+// and the local tools do not.
+func TestToBroker(t *testing.T) {
+	for name, want := range map[string]bool{"call_tool": true, "recall": true, "memory": true, "ask_memory": false, "clock": false, "find_tool": false, "read_file": false, "grep": false} {
+		if got := ToBroker(name); got != want {
+			t.Errorf("ToBroker(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

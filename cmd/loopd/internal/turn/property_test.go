@@ -13,6 +13,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -24,9 +25,9 @@ var conversations = flag.Int("conversations", 10000, "random conversations in Te
 // request it was sent, serialised message by message.
 type script struct {
 	rng      *rand.Rand
-	requests [][][]byte       // per request, each message's encoding
-	replies  []*llama.Message // per request; nil when the call failed
-	fail     bool             // the next call fails, as when loopd is killed mid-turn
+	requests [][][]byte      // per request, each message's encoding
+	replies  []*chat.Message // per request; nil when the call failed
+	fail     bool            // the next call fails, as when loopd is killed mid-turn
 	tick     int
 }
 
@@ -46,7 +47,7 @@ func (m *script) Complete(_ context.Context, req llama.Request, prev llama.SlotS
 		return nil, errors.New("killed")
 	}
 	m.tick++
-	msg := llama.Message{Role: llama.RoleAssistant, ReasoningContent: fmt.Sprintf("thought %d <b>&", m.tick)}
+	msg := chat.Message{Role: chat.RoleAssistant, ReasoningContent: fmt.Sprintf("thought %d <b>&", m.tick)}
 	switch m.rng.IntN(4) {
 	case 0, 1:
 		msg.Content = fmt.Sprintf("answer %d \u2028 \"quoted\"", m.tick)
@@ -59,7 +60,7 @@ func (m *script) Complete(_ context.Context, req llama.Request, prev llama.SlotS
 			case 2:
 				name, args = "call_tool", fmt.Sprintf(`{"name":"read_file","arguments":{"path":"/f%d"}}`, m.rng.IntN(3))
 			}
-			msg.ToolCalls = append(msg.ToolCalls, llama.ToolCall{ID: fmt.Sprintf("c%d-%d", m.tick, i), Type: "function", Function: llama.FunctionCall{Name: name, Arguments: args}})
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: fmt.Sprintf("c%d-%d", m.tick, i), Type: "function", Function: chat.FunctionCall{Name: name, Arguments: args}})
 		}
 	}
 	m.replies = append(m.replies, &msg)

@@ -18,14 +18,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -162,7 +164,7 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 // stop ends the turn by runaway control: calls the model made but that
 // will not run get a not_run result (every call needs an answer in the
 // conversation), then the stop and the turn's end are logged.
-func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []llama.ToolCall, why wire.StopReason, msg string) error {
+func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolCall, why wire.StopReason, msg string) error {
 	for _, c := range calls {
 		r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
 		if err := s.Append(r); err != nil {
@@ -181,19 +183,19 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []llama.Tool
 }
 
 // runCall carries out one tool call and logs its result.
-func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c llama.ToolCall, emit Emit) error {
+func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c chat.ToolCall, emit Emit) error {
 	r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Class: dataclass.Public}
-	switch c.Function.Name {
-	case tools.Clock:
-		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.Clock})
+	switch name := c.Function.Name; {
+	case name == toolset.Clock:
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.Clock})
 		e.local(r, func() (string, error) { return tools.Now(c.Function.Arguments, e.now()) })
-	case tools.FindTool:
-		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: tools.FindTool})
+	case name == toolset.FindTool:
+		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.FindTool})
 		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments) })
-	case tools.CallTool, tools.Recall, tools.Memory:
+	case tools.ToBroker(name):
 		target, err := tools.ParseCall(c.Function.Arguments)
-		if tools.IsMemory(c.Function.Name) {
-			target, err = tools.MemoryCall(c.Function.Name, c.Function.Arguments)
+		if name != toolset.CallTool {
+			target, err = tools.MemoryCall(name, c.Function.Arguments)
 		}
 		if err != nil {
 			r.Status, r.Content = session.StatusError, err.Error()
@@ -226,7 +228,9 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c lla
 		// guard, not a path.
 		r.Status, r.Content = session.StatusError, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
 	}
-	r.Content, r.Truncated = capText(r.Content, e.limits().ResultCap)
+	// Cut once, when the result is first logged; the log keeps the cut
+	// text for ever.
+	r.Content, r.Truncated = truncate.Bytes(r.Content, e.limits().ResultCap)
 	return s.Append(r)
 }
 
@@ -244,19 +248,6 @@ func (e *Engine) now() time.Time {
 		return e.Now()
 	}
 	return time.Now()
-}
-
-// capText cuts s to at most n bytes on a rune boundary, once, when the
-// result is first logged; the log keeps the cut text for ever.
-func capText(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut], true
 }
 
 // Interrupted closes a turn that a previous loopd left open: every call

@@ -12,6 +12,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/llama"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -162,7 +163,7 @@ func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) 
 		for _, c := range m.ToolCalls {
 			open[c.ID] = true
 		}
-		if m.Role == llama.RoleTool {
+		if m.Role == chat.RoleTool {
 			delete(open, m.ToolCallID)
 		}
 	}
@@ -264,7 +265,7 @@ func TestInterruptedTurnIsClosed(t *testing.T) {
 	state := stateDir(t)
 	s := openSession(t, state)
 	user(t, s, 1, "hello")
-	msg := llama.Message{Role: "assistant", Content: "", ReasoningContent: "x", ToolCalls: []llama.ToolCall{{ID: "c1", Type: "function", Function: llama.FunctionCall{Name: "clock", Arguments: "{}"}}}}
+	msg := chat.Message{Role: "assistant", Content: "", ReasoningContent: "x", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "clock", Arguments: "{}"}}}}
 	s.Append(&session.Assistant{Turn: 1, Message: msg})
 	user(t, s, 2, "are you there?") // queued while turn 1 ran
 	s.Close()

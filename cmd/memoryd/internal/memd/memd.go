@@ -17,7 +17,6 @@ package memd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -142,7 +141,7 @@ func noteDocs(notes []store.Note) []recall.Doc {
 func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	m, err := New(log, cfg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+		return daemon.Refuse(err)
 	}
 	defer m.Close()
 	type sock struct {
@@ -163,7 +162,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	} {
 		ln, err := sockets.Listen(sockets.Config{Dir: s.dir, Name: s.name, AllowUIDs: s.uids, IdleTimeout: 5 * time.Minute, Logger: log})
 		if err != nil {
-			return fmt.Errorf("%w: %v", daemon.ErrRefused, err)
+			return daemon.Refuse(err)
 		}
 		lns = append(lns, ln)
 	}

@@ -14,7 +14,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/escape"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -85,9 +85,9 @@ func (m *Memd) serveMemtool(ctx context.Context, peer sockets.Peer, c net.Conn) 
 // call runs one memory tool call.
 func (m *Memd) call(ctx context.Context, call *wire.MemoryCall) *wire.ToolResult {
 	switch call.Tool {
-	case toolargs.RecallName:
+	case toolset.Recall:
 		return m.recall(ctx, call.Arguments)
-	case toolargs.MemoryName:
+	case toolset.Memory:
 		out, err := m.store.Do(store.Caller{Session: call.Session, Taint: call.Taint, Untrusted: call.Untrusted}, call.Arguments)
 		var r *store.Refused
 		switch {
@@ -101,7 +101,7 @@ func (m *Memd) call(ctx context.Context, call *wire.MemoryCall) *wire.ToolResult
 			m.log.Error("index notes", "err", err.Error())
 		}
 		return &wire.ToolResult{Status: wire.StatusRan, Output: out, Class: dataclass.Public}
-	case toolargs.AskMemoryName:
+	case toolset.AskMemory:
 		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
 			Output: "ask_memory needs Honcho, which this Boxmaker does not have yet; use recall; see docs/runbook.md#ask-memory-unavailable"}
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/truncate"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -279,7 +280,7 @@ func (x *Index) query(ctx context.Context, q, order string, k int, hits []Hit) (
 			return nil, fmt.Errorf("recall: index holds a bad class: %w", err)
 		}
 		h.Class = c
-		h.Snippet = capBytes(h.Snippet, SnippetCap)
+		h.Snippet = truncate.Ellipsis(h.Snippet, SnippetCap)
 		if !seen[h.rowid] {
 			hits = append(hits, h)
 			k--
@@ -313,14 +314,4 @@ func (x *Index) NoteHits(id string) (int, string, error) {
 		return 0, "", nil
 	}
 	return n, at, err
-}
-
-func capBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

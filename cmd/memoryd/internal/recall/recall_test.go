@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 )
@@ -241,5 +242,28 @@ func TestCommonAndRareWords(t *testing.T) {
 	hits, err = x.Recall(context.Background(), "the kettle called Ferrous", 3)
 	if err != nil || len(hits) != 1 || hits[0].Turn != 8 {
 		t.Errorf("rare word: %+v, %v; want the one record", hits, err)
+	}
+}
+
+// TestSnippetCap: a long hit's snippet stays within SnippetCap bytes,
+// the mark included, and never splits a character.
+func TestSnippetCap(t *testing.T) {
+	dir := t.TempDir()
+	long := "tea " + strings.Repeat("é", SnippetCap)
+	p := writeLog(t, dir, "s1", `{"type":"user","turn":1,"text":"`+long+`"}`, `{"type":"turn_end","turn":1}`)
+	turns, err := ReadLog(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := openIndex(t, dir, dataclass.Private)
+	if _, err := x.AddTurns(turns); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := x.Recall(context.Background(), "tea", 1)
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("Recall = %+v, %v", hits, err)
+	}
+	if s := hits[0].Snippet; len(s) > SnippetCap || !strings.HasSuffix(s, "…") || !utf8.ValidString(s) {
+		t.Errorf("snippet of %d bytes (cap %d), ends %q", len(s), SnippetCap, s[max(0, len(s)-8):])
 	}
 }

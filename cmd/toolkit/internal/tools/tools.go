@@ -1,6 +1,6 @@
 // Package tools is what runs inside a tool container: shell, read_file,
 // write_file and http_fetch, each reading its arguments from the one
-// JSON envelope on stdin ([toolargs.DecodeInput], then [toolargs.Parse],
+// JSON envelope on stdin ([toolinput.Decode], then [toolargs.Parse],
 // the function brokerd decided the call with).
 //
 // Invariants:
@@ -33,6 +33,8 @@ import (
 	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolinput"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Exit codes, part of the contract with brokerd's runner.
@@ -89,16 +91,16 @@ func failf(format string, args ...any) error {
 // Run runs tool with the envelope read from stdin and returns the exit
 // code.
 func Run(ctx context.Context, env Env, tool string, stdin io.Reader) int {
-	if !toolargs.IsGranted(tool) {
+	if !toolset.IsGranted(tool) {
 		fmt.Fprintln(env.Stderr, MisuseUsage)
 		return ExitMisuse
 	}
-	data, err := io.ReadAll(io.LimitReader(stdin, toolargs.MaxInput+1))
+	data, err := io.ReadAll(io.LimitReader(stdin, toolinput.MaxSize+1))
 	if err != nil {
 		fmt.Fprintln(env.Stderr, MisuseInput)
 		return ExitMisuse
 	}
-	in, err := toolargs.DecodeInput(data)
+	in, err := toolinput.Decode(data)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, MisuseInput)
 		return ExitMisuse
@@ -147,7 +149,7 @@ func report(env Env, err error) int {
 // writeSecret writes the secret to dir/NAME, mode 0400, creating dir
 // (0700) in the private tmpfs the runner mounts, and returns the path.
 // With tmpfs set it refuses unless dir's parent is a tmpfs.
-func writeSecret(dir string, tmpfs bool, s *toolargs.InputSecret) (string, error) {
+func writeSecret(dir string, tmpfs bool, s *toolinput.Secret) (string, error) {
 	if tmpfs {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(filepath.Dir(dir), &st); err != nil || st.Type != tmpfsMagic {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // testEnv is an Env whose secret directory is a private temporary one
@@ -87,7 +87,7 @@ func TestShell(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, out, errb := testEnv(t)
-			code := Run(context.Background(), env, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": tt.cmd, "workdir": tt.workdir}, "", "")))
+			code := Run(context.Background(), env, toolset.Shell, strings.NewReader(input(t, map[string]string{"command": tt.cmd, "workdir": tt.workdir}, "", "")))
 			lines := strings.Split(strings.TrimRight(errb.String(), "\n"), "\n")
 			if code != tt.code || out.String() != tt.stdout || lines[len(lines)-1] != tt.lastErr {
 				t.Errorf("Run = %d, stdout %q, stderr %q; want %d, %q, last stderr line %q", code, out, errb, tt.code, tt.stdout, tt.lastErr)
@@ -103,7 +103,7 @@ func TestShellSecret(t *testing.T) {
 	env, out, errb := testEnv(t)
 	const value = "hunter2-secret-value"
 	cmd := `env | sort; echo ---; cat "$BOXMAKER_SECRET_FILE"; echo; echo ---; cat /proc/$$/cmdline | tr '\0' ' '`
-	code := Run(context.Background(), env, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": cmd, "workdir": t.TempDir()}, "API_TOKEN", value)))
+	code := Run(context.Background(), env, toolset.Shell, strings.NewReader(input(t, map[string]string{"command": cmd, "workdir": t.TempDir()}, "API_TOKEN", value)))
 	if code != ExitDone {
 		t.Fatalf("Run = %d, stderr %q", code, errb)
 	}
@@ -168,7 +168,7 @@ func TestShellSecret(t *testing.T) {
 	envDisk.Stderr = &eb
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(filepath.Dir(envDisk.SecretDir), &st); err == nil && st.Type != tmpfsMagic {
-		if code := Run(context.Background(), envDisk, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", value))); code != ExitTool || !strings.Contains(eb.String(), "not a private tmpfs") {
+		if code := Run(context.Background(), envDisk, toolset.Shell, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", value))); code != ExitTool || !strings.Contains(eb.String(), "not a private tmpfs") {
 			t.Errorf("secret on a disk: %d, %q", code, eb.String())
 		}
 		if _, err := os.Stat(envDisk.SecretDir); err == nil {
@@ -183,7 +183,7 @@ func TestShellSecret(t *testing.T) {
 		defer os.RemoveAll(shm)
 		envShm := env
 		envShm.SecretTmpfs, envShm.SecretDir = true, filepath.Join(shm, "secrets")
-		if code := Run(context.Background(), envShm, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", value))); code != ExitDone {
+		if code := Run(context.Background(), envShm, toolset.Shell, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", value))); code != ExitDone {
 			t.Errorf("secret on a tmpfs: exit %d", code)
 		}
 	}
@@ -192,7 +192,7 @@ func TestShellSecret(t *testing.T) {
 	// file.
 	env2, _, errb2 := env, env.Stdout, &bytes.Buffer{}
 	env2.Stderr = errb2
-	if code := Run(context.Background(), env2, toolargs.ShellName, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", "other"))); code != ExitTool || !strings.Contains(errb2.String(), "could not be placed") {
+	if code := Run(context.Background(), env2, toolset.Shell, strings.NewReader(input(t, map[string]string{"command": "true", "workdir": "/"}, "API_TOKEN", "other"))); code != ExitTool || !strings.Contains(errb2.String(), "could not be placed") {
 		t.Errorf("second secret write = %d, %q", code, errb2)
 	}
 }

@@ -1,4 +1,14 @@
-package toolargs
+// Package toolinput is the envelope brokerd's runner writes to a tool
+// container's stdin and the toolkit reads: the call's arguments and the one
+// secret its grant injects, if any.
+//
+// Invariant: this is the only package that puts a tool secret into bytes
+// ([Input.MarshalJSON] reveals it on purpose, for the container's stdin and
+// nowhere else), and [Decode] refuses anything but one strict object of
+// the envelope's shape, never quoting its input. It is kept apart from the
+// tool vocabulary (packages toolset and toolargs) so that a role that must
+// never link the secret store, loopd, can share that vocabulary.
+package toolinput
 
 import (
 	"bytes"
@@ -12,25 +22,25 @@ import (
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
 
-// MaxInput caps the envelope a tool container reads on stdin: the
+// MaxSize caps the envelope a tool container reads on stdin: the
 // arguments (a write_file's content is the large case) and one secret.
-const MaxInput = 16 << 20
+const MaxSize = 16 << 20
 
 // Input is the one JSON object brokerd's runner writes to a tool
 // container's stdin, and the toolkit reads:
 //
-//	{"args": <the tool's arguments, as Args.MarshalJSON writes them>,
+//	{"args": <the tool's arguments, as toolargs.Args.MarshalJSON writes them>,
 //	 "secret": {"name": "NAME", "value": "..."}}
 //
 // secret is absent when the grant names none. The tool's name is not in
 // the envelope: it is the container command's argument.
 type Input struct {
 	Args   json.RawMessage
-	Secret *InputSecret
+	Secret *Secret
 }
 
-// InputSecret is the one secret a grant injects into a call.
-type InputSecret struct {
+// Secret is the one secret a grant injects into a call.
+type Secret struct {
 	Name  string // matches [SecretNameRE]
 	Value secret.Value
 }
@@ -40,11 +50,11 @@ type InputSecret struct {
 var SecretNameRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 type inputWire struct {
-	Args   json.RawMessage  `json:"args"`
-	Secret *inputSecretWire `json:"secret,omitempty"`
+	Args   json.RawMessage `json:"args"`
+	Secret *secretWire     `json:"secret,omitempty"`
 }
 
-type inputSecretWire struct {
+type secretWire struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 }
@@ -61,19 +71,19 @@ func (in Input) MarshalJSON() ([]byte, error) {
 		if err := checkSecret(in.Secret.Name, in.Secret.Value); err != nil {
 			return nil, fmt.Errorf("marshal tool input: %w", err)
 		}
-		w.Secret = &inputSecretWire{in.Secret.Name, in.Secret.Value.Reveal()}
+		w.Secret = &secretWire{in.Secret.Name, in.Secret.Value.Reveal()}
 	}
 	return strict.Marshal(w)
 }
 
-// DecodeInput reads an envelope strictly (package strict: unknown,
+// Decode reads an envelope strictly (package strict: unknown,
 // duplicate or missing keys refused) and checks its shape: args is a JSON
 // object, the secret's name matches [SecretNameRE] and its value is
 // neither empty nor over [secret.MaxSize]. The tool's arguments are left
-// raw for [Parse]. Errors never quote the input.
-func DecodeInput(data []byte) (Input, error) {
-	if len(data) > MaxInput {
-		return Input{}, fmt.Errorf("decode tool input: over %d bytes", MaxInput)
+// raw for toolargs.Parse. Errors never quote the input.
+func Decode(data []byte) (Input, error) {
+	if len(data) > MaxSize {
+		return Input{}, fmt.Errorf("decode tool input: over %d bytes", MaxSize)
 	}
 	var w inputWire
 	if err := strict.Unmarshal(data, &w); err != nil {
@@ -92,7 +102,7 @@ func DecodeInput(data []byte) (Input, error) {
 		if err := checkSecret(w.Secret.Name, v); err != nil {
 			return Input{}, fmt.Errorf("decode tool input: %w", err)
 		}
-		in.Secret = &InputSecret{w.Secret.Name, v}
+		in.Secret = &Secret{w.Secret.Name, v}
 	}
 	return in, nil
 }

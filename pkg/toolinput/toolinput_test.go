@@ -1,4 +1,4 @@
-package toolargs
+package toolinput
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // TestInputGolden decodes each golden envelope, parses its arguments and
@@ -19,18 +21,18 @@ func TestInputGolden(t *testing.T) {
 	if err != nil || len(files) < 2 {
 		t.Fatalf("golden envelopes: %v, %d files", err, len(files))
 	}
-	tools := map[string]string{"read_file.json": ReadFileName, "shell_secret.json": ShellName}
+	tools := map[string]string{"read_file.json": toolset.ReadFile, "shell_secret.json": toolset.Shell}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			golden, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := DecodeInput(golden)
+			in, err := Decode(golden)
 			if err != nil {
-				t.Fatalf("DecodeInput = %v", err)
+				t.Fatalf("Decode = %v", err)
 			}
-			args, err := Parse(tools[filepath.Base(f)], in.Args)
+			args, err := toolargs.Parse(tools[filepath.Base(f)], in.Args)
 			if err != nil {
 				t.Fatalf("Parse = %v", err)
 			}
@@ -47,7 +49,7 @@ func TestInputGolden(t *testing.T) {
 			}
 		})
 	}
-	in, err := DecodeInput([]byte(`{"args":{"command":"x","workdir":"/"},"secret":{"name":"API_TOKEN","value":"s3cr\u00e9t \"quoted\"\n"}}`))
+	in, err := Decode([]byte(`{"args":{"command":"x","workdir":"/"},"secret":{"name":"API_TOKEN","value":"s3cr\u00e9t \"quoted\"\n"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,21 +82,21 @@ func TestDecodeInputRefusals(t *testing.T) {
 		{"secret empty", `{"args":{},"secret":{"name":"A","value":""}}`, "empty"},
 		{"secret big", big, "over"},
 		{"invalid utf8", "{\"args\":{\"path\":\"/\xff\"}}", "not one strict JSON object"},
-		{"too large", `{"args":{"content":"` + strings.Repeat("a", MaxInput) + `"}}`, "over"},
+		{"too large", `{"args":{"content":"` + strings.Repeat("a", MaxSize) + `"}}`, "over"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeInput([]byte(tt.in))
+			_, err := Decode([]byte(tt.in))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("DecodeInput = %v, want an error containing %q", err, tt.want)
+				t.Errorf("Decode = %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}
 	// null is how strict decoding reads an absent pointer: no secret.
-	if in, err := DecodeInput([]byte(`{"args":{},"secret":null}`)); err != nil || in.Secret != nil {
-		t.Errorf("DecodeInput(secret null) = %v, %v; want no secret", in.Secret, err)
+	if in, err := Decode([]byte(`{"args":{},"secret":null}`)); err != nil || in.Secret != nil {
+		t.Errorf("Decode(secret null) = %v, %v; want no secret", in.Secret, err)
 	}
-	if _, err := json.Marshal(Input{Args: json.RawMessage(`{}`), Secret: &InputSecret{"bad name", secret.New([]byte("v"))}}); err == nil {
+	if _, err := json.Marshal(Input{Args: json.RawMessage(`{}`), Secret: &Secret{"bad name", secret.New([]byte("v"))}}); err == nil {
 		t.Error("Marshal of a bad secret name succeeded")
 	}
 	if _, err := json.Marshal(Input{}); err == nil {
@@ -112,7 +114,7 @@ func FuzzDecodeInput(f *testing.F) {
 	}
 	f.Add([]byte(`{"args":{},"secret":{"name":"A","value":"\u0000"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := DecodeInput(data)
+		in, err := Decode(data)
 		if err != nil {
 			return
 		}
@@ -120,9 +122,9 @@ func FuzzDecodeInput(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Marshal of a decoded input: %v", err)
 		}
-		again, err := DecodeInput(out)
+		again, err := Decode(out)
 		if err != nil {
-			t.Fatalf("DecodeInput(Marshal(x)) = %v for %q", err, out)
+			t.Fatalf("Decode(Marshal(x)) = %v for %q", err, out)
 		}
 		out2, _ := json.Marshal(again)
 		if !bytes.Equal(out, out2) {
@@ -138,7 +140,7 @@ func FuzzDecodeInput(f *testing.F) {
 // would reach the tool changed (JSON replaces the bytes), so it is
 // refused instead (review 15).
 func TestMarshalInputRefusesInvalidUTF8(t *testing.T) {
-	in := Input{Args: json.RawMessage(`{"command":"x","workdir":"/"}`), Secret: &InputSecret{Name: "API_TOKEN", Value: secret.New([]byte("ok\xff\xfe"))}}
+	in := Input{Args: json.RawMessage(`{"command":"x","workdir":"/"}`), Secret: &Secret{Name: "API_TOKEN", Value: secret.New([]byte("ok\xff\xfe"))}}
 	if _, err := in.MarshalJSON(); err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("MarshalJSON with a non-UTF-8 secret = %v", err)
 	}
