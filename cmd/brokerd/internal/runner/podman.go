@@ -97,6 +97,9 @@ func New(cfg Config, instance, work string, protected []string, secrets func(str
 	if err != nil {
 		return nil, err
 	}
+	if cfg.seccompProfile, err = writeProfile(work); err != nil {
+		return nil, err
+	}
 	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log, protected: prot, lock: newMountLock()}, nil
 }
 
@@ -273,6 +276,11 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 	rand.Read(b[:])
 	nonce := hex.EncodeToString(b[:])
 	s.Labels[LabelCall] = nonce
+	if p.cfg.seccompProfile == "" || s.SeccompProfilePath != p.cfg.seccompProfile {
+		// An empty path would be containers.conf's profile, which may
+		// allow new namespaces or nothing at all.
+		return "", fail(ErrIsolation, "the container's spec does not name the runner's seccomp profile")
+	}
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
 		p.removeByNonce(conn, nonce)
