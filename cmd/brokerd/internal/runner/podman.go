@@ -171,10 +171,9 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		return Output{}, err
 	}
 	p.mark("connect", &t0)
-	if err := p.imagePresent(conn); err != nil {
-		return Output{}, err
-	}
-	p.mark("image exists", &t0)
+	// The image is not looked up first: create only looks it up in local
+	// storage (the API never pulls), a failed create asks whether it is
+	// missing, and verify checks the created container's image ID.
 	var egressDir string
 	if hosts := d.Hosts(); len(hosts) > 0 {
 		names := make([]string, len(hosts))
@@ -284,6 +283,9 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
 		p.removeByNonce(conn, nonce)
+		if ok, ierr := images.Exists(conn, p.cfg.ToolImage, nil); ierr == nil && !ok {
+			return "", ErrImage
+		}
 		return "", fail(ErrPodman, fmt.Sprintf("create: %v", err))
 	}
 	if len(resp.Warnings) > 0 {
