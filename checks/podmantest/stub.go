@@ -15,6 +15,15 @@ var (
 	stubIDs = map[*Service]string{}
 )
 
+// stubProbe is the stub toolkit's answer to brokerd's namespace probe
+// (toolkit probe-namespaces): a shell script cannot make raw system
+// calls, so it tries unshare for real (busybox unshare -r) and answers
+// the other three as the real toolkit does under brokerd's profile. The
+// namespace refusals themselves are tested with the real tool image
+// (runner.TestCheckProbesIsolation, TestEscapesContained).
+const stubProbe = `[ "$1" = probe-namespaces ] && { if /bin/busybox unshare -r /bin/busybox true 2>/dev/null; then echo "unshare 0"; else echo "unshare 1"; fi; ` +
+	`echo "clone 1"; echo "clone3 38"; echo "setns 1"; exit 0; }` + "\n"
+
 // StubImage imports, once per service, a busybox image whose
 // /bin/toolkit is a shell script: it prints its argument, its uid and its
 // stdin, and diag on stderr, and exits 3; as `shell` it first sleeps for
@@ -48,7 +57,7 @@ func (svc *Service) StubImage(t testing.TB) string {
 		for _, a := range []string{"sh", "cat", "id", "echo", "sleep", "yes", "head", "dd", "ls"} {
 			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + a, Linkname: "busybox"})
 		}
-		file("bin/toolkit", 0o755, []byte("#!/bin/sh\nin=$(cat)\n[ \"$1\" = shell ] && sleep 60\necho \"tool=$1 uid=$(id -u)\"\necho \"$in\"\necho diag >&2\nexit 3\n"))
+		file("bin/toolkit", 0o755, []byte("#!/bin/sh\n"+stubProbe+"in=$(cat)\n[ \"$1\" = shell ] && sleep 60\necho \"tool=$1 uid=$(id -u)\"\necho \"$in\"\necho diag >&2\nexit 3\n"))
 		file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n"))
 		file("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n"))
 		tw.Close()

@@ -58,24 +58,40 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	p.mark("start", t0)
 	type result struct {
 		code int32
-		err  error
+		// inspected says the code came from an inspect after the output
+		// ended, which also said whether the OOM killer stopped it.
+		inspected, oom bool
+		err            error
 	}
 	waited := make(chan result, 1)
 	go func() {
-		// Podman polls the container's state; its default interval
-		// (250 ms) would be most of a short call's time.
+		// Podman waits on conmon's pidfd; the interval only bounds how
+		// often it looks at the context.
 		code, err := containers.Wait(conn, id, new(containers.WaitOptions).WithInterval("20ms"))
-		waited <- result{code, err}
+		waited <- result{code: code, err: err}
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var stopped string
 	var w result
+	ended := (<-chan error)(attached) // nil once the stream has ended
 wait:
 	for {
 		select {
 		case w = <-waited:
 			break wait
+		case <-ended:
+			ended = nil
+			// The stream ends once the container has exited and conmon
+			// has flushed its output. Wait answers only when conmon
+			// itself exits, after it has run Podman's cleanup process
+			// (a new podman process: tens of ms); an inspect has the
+			// exit code as soon as conmon wrote it. If the stream ended
+			// with the container still running, Wait decides.
+			if code, oom, ok := p.exited(conn, id); ok {
+				w = result{code: code, inspected: true, oom: oom}
+				break wait
+			}
 		case <-timer.C:
 			stopped = first(stopped, fmt.Sprintf("%s of %d s", StopTime, int(timeout.Seconds())))
 			p.kill(conn, id)
@@ -92,18 +108,30 @@ wait:
 		return Output{}, fail(ErrPodman, fmt.Sprintf("wait: %v", w.err))
 	}
 	p.mark("run and wait", t0)
-	// The streams end once the container has exited and conmon has
-	// flushed them.
-	select {
-	case <-attached:
-	case <-time.After(drainWait):
-		p.log.Warn("a tool container's output did not end after it exited", "id", id)
+	if ended != nil {
+		// Wait answered first: the streams end once conmon has flushed
+		// them.
+		select {
+		case <-ended:
+		case <-time.After(drainWait):
+			p.log.Warn("a tool container's output did not end after it exited", "id", id)
+		}
 	}
 	p.mark("drain output", t0)
-	if stopped == "" && w.code == 137 && p.oomKilled(conn, id) {
+	if stopped == "" && w.code == 137 && (w.inspected && w.oom || !w.inspected && p.oomKilled(conn, id)) {
 		stopped = StopMemory
 	}
 	return Output{Stdout: stdout.String(), Stderr: stderr.String(), Exit: int(w.code), Stopped: stopped}, nil
+}
+
+// exited inspects a container whose output has ended: its exit code and
+// whether the OOM killer stopped it, if it has exited (ok).
+func (p *Podman) exited(conn context.Context, id string) (code int32, oom, ok bool) {
+	c, err := containers.Inspect(conn, id, nil)
+	if err != nil || c.State == nil || c.State.Running || c.State.Status != "exited" && c.State.Status != "stopped" {
+		return 0, false, false
+	}
+	return c.State.ExitCode, c.State.OOMKilled, true
 }
 
 func first(a, b string) string {

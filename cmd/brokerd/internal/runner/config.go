@@ -38,6 +38,10 @@ type Config struct {
 	// id that owns nothing; a rootful one gives each container a user
 	// namespace of its own (userNS).
 	rootless bool
+	// seccompProfile is the path of the runner's seccomp profile
+	// (toolProfile), which [New] writes; a spec without it is never
+	// created.
+	seccompProfile string
 	// allowTestnetImage lets the startup check accept a tool image built
 	// with the test-only boxmaker_testnet tag. Only this package's tests
 	// set it; no config can.

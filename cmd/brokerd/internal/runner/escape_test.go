@@ -136,6 +136,23 @@ func TestEscapesContained(t *testing.T) {
 		}
 		t.Logf("targets %v: %q", targets, tail(out.Stdout+out.Stderr))
 	})
+	t.Run("user namespace", func(t *testing.T) {
+		// busybox unshare -r maps the caller to uid 0 in a new user
+		// namespace; Podman's default profile lets it (issue 13, item 3).
+		// The toolkit's probe tries clone, clone3 and setns as well.
+		out := shellIn(t, p, granted, false, "unshare -r id; echo unshare-rc=$?; unshare -U -n id; echo unshare-rc=$?; /bin/toolkit probe-namespaces")
+		if strings.Contains(out.Stdout, "uid=0") || strings.Count(out.Stdout, "unshare-rc=1") != 2 || !strings.Contains(out.Stderr, "Operation not permitted") {
+			t.Errorf("a user namespace in a shell call: %+v", out)
+		}
+		if !strings.HasSuffix(out.Stdout, "unshare 1\nclone 1\nclone3 38\nsetns 1\n") {
+			t.Errorf("toolkit probe-namespaces in a shell call: %q", out.Stdout)
+		}
+		// Processes and threads are still made: clone without a
+		// namespace flag (sh's fork) and the Go runtime's threads.
+		if out := shellIn(t, p, granted, false, "(echo sub) | cat; /bin/toolkit probe-namespaces >/dev/null && echo go-ok"); out.Stdout != "sub\ngo-ok\n" {
+			t.Errorf("fork and a Go program in a shell call: %+v", out)
+		}
+	})
 	t.Run("fork bomb", func(t *testing.T) {
 		start := time.Now()
 		out := shellIn(t, p, granted, false, `i=0; while [ $i -lt 400 ]; do sleep 30 & i=$((i+1)); done; echo spawned-all`)

@@ -12,11 +12,13 @@ import (
 // pinIsolation sets explicitly what Podman would otherwise fill in from
 // the server's containers.conf, which could make any of it weaker:
 // private PID, IPC, UTS and cgroup namespaces, never privileged, no
-// devices, the default seccomp policy (never the image's). Podman's API
-// has no way to name its built-in seccomp profile, so an unset profile
-// path means containers.conf's; the startup probe checks from inside a
-// container that seccomp filters it.
-func pinIsolation(s *specgen.SpecGenerator) {
+// devices, the seccomp policy "default" (never the image's) with the
+// runner's own profile (toolProfile, at profile, written by [New]):
+// Podman's API has no way to name its built-in profile, and an unset path
+// would mean containers.conf's. Inspect does not show the profile a
+// container got; the startup probe checks from inside a container that
+// seccomp filters it and refuses new namespaces.
+func pinIsolation(s *specgen.SpecGenerator, profile string) {
 	for _, ns := range []*specgen.Namespace{&s.PidNS, &s.IpcNS, &s.UtsNS, &s.CgroupNS} {
 		*ns = specgen.Namespace{NSMode: specgen.Private}
 	}
@@ -24,7 +26,7 @@ func pinIsolation(s *specgen.SpecGenerator) {
 	s.Devices = nil
 	s.DeviceCgroupRule = nil
 	s.SeccompPolicy = "default"
-	s.SeccompProfilePath = ""
+	s.SeccompProfilePath = profile
 }
 
 // isolationDiffers lists what of a created container's namespaces,

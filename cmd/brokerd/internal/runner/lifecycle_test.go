@@ -57,3 +57,19 @@ func TestCancelledCallRemovesItsContainer(t *testing.T) {
 		t.Errorf("containers left behind: %v", l)
 	}
 }
+
+// TestMissingImageRefusedPerCall: with the image gone after startup, a
+// call fails with tool-image-missing (create only looks in local
+// storage; nothing is pulled) and leaves nothing.
+func TestMissingImageRefusedPerCall(t *testing.T) {
+	svc := podmantest.Require(t)
+	p := newRunner(t, svc, "sha256:"+strings.Repeat("0", 64), nil)
+	dir := t.TempDir()
+	d := decide(t, autoGrant("s", "shell", []string{dir}), "shell", map[string]string{"command": "true", "workdir": dir})
+	if _, err := p.Run(context.Background(), d); !errors.Is(err, ErrImage) || !strings.HasSuffix(err.Error(), "#tool-image-missing") {
+		t.Errorf("Run with a missing image = %v", err)
+	}
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
+}

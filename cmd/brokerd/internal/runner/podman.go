@@ -98,6 +98,9 @@ func New(cfg Config, instance, work string, protected []string, secrets func(str
 	if err != nil {
 		return nil, err
 	}
+	if cfg.seccompProfile, err = writeProfile(work); err != nil {
+		return nil, err
+	}
 	return &Podman{cfg: cfg, url: url, instance: instance, work: work, secrets: secrets, log: log, protected: prot, lock: newMountLock()}, nil
 }
 
@@ -169,10 +172,9 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		return Output{}, err
 	}
 	p.mark("connect", &t0)
-	if err := p.imagePresent(conn); err != nil {
-		return Output{}, err
-	}
-	p.mark("image exists", &t0)
+	// The image is not looked up first: create only looks it up in local
+	// storage (the API never pulls), a failed create asks whether it is
+	// missing, and verify checks the created container's image ID.
 	var egressDir string
 	if hosts := d.Hosts(); len(hosts) > 0 {
 		names := make([]string, len(hosts))
@@ -274,9 +276,17 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 	rand.Read(b[:])
 	nonce := hex.EncodeToString(b[:])
 	s.Labels[LabelCall] = nonce
+	if p.cfg.seccompProfile == "" || s.SeccompProfilePath != p.cfg.seccompProfile {
+		// An empty path would be containers.conf's profile, which may
+		// allow new namespaces or nothing at all.
+		return "", fail(ErrIsolation, "the container's spec does not name the runner's seccomp profile")
+	}
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
 		p.removeByNonce(conn, nonce)
+		if ok, ierr := images.Exists(conn, p.cfg.ToolImage, nil); ierr == nil && !ok {
+			return "", ErrImage
+		}
 		return "", fail(ErrPodman, fmt.Sprintf("create: %v", err))
 	}
 	if len(resp.Warnings) > 0 {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/containers/podman/v5/pkg/specgen"
+	"golang.org/x/sys/unix"
 )
 
 // The startup probe's refusals.
@@ -24,9 +26,17 @@ const testnetMarker = "/etc/boxmaker-tool-tags"
 
 // probeScript prints, from inside a container made like every tool
 // container, what its isolation looks like to a process there. It needs
-// only sh and cat, which every tool image has.
+// only sh, cat and the toolkit, which every tool image has; the toolkit
+// tries each way of making or entering a namespace (package nsprobe of
+// cmd/toolkit).
 const probeScript = `echo @status; cat /proc/self/status; echo @uid_map; cat /proc/self/uid_map; ` +
-	`echo @net; cat /proc/net/dev; echo @tags; cat ` + testnetMarker + ` 2>/dev/null; echo @end`
+	`echo @net; cat /proc/net/dev; echo @namespaces; /bin/toolkit probe-namespaces; ` +
+	`echo @tags; cat ` + testnetMarker + ` 2>/dev/null; echo @end`
+
+// wantNamespaces is what toolkit probe-namespaces must print under the
+// runner's seccomp profile (toolProfile): each attempt refused by the
+// filter. Without it the kernel answers EINVAL or EBADF (see nsprobe).
+var wantNamespaces = map[string]unix.Errno{"unshare": unix.EPERM, "clone": unix.EPERM, "clone3": unix.ENOSYS, "setns": unix.EPERM}
 
 // probe runs probeScript in a container with the tool containers'
 // settings and refuses on any difference from what they ask for.
@@ -61,6 +71,7 @@ func (p *Podman) probe(conn context.Context) error {
 // probeDiffers parses probeScript's output: the image's build tags, and
 // what differs from a tool container's isolation (seccomp filtering, no
 // new privileges, no capabilities, uid 65534, only a loopback interface,
+// no way to make or enter a namespace,
 // a user namespace: never the identity uid map, and, rootful, no range
 // that reaches the host's root).
 func probeDiffers(out string, rootful bool) (tags string, bad []string) {
@@ -103,6 +114,7 @@ func probeDiffers(out string, rootful bool) (tags string, bad []string) {
 	if len(ifs) != 1 || ifs[0] != "lo" {
 		bad = append(bad, fmt.Sprintf("network interfaces %q (want only lo)", ifs))
 	}
+	bad = append(bad, namespacesDiffer(sections["namespaces"])...)
 	uidMap := make([]string, len(sections["uid_map"]))
 	for i, l := range sections["uid_map"] {
 		uidMap[i] = strings.Join(strings.Fields(l), " ")
@@ -116,6 +128,33 @@ func probeDiffers(out string, rootful bool) (tags string, bad []string) {
 		bad = append(bad, fmt.Sprintf("uid map %q (want a user namespace of its own)", uidMap))
 	}
 	return strings.TrimSpace(strings.Join(sections["tags"], " ")), bad
+}
+
+// namespacesDiffer compares toolkit probe-namespaces' lines with
+// wantNamespaces: every attempt present once, each with the filter's
+// answer.
+func namespacesDiffer(lines []string) []string {
+	got := map[string]string{}
+	for _, l := range lines {
+		name, errno, _ := strings.Cut(strings.TrimSpace(l), " ")
+		if _, dup := got[name]; dup {
+			return []string{fmt.Sprintf("namespace probe %q (a line twice)", lines)}
+		}
+		got[name] = errno
+	}
+	var bad []string
+	for _, name := range []string{"unshare", "clone", "clone3", "setns"} {
+		want := wantNamespaces[name]
+		if g, ok := got[name]; !ok {
+			bad = append(bad, fmt.Sprintf("namespace probe: no answer for %s (want %s)", name, unix.ErrnoName(want)))
+		} else if g != strconv.Itoa(int(want)) {
+			bad = append(bad, fmt.Sprintf("namespace probe: %s answered %s (want %d, %s: a tool could make or enter a namespace)", name, g, int(want), unix.ErrnoName(want)))
+		}
+	}
+	if len(got) != len(wantNamespaces) && len(bad) == 0 {
+		bad = append(bad, fmt.Sprintf("namespace probe %q (unexpected lines)", lines))
+	}
+	return bad
 }
 
 // userNSRefusal turns Podman's failure to allocate a rootful container's

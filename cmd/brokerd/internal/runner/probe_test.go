@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/containers/podman/v5/libpod/define"
+	"go.podman.io/common/pkg/seccomp"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
 )
@@ -29,6 +31,11 @@ Seccomp:	2
 Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+@namespaces
+unshare 1
+clone 1
+clone3 38
+setns 1
 @tags
 @end
 `
@@ -46,7 +53,7 @@ func TestProbeDiffers(t *testing.T) {
 		{"new privileges", "NoNewPrivs:\t1", "NoNewPrivs:\t0", true, "NoNewPrivs"},
 		{"a capability", "CapEff:\t0000000000000000", "CapEff:\t0000000000000400", true, "CapEff"},
 		{"root", "Uid:\t65534", "Uid:\t0", true, "Uid"},
-		{"another interface", "@tags", "  eth0: 1 2 3\n@tags", true, "network interfaces"},
+		{"another interface", "@namespaces", "  eth0: 1 2 3\n@namespaces", true, "network interfaces"},
 		{"no interface at all", "    lo:", "    xx:", true, "network interfaces"},
 		{"no user namespace", "0 2147483647      65536", "0          0 4294967295", true, "uid map"},
 		{"no user namespace, rootless", "0 2147483647      65536", "0          0 4294967295", false, "uid map"},
@@ -54,6 +61,16 @@ func TestProbeDiffers(t *testing.T) {
 		{"rootless: the user's own id", "0 2147483647      65536", "65534          0      1", false, ""},
 		{"no uid map", "         0 2147483647      65536\n", "", true, "uid map"},
 		{"cut short", "@end", "", true, "incomplete"},
+		// Podman's own default profile: the kernel answers (EINVAL, EBADF).
+		{"unshare allowed", "unshare 1", "unshare 22", true, "unshare answered 22"},
+		{"clone allowed", "clone 1", "clone 22", true, "clone answered 22"},
+		{"clone3 allowed", "clone3 38", "clone3 22", true, "clone3 answered 22"},
+		{"setns allowed", "setns 1", "setns 9", true, "setns answered 9"},
+		{"a user namespace made", "unshare 1", "unshare 0", true, "unshare answered 0"},
+		{"no toolkit", "unshare 1\nclone 1\nclone3 38\nsetns 1\n", "sh: /bin/toolkit: not found\n", true, "no answer for unshare"},
+		{"an attempt missing", "setns 1\n", "", true, "no answer for setns"},
+		{"an attempt twice", "setns 1\n", "setns 1\nsetns 1\n", true, "a line twice"},
+		{"an extra line", "setns 1\n", "setns 1\nmount 1\n", true, "unexpected lines"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := goodProbe
@@ -128,21 +145,43 @@ func TestIsolationDiffers(t *testing.T) {
 }
 
 // TestCheckProbesIsolation: against a real service whose containers.conf
-// asks for the host's namespaces, a device, a log driver and no seccomp,
-// the pinned settings win and the probe, run in a container, still
-// finds seccomp off and brokerd refuses to start; against the ordinary
-// service the same check passes.
+// asks for the host's namespaces, a log driver and no seccomp, the
+// pinned settings (the runner's own seccomp profile included) win and
+// the check passes; one that adds a device is refused. With Podman's own
+// default profile (which lets a container make a user namespace) or none
+// at all, the probe, run in a tool image container, finds it from inside
+// and brokerd refuses to start.
 func TestCheckProbesIsolation(t *testing.T) {
 	svc := podmantest.Require(t)
-	if err := newRunner(t, svc, svc.StubImage(t), nil).Check(context.Background()); err != nil {
+	image := svc.ToolImage(t)
+	if err := newRunner(t, svc, image, nil).Check(context.Background()); err != nil {
 		t.Fatalf("Check on the test service: %v", err)
+	}
+	podmanDefault := filepath.Join(t.TempDir(), "podman-default.json")
+	b, err := json.Marshal(seccomp.DefaultProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(podmanDefault, b, 0o644)
+	for _, tt := range []struct{ name, profile, want string }{
+		{"Podman's default profile", podmanDefault, "namespace probe: unshare answered 22"},
+		{"no profile", "unconfined", `Seccomp "0"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newRunner(t, svc, image, nil)
+			p.cfg.seccompProfile = tt.profile
+			err := p.Check(context.Background())
+			if !errors.Is(err, ErrProbe) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check = %v; want the probe's refusal naming %s", err, tt.want)
+			}
+			t.Logf("refused: %v", err)
+		})
 	}
 	_, conf, err := podmantest.Find()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(conf)
-	if err != nil {
+	if b, err = os.ReadFile(conf); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -150,7 +189,7 @@ func TestCheckProbesIsolation(t *testing.T) {
 		is               error
 	}{
 		{"host namespaces, a log driver, no seccomp", "pidns = \"host\"\nipcns = \"host\"\nutsns = \"host\"\ncgroupns = \"host\"\n" +
-			"log_driver = \"k8s-file\"\nseccomp_profile = \"unconfined\"\n", `Seccomp "0"`, ErrProbe},
+			"log_driver = \"k8s-file\"\nseccomp_profile = \"unconfined\"\n", "", nil},
 		// Podman adds containers.conf's devices to every container and
 		// the API cannot take them away: the check refuses.
 		{"a device", "devices = [\"/dev/zero:/dev/xzero:rwm\"]\n", "differs in: devices)", ErrIsolation},
@@ -163,12 +202,15 @@ func TestCheckProbesIsolation(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { weak.Stop() })
-			p := newRunner(t, weak, weak.StubImage(t), nil)
+			p := newRunner(t, weak, weak.ToolImage(t), nil)
 			err = p.Check(context.Background())
-			if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "namespace") {
+			switch {
+			case tt.is == nil && err != nil:
+				t.Fatalf("Check = %v; want the pinned settings to win", err)
+			case tt.is != nil && (!errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "namespace")):
 				t.Fatalf("Check = %v; want only the refusal naming %s", err, tt.want)
 			}
-			t.Logf("refused: %v", err)
+			t.Logf("Check: %v", err)
 			if l := leftovers(t, weak, p); len(l) > 0 {
 				t.Errorf("containers left behind: %v", l)
 			}

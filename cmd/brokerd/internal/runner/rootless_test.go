@@ -56,6 +56,18 @@ func TestRootlessCgroupsV1FailsClosed(t *testing.T) {
 		}
 	})
 	p := newRunner(t, svc, svc.StubImage(t), nil)
+	// The service runs as another user than this test (root, standing in
+	// for brokerd), which a deployment does not do: the seccomp profile
+	// goes where the service's user can read it.
+	prof, err := os.MkdirTemp("", "rootless-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(prof) })
+	os.Chmod(prof, 0o755)
+	if p.cfg.seccompProfile, err = writeProfile(prof); err != nil {
+		t.Fatal(err)
+	}
 	err = p.Check(context.Background())
 	if !errors.Is(err, ErrIsolation) || !strings.HasSuffix(err.Error(), "; see docs/runbook.md#runner-isolation-lost") ||
 		!strings.Contains(err.Error(), "not supported") {

@@ -13,7 +13,8 @@
 //     left behind;
 //   - the container gets no network (only through the egress proxy, for
 //     a grant's hosts), a read-only root, no capabilities, no new
-//     privileges, user 65534, pids and memory limits, a time limit, only
+//     privileges, a seccomp profile that refuses every new or entered
+//     namespace (toolProfile), user 65534, pids and memory limits, a time limit, only
 //     the Decision's mounts at the same path (read-only unless writable),
 //     and only the Decision's secret, on stdin;
 //   - no mount holds or lies inside brokerd's own files and sockets,

@@ -41,7 +41,7 @@ func (c Config) hardened(instance, role string, timeout uint) *specgen.SpecGener
 	s.ReadWriteTmpfs = ptr(false)
 	s.CapDrop = []string{"ALL"}
 	s.NoNewPrivileges = ptr(true)
-	pinIsolation(s)
+	pinIsolation(s, c.seccompProfile)
 	s.User = containerUser
 	userNS(s, c.rootless)
 	mem := c.MemoryMB << 20

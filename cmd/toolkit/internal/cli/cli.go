@@ -1,6 +1,8 @@
 // Package cli is the toolkit's command line: `toolkit TOOL` runs one tool
-// call (package tools) and `toolkit egress` runs the egress proxy
-// (package egress).
+// call (package tools), `toolkit egress` runs the egress proxy (package
+// egress) and `toolkit probe-namespaces` reports whether the container may
+// make or enter a namespace (package nsprobe, for brokerd's startup
+// probe).
 //
 // Invariant: a command line that is not one of those forms exits 2 with
 // the fixed usage sentence, never echoing what it was given; the egress
@@ -19,6 +21,7 @@ import (
 	"syscall"
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/egress"
+	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nsprobe"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/tools"
 	"wntrmute.dev/boxmaker/pkg/hostrule"
 	"wntrmute.dev/boxmaker/pkg/netpolicy"
@@ -36,12 +39,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if args[0] == "egress" {
 		return Egress(ctx, args[1:], stdout, stderr, nil)
 	}
+	if len(args) == 1 && args[0] == ProbeNamespaces {
+		return nsprobe.Report(stdout)
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, tools.MisuseUsage)
 		return tools.ExitMisuse
 	}
 	return tools.Run(ctx, tools.DefaultEnv(stdout, stderr), args[0], stdin)
 }
+
+// ProbeNamespaces is the command that runs the namespace probe.
+const ProbeNamespaces = "probe-namespaces"
 
 // hostList collects repeated --host flags.
 type hostList []hostrule.Name
