@@ -43,16 +43,30 @@
 // refuses a log the whole check accepts. The writer takes nothing on
 // trust: it refuses to append a record naming a decision it has not read.
 //
+// # Where the log ends
+//
+// A chain cannot see its own end cut off, a well-chained line added, or
+// every line re-chained after an edit. The writer therefore records the
+// head it wrote in [HeadPath] (STATE/audit.head, beside the directory),
+// twice per append (the line under way, then the line written), and
+// [Open] and [AcceptBreak] refuse a log that does not end there
+// ([HeadError]); [AdoptHead] is the owner's deliberate way past that. The
+// owner's [Anchor]s, kept where brokerd cannot write, are checked by
+// [VerifyEnd] with the head, and outlive a writer that rewrote both.
+//
 // # Invariants
 //
 //   - a decision is on disk before anything it allows runs ([Writer.Append]
 //     returns only after the line is fsynced);
+//   - the head record names the last line written, or the one line an
+//     append under way may have written, and nothing else;
 //   - results are recorded by hash and size, never content;
 //   - nothing is repaired or deleted: a torn or unparseable last line is
 //     followed by a [Recovery] describing it, and a break the owner accepts
 //     is followed by an [AcceptedBreak]; both only ever append;
-//   - [Verify] is a pure function of the files; [Open] and [AcceptBreak]
-//     are its only writers and never append a line it would refuse.
+//   - [Verify] and [VerifyEnd] are pure functions of the files; [Open]
+//     and [AcceptBreak] are the log's only writers and never append a
+//     line Verify would refuse; [AdoptHead] writes only the head record.
 package audit
 
 import (

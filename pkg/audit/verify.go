@@ -165,9 +165,31 @@ type verifier struct {
 	records   int64
 	accepted  []Accepted
 	recovered []string
+
+	// kept holds the hash of each line whose position [verifier.keep]
+	// named (the head's, the anchors'), once it is seen.
+	want map[int64]bool
+	kept map[int64][32]byte
 }
 
 func newVerifier() *verifier { return &verifier{open: map[int64]waiting{}} }
+
+// keep asks for the hash of the line at pos, for the head and anchors.
+func (v *verifier) keep(pos int64) {
+	if v.want == nil {
+		v.want, v.kept = map[int64]bool{}, map[int64][32]byte{}
+	}
+	v.want[pos] = true
+	if v.last != nil && v.last.pos == pos {
+		v.kept[pos] = v.last.sum // a resumed check's seed line
+	}
+}
+
+// hashAt is the hash of the kept line at pos.
+func (v *verifier) hashAt(pos int64) (string, bool) {
+	sum, ok := v.kept[pos]
+	return hashHex(sum), ok
+}
 
 // run processes every line from src, one line behind the reader so that
 // each line is judged knowing whether a recovery follows it.
@@ -214,6 +236,15 @@ func (v *verifier) process(cur, nxt *line) {
 
 func (v *verifier) advance(l *line) {
 	v.pos, v.prev, v.last = l.pos, l.sum, l
+	if v.want[l.pos] {
+		v.kept[l.pos] = l.sum
+	}
+}
+
+// ends is what the head judgment needs of the log as verified so far.
+func (v *verifier) ends(headPath string) headHashes {
+	return headHashes{pos: v.pos, last: hashHex(v.prev), at: v.hashAt,
+		damaged: v.region != nil && v.region.Recoverable, headPath: headPath}
 }
 
 func (v *verifier) problem(l *line, format string, args ...any) *Problem {

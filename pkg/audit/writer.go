@@ -24,6 +24,11 @@ type Options struct {
 	// Now is the clock; nil means time.Now. A record's time and file come
 	// from it, so tests can step it back over midnight.
 	Now func() time.Time
+
+	// noHead leaves the head record out, for this package's tests of the
+	// chain's own damage handling: they cut and edit the files in ways
+	// no crash of the writer can, which the head would refuse.
+	noHead bool
 }
 
 // appender is the part of *jsonl.Writer the audit writer uses; tests put
@@ -51,6 +56,10 @@ type Writer struct {
 	broken    error // the first failed write, wrapping ErrUnavailable
 	closed    bool
 	recovered *Recovery // what Open recovered, if anything
+
+	headPath string // HeadPath(dir); "" only in tests of the chain alone
+	head     *Head  // the head record as load read it; nil when absent
+	headErr  error  // why it could not be read
 }
 
 // Open verifies the log in dir and returns a writer that appends to its
@@ -68,11 +77,15 @@ func Open(dir string, opts Options) (*Writer, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if p := w.v.region; p != nil && !p.Recoverable {
+		w.closeLocked()
+		return nil, fmt.Errorf("open audit log %s: %w", dir, p)
+	}
+	if err := w.startHead(); err != nil {
+		w.closeLocked()
+		return nil, fmt.Errorf("open audit log %s: %w", dir, err)
+	}
 	if p := w.v.region; p != nil {
-		if !p.Recoverable {
-			w.closeLocked()
-			return nil, fmt.Errorf("open audit log %s: %w", dir, p)
-		}
 		if err := w.recoverLast(); err != nil {
 			w.closeLocked()
 			return nil, err
@@ -96,16 +109,29 @@ func load(dir string, opts Options, full bool) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open audit log %s: %v; see docs/runbook.md#audit-unreadable", dir, err)
 	}
+	var head *Head
+	var headErr error
+	headPath := ""
+	if !opts.noHead {
+		headPath = HeadPath(dir)
+		head, headErr = readHead(headPath)
+	}
 	var v *verifier
 	var src *source
 	if !full {
 		if v, src, err = resume(dir, files); err != nil {
 			return nil, fmt.Errorf("open audit log %s: %v; see docs/runbook.md#audit-unreadable", dir, err)
 		}
+		if v != nil && head != nil && head.Seq < v.pos {
+			v = nil // the head lies before the lines a resumed check reads
+		}
 	}
 	if v == nil {
 		v, src = newVerifier(), &source{dir: dir, files: files}
 		v.files = len(files)
+	}
+	if head != nil {
+		v.keep(head.Seq)
 	}
 	v.run(src)
 	if p := v.region; p != nil && p.Unreadable {
@@ -116,7 +142,7 @@ func load(dir string, opts Options, full bool) (*Writer, error) {
 	if now == nil {
 		now = time.Now
 	}
-	w := &Writer{dir: dir, now: now, v: v, openFn: openJSONL}
+	w := &Writer{dir: dir, now: now, v: v, openFn: openJSONL, headPath: headPath, head: head, headErr: headErr}
 	if len(files) > 0 {
 		w.name = files[len(files)-1]
 		if v.last == nil || v.last.file != w.name || !v.last.torn {
@@ -221,6 +247,12 @@ func (w *Writer) appendLocked(r Record, rotate bool) (int64, error) {
 	if p := w.v.admit(l); p != nil {
 		return 0, fmt.Errorf("append audit record: refused, the verifier would reject it: %s", p.Reason)
 	}
+	if w.headPath != "" {
+		// Step 1 of the head record: the line about to be written.
+		if err := writeHead(w.headPath, Head{Seq: w.v.pos, Hash: hashHex(w.v.prev), Next: hashHex(l.sum)}); err != nil {
+			return 0, w.fail(err)
+		}
+	}
 	if rotate || w.f == nil {
 		if err := w.rotate(now); err != nil {
 			return 0, w.fail(err)
@@ -235,7 +267,37 @@ func (w *Writer) appendLocked(r Record, rotate bool) (int64, error) {
 		return 0, w.fail(fmt.Errorf("wrote line %d of %s, expected line %d: another process writes this log", n, w.name, l.n))
 	}
 	w.v.commit(l)
+	if w.headPath != "" {
+		// Step 2: the line is on disk.
+		if err := writeHead(w.headPath, Head{Seq: l.pos, Hash: hashHex(l.sum)}); err != nil {
+			return 0, w.fail(err)
+		}
+	}
 	return l.pos, nil
+}
+
+// startHead judges the log's end against the head record and, when the
+// log may go on, records its end as the head (settling an append a crash
+// left under way).
+func (w *Writer) startHead() error {
+	if w.headPath == "" {
+		return nil
+	}
+	if w.headErr != nil {
+		return &HeadError{Kind: HeadMissing, Path: w.headPath, Msg: fmt.Sprintf("the record of the audit log's head, %s, does not read: %v", w.headPath, w.headErr)}
+	}
+	if p := judgeHead(w.head, w.v.ends(w.headPath)); p != nil {
+		return p
+	}
+	end := Head{Seq: w.v.pos, Hash: hashHex(w.v.prev)}
+	if w.head != nil && *w.head == end {
+		return nil
+	}
+	if err := writeHead(w.headPath, end); err != nil {
+		return fmt.Errorf("%v; see docs/runbook.md#audit-unavailable", err)
+	}
+	w.head = &end
+	return nil
 }
 
 // rotate moves to the file of now's date if that is later than the
@@ -318,6 +380,11 @@ func AcceptBreak(dir string, opts Options) (*AcceptedBreak, error) {
 	p := w.v.region
 	if p == nil || p.Recoverable {
 		return nil, nil
+	}
+	// A break is accepted only in a log that ends where brokerd left it:
+	// accepting would otherwise record a removed or added end as good.
+	if err := w.startHead(); err != nil {
+		return nil, fmt.Errorf("accept break: %w", err)
 	}
 	if d := w.v.last; d.torn && d.file == w.name {
 		if err := w.endTornLine(d); err != nil {

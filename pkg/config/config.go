@@ -1,5 +1,6 @@
 // Package config is the one loader for every TOML file Boxmaker reads:
-// each role's config and the owner's grant files.
+// each role's config and the owner's grant files. [Load] reads a config
+// only if package ownership's rule holds for it.
 //
 // Invariant: [Decode] fills v only from a file in which every key is one
 // that v's type declares, spelled exactly as declared (BurntSushi/toml
@@ -12,36 +13,35 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"reflect"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"wntrmute.dev/boxmaker/pkg/ownership"
 )
 
 // MaxSize caps a config or grant file; nothing the owner writes by hand
 // comes close.
 const MaxSize = 1 << 20
 
-// Load reads and decodes the TOML file at path into v (a pointer).
+// Load reads and decodes the TOML file at path into v (a pointer). The
+// file, each link's target and every directory on its path must be owned
+// by root or by this process's uid and writable by no one else
+// ([ownership.Self]): a config shapes what a daemon trusts, and a daemon
+// cannot yet know any other owner when it reads its own config.
 func Load(path string, v any) error {
-	f, err := os.Open(path)
+	data, err := ownership.Self().ReadFile(path, MaxSize)
 	if err != nil {
+		var ue *ownership.UnsafeError
+		if errors.As(err, &ue) {
+			return fmt.Errorf("config %s: %s: only root and this daemon's user may write a config or a directory above it; see docs/runbook.md#owner-file-unsafe", path, ue.Explain())
+		}
 		return fmt.Errorf("config: %w", err)
 	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSize+1)); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if buf.Len() > MaxSize {
-		return fmt.Errorf("config %s: larger than %d bytes", path, MaxSize)
-	}
-	return Decode(buf.Bytes(), path, v)
+	return Decode(data, path, v)
 }
 
 // Decode decodes TOML text into v (a pointer); name labels errors.

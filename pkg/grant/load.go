@@ -1,14 +1,16 @@
 package grant
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"wntrmute.dev/boxmaker/pkg/escape"
 
 	"wntrmute.dev/boxmaker/pkg/config"
+	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/ownership"
 )
 
 // Problem is one reason a grant directory is invalid.
@@ -118,9 +120,17 @@ func duplicates(grants []Grant) []Problem {
 // is a problem, because a grant put where it is not read is a grant
 // silently ignored. An empty directory is a valid set with no grants.
 //
+// Grants are the only authority there is, so the directory and every
+// grant file (and each link's target, and every directory on the way)
+// must pass [ownership.Owners.Check] with owners: written only by root or
+// the owner, writable by no one else. Each one that does not is a problem.
+//
 // On any problem it returns a nil *Set and a *[LoadError] listing them.
-func LoadDir(dir string) (*Set, error) {
+func LoadDir(dir string, owners ownership.Owners) (*Set, error) {
 	fail := func(ps ...Problem) (*Set, error) { return nil, &LoadError{Dir: dir, Problems: ps} }
+	if _, err := owners.Check(dir); err != nil {
+		return fail(Problem{File: dir, Reason: ownerReason(dir, err, "cannot read the grant directory")})
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fail(Problem{File: dir, Reason: fmt.Sprintf("cannot read the grant directory: %v", err)})
@@ -139,18 +149,11 @@ func LoadDir(dir string) (*Set, error) {
 			problems = append(problems, Problem{File: full, Reason: "not a grant file (*.toml) or documentation (*.md); move it out of the grant directory"})
 			continue
 		}
-		fi, err := os.Stat(full) // follows links: the NixOS module links files from the store
+		// ReadFile follows links (the NixOS module links files from the
+		// store), judging each target, and reads only a regular file.
+		data, err := owners.ReadFile(full, config.MaxSize)
 		if err != nil {
-			problems = append(problems, Problem{File: full, Reason: fmt.Sprintf("cannot read: %v", err)})
-			continue
-		}
-		if !fi.Mode().IsRegular() {
-			problems = append(problems, Problem{File: full, Reason: "not a regular file"})
-			continue
-		}
-		data, err := readCapped(full)
-		if err != nil {
-			problems = append(problems, Problem{File: full, Reason: err.Error()})
+			problems = append(problems, Problem{File: full, Reason: ownerReason(full, err, "cannot read")})
 			continue
 		}
 		gs, ps := ParseFile(full, data)
@@ -166,25 +169,19 @@ func LoadDir(dir string) (*Set, error) {
 	return &Set{grants: grants, files: files, ok: true}, nil
 }
 
-func readCapped(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read: %v", err)
+// ownerReason says why path could not be used: the ownership rule's
+// reason, with its runbook entry, or what the read said.
+func ownerReason(path string, err error, what string) string {
+	var ue *ownership.UnsafeError
+	if errors.As(err, &ue) {
+		return ue.Explain() + ": only root and the owner may write a grant or a directory above it (see docs/runbook.md#owner-file-unsafe)"
 	}
-	defer f.Close()
-	buf := make([]byte, config.MaxSize+1)
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil {
-			break
-		}
+	// The problem names the file already.
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "check "+path+": "), "read "+path+": ")
+	if strings.HasPrefix(msg, "not a regular file") || strings.HasPrefix(msg, "larger than") {
+		return msg
 	}
-	if n > config.MaxSize {
-		return nil, fmt.Errorf("larger than %d bytes", config.MaxSize)
-	}
-	return buf[:n], nil
+	return what + ": " + msg
 }
 
 // fileWire is the shape of a grant file.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/ownership"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/canonical.golden")
@@ -30,7 +32,7 @@ func writeDir(t *testing.T, files map[string]string) string {
 
 func TestLoadDir(t *testing.T) {
 	dir := writeDir(t, map[string]string{"b.toml": good, "a.toml": grantText("a1") + grantText("a2"), "README.md": "# docs\n"})
-	set, err := LoadDir(dir)
+	set, err := LoadDir(dir, ownership.Self())
 	if err != nil {
 		t.Fatalf("LoadDir: %v", err)
 	}
@@ -47,7 +49,7 @@ func TestLoadDir(t *testing.T) {
 	if set.Files()[0] != filepath.Join(dir, "a.toml") {
 		t.Errorf("files = %v", set.Files())
 	}
-	empty, err := LoadDir(t.TempDir())
+	empty, err := LoadDir(t.TempDir(), ownership.Self())
 	if err != nil || !empty.Valid() || empty.Len() != 0 {
 		t.Errorf("empty dir = %v, %v; want a valid set of no grants", empty, err)
 	}
@@ -92,7 +94,7 @@ func TestLoadDirFailsClosed(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}
-			set, err := LoadDir(dir)
+			set, err := LoadDir(dir, ownership.Self())
 			if set != nil || err == nil {
 				t.Fatalf("LoadDir = %v, %v; want no set and an error", set, err)
 			}
@@ -116,7 +118,7 @@ func TestLoadDirFailsClosed(t *testing.T) {
 			}
 		})
 	}
-	if set, err := LoadDir(filepath.Join(t.TempDir(), "missing")); set != nil || err == nil || !strings.Contains(err.Error(), "cannot read the grant directory") {
+	if set, err := LoadDir(filepath.Join(t.TempDir(), "missing"), ownership.Self()); set != nil || err == nil || !strings.Contains(err.Error(), "cannot read the grant directory") {
 		t.Errorf("LoadDir(missing) = %v, %v", set, err)
 	}
 }
@@ -127,7 +129,7 @@ func TestLoadDirFollowsLinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(store, "x.toml"), filepath.Join(dir, "x.toml")); err != nil {
 		t.Fatal(err)
 	}
-	if set, err := LoadDir(dir); err != nil || set.Len() != 1 {
+	if set, err := LoadDir(dir, ownership.Self()); err != nil || set.Len() != 1 {
 		t.Errorf("LoadDir through a link = %v, %v", set, err)
 	}
 }

@@ -183,3 +183,19 @@ func RebuildState(log *slog.Logger, cfg Config) error {
 		"extra", rep.Extra, "orphans", rep.Orphans)
 	return nil
 }
+
+// AdoptAuditHead is brokerd --adopt-audit-head: the owner's decision that
+// the audit log as it is now is the log (after restoring what could be
+// restored; see docs/runbook.md#audit-truncated). brokerd must be stopped.
+func AdoptAuditHead(log *slog.Logger, cfg Config) error {
+	old, head, err := ledger.AdoptHead(filepath.Join(cfg.StateDir, "audit"), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
+	if err != nil {
+		return err
+	}
+	attrs := []any{"seq", head.Seq, "hash", head.Hash}
+	if old != nil {
+		attrs = append(attrs, "old_seq", old.Seq, "old_hash", old.Hash)
+	}
+	log.Warn("adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", attrs...)
+	return nil
+}

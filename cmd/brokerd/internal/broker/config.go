@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/config"
 	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/ownership"
 	"wntrmute.dev/boxmaker/pkg/secret"
 )
 
@@ -18,6 +19,12 @@ import (
 type Config struct {
 	StateDir  string `toml:"state_dir"`  // audit/ and broker/sessions/ live here
 	GrantsDir string `toml:"grants_dir"` // the owner's grants; read-only to brokerd
+	// OwnerUID is the owner's uid: grant files, and every directory above
+	// them, must be owned by root or this uid and writable by no one
+	// else. Absent: brokerd's own uid (the owner runs brokerd, as under
+	// bxctl up). Set it when brokerd has a uid of its own, so that a
+	// grant brokerd's uid could have written is refused.
+	OwnerUID *uint32 `toml:"owner_uid"`
 
 	BrokerSocketDir string   `toml:"broker_socket_dir"` // holds broker.sock (loopd connects)
 	BrokerAllowUIDs []uint32 `toml:"broker_allow_uids"`
@@ -131,6 +138,14 @@ func Load(path string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// owners are whose grant files brokerd believes: root and the owner.
+func (c Config) owners() ownership.Owners {
+	if c.OwnerUID != nil {
+		return ownership.Trust(*c.OwnerUID)
+	}
+	return ownership.Self()
 }
 
 // gatewayUIDs is GatewayAllowUIDs, or brokerd's own uid when empty.

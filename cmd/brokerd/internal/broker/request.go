@@ -53,7 +53,7 @@ func unavailable(err error) *wire.ToolResult {
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) *wire.ToolResult {
 	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments}
-	gs, gerr := grant.LoadDir(b.cfg.GrantsDir)
+	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
 	}
@@ -151,7 +151,7 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 		}
 		return denied(msg)
 	}
-	gs, _ := grant.LoadDir(b.cfg.GrantsDir)
+	gs, _ := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
 	var dec policy.Decision
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {

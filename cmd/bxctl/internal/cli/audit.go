@@ -4,27 +4,34 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/escape"
 )
 
-// runAudit is `bxctl audit verify DIR`: the same chain check brokerd runs,
-// over the whole log, read-only, so the owner can check the log while
-// brokerd refuses to start, or on a copy. It prints one line: the summary
-// (files, records, last seq, head hash) and exits 0, or the first break as
-// DIR/file:line: reason and exits 1. The reason can quote bytes from the
-// log, so it is escaped like everything else bxctl prints.
+// runAudit is `bxctl audit verify|anchor`. verify is the same chain check
+// brokerd runs, over the whole log, read-only, so the owner can check the
+// log while brokerd refuses to start, or on a copy (with its audit.head);
+// it also checks the log's end against brokerd's head record and against
+// each of the owner's anchors (audit_anchor.go). It prints the summary
+// (files, records, last seq, head hash, anchors) and exits 0, or one line
+// per problem (the first break as DIR/file:line: reason, a head that
+// differs, each anchor the log fails) and exits 1. The reasons can quote
+// bytes from the log, so they are escaped like everything else bxctl
+// prints.
 func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	const use = "usage: bxctl audit verify [--anchors FILE] DIR | bxctl audit anchor [--anchors FILE] DIR"
+	if len(args) > 0 && args[0] == "anchor" {
+		return runAuditAnchor(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(stderr, "usage: bxctl audit verify DIR")
+		fmt.Fprintln(stderr, use)
 		return ExitUsage
 	}
 	fs := flags("audit verify", stderr)
+	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bxctl audit verify DIR")
-		fmt.Fprintln(stderr, "Checks the hash chain of the audit log in DIR (brokerd's state/audit) without writing.")
+		fmt.Fprintln(stderr, "usage: bxctl audit verify [--anchors FILE] DIR")
+		fmt.Fprintln(stderr, "Checks the hash chain of the audit log in DIR (brokerd's state/audit), its end against brokerd's head record (DIR.head) and your anchors, without writing.")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return ExitUsage
@@ -35,15 +42,14 @@ func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	dir := fs.Arg(0)
-	r := audit.Verify(dir)
-	if p := r.Problem; p != nil {
-		shown := *p
-		if shown.File != "" {
-			shown.File = filepath.Join(dir, shown.File)
-		}
-		fmt.Fprintln(stdout, escape.Line(shown.Error()))
+	_, _, mine, code := anchorsFor(*anchors, dir, stderr, "audit verify")
+	if code != ExitOK {
+		return code
+	}
+	e := audit.VerifyEnd(dir, mine)
+	printEnd(stdout, dir, e)
+	if !e.OK() {
 		return ExitFailed
 	}
-	fmt.Fprintln(stdout, escape.Line(r.Summary()))
 	return ExitOK
 }

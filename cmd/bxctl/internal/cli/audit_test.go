@@ -44,7 +44,7 @@ func TestAuditVerifyIntact(t *testing.T) {
 	if code != ExitOK || stderr != "" {
 		t.Fatalf("audit verify = %d, %q, %q", code, out, stderr)
 	}
-	want := regexp.MustCompile(`^audit log intact: 1 files, 2 records, last seq 2, head [0-9a-f]{64}\n$`)
+	want := regexp.MustCompile(`^audit log intact: 1 files, 2 records, last seq 2, head [0-9a-f]{64}; ends at brokerd's head record \(seq 2\); no anchors \(bxctl audit anchor records one\)\n$`)
 	if !want.MatchString(out) {
 		t.Errorf("audit verify printed %q, want one summary line", out)
 	}
@@ -102,7 +102,7 @@ func TestAuditUsage(t *testing.T) {
 		{"audit", "verify", "a", "b"},
 		{"audit", "verify", "-x", "a"},
 	} {
-		if code, out, stderr := run(args...); code != ExitUsage || out != "" || !strings.Contains(stderr, "usage: bxctl audit verify DIR") {
+		if code, out, stderr := run(args...); code != ExitUsage || out != "" || !strings.Contains(stderr, "usage: bxctl audit verify") {
 			t.Errorf("bxctl %q = %d, %q, %q; want usage, exit 2", args, code, out, stderr)
 		}
 	}

@@ -37,7 +37,7 @@ var commands = map[string]command{
 	"approve":   {"approve a waiting tool call by its id", runApprove},
 	"refuse":    {"refuse a waiting tool call by its id", runRefuse},
 	"deny":      {"another name for refuse", runRefuse},
-	"audit":     {"verify the audit log's hash chain", runAudit},
+	"audit":     {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
 	"selftest":  {"check a llama-server against the inference contract", runSelftest},
 	"grants":    {"check a grant directory offline", runGrants},
 	"up":        {"run the local stack from a state directory", runUp},

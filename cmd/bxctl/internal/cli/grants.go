@@ -5,25 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/ownership"
 )
 
-// runGrants is `bxctl grants check [--list] DIR`: it loads a grant
-// directory offline with the loader brokerd uses, so a directory it
-// accepts is one brokerd accepts. It prints a one-line summary and exits
+// runGrants is `bxctl grants check [--list] [--owner-uid N] DIR`: it loads
+// a grant directory offline with the loader brokerd uses, so a directory
+// it accepts is one brokerd (whose owner_uid is N, by default the uid
+// running bxctl) accepts, owners and modes included. It prints a one-line summary and exits
 // 0, or one line per problem (file, grant, reason) and exits 1: one
 // problem makes the whole directory invalid, and brokerd would deny every
 // call until it is fixed.
 func runGrants(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "usage: bxctl grants check [--list] DIR"
+	const use = "usage: bxctl grants check [--list] [--owner-uid N] DIR"
 	if len(args) == 0 || args[0] != "check" {
 		fmt.Fprintln(stderr, use)
 		return ExitUsage
 	}
 	fs := flags("grants check", stderr)
 	list := fs.Bool("list", false, "also print each grant: file, id, tool, mode and sha256")
+	owner := fs.Int("owner-uid", os.Getuid(), "the owner's uid, as brokerd.toml's owner_uid: grant files must be owned by root or this uid")
 	if err := fs.Parse(args[1:]); err != nil {
 		return ExitUsage
 	}
@@ -32,8 +37,12 @@ func runGrants(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, use)
 		return ExitUsage
 	}
+	if *owner < 0 || int64(*owner) > math.MaxUint32 {
+		fmt.Fprintf(stderr, "bxctl grants check: --owner-uid %d is not a uid\n", *owner)
+		return ExitUsage
+	}
 	dir := fs.Arg(0)
-	set, err := grant.LoadDir(dir)
+	set, err := grant.LoadDir(dir, ownership.Trust(uint32(*owner)))
 	if err != nil {
 		var le *grant.LoadError
 		if !errors.As(err, &le) {

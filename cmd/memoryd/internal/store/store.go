@@ -14,7 +14,8 @@
 //     content, so the latest edit of a file can be undone;
 //   - the identity block is checked again each time it is built: a file
 //     edited by hand that fails the check or its limit is refused, never
-//     put in a prompt.
+//     put in a prompt; so is a soul.md that anyone but root and memoryd's
+//     user can have written (package ownership's rule).
 //
 // A Store's methods are safe for concurrent use; one mutex orders every
 // write.
@@ -35,6 +36,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/ownership"
 	"wntrmute.dev/boxmaker/pkg/sanitize"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -172,12 +174,40 @@ func (s *Store) IdentityBlock() (string, error) {
 }
 
 func (s *Store) read(f string) (string, error) {
+	if f == Soul {
+		return s.readSoul()
+	}
 	b, err := os.ReadFile(filepath.Join(s.dir, f))
 	if err != nil {
 		return "", fmt.Errorf("read memory/%s: %w", f, err)
 	}
 	return string(b), nil
 }
+
+// readSoul reads soul.md, the identity file only the owner writes, under
+// package ownership's rule: the file, a link's target and every directory
+// above them owned by root or memoryd's own user (memory/ is memoryd's
+// directory) and writable by no one else. memory.md and user.md are
+// memoryd's own writes, in the directory this check already covers.
+func (s *Store) readSoul() (string, error) {
+	b, err := ownership.Self().ReadFile(filepath.Join(s.dir, Soul), maxSoulBytes)
+	var ue *ownership.UnsafeError
+	var big *ownership.TooLargeError
+	switch {
+	case errors.As(err, &ue):
+		return "", &FileRefused{File: Soul, Why: ue.Explain() + ": only root and memoryd's user may write soul.md or a directory above it"}
+	case errors.As(err, &big):
+		return "", &FileRefused{File: Soul, Why: fmt.Sprintf("%s, over its limit of %d characters", big, Limit[Soul])}
+	}
+	if err != nil {
+		return "", fmt.Errorf("read memory/%s: %w", Soul, err)
+	}
+	return string(b), nil
+}
+
+// maxSoulBytes bounds the read of soul.md: its limit in characters, each
+// at most four bytes; the limit itself is checked after.
+var maxSoulBytes = 4 * Limit[Soul]
 
 // Entries splits an identity file into its entries: only a line holding
 // nothing but § separates them, so a § inside a line ("see §4 of the
