@@ -35,7 +35,7 @@ func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy
 	c.SetDeadline(time.Now().Add(memoryTimeout))
 	args, _ := d.Args().MarshalJSON()
 	s := d.Session()
-	msg, err := wire.MemoryMessages.Encode(&wire.MemoryCall{Session: session, Tool: d.Tool(), Arguments: args, Taint: s.Taint, Untrusted: s.Untrusted})
+	msg, err := wire.MemtoolMessages.Encode(&wire.MemtoolCall{Session: session, Tool: d.Tool(), Arguments: args, Taint: s.Taint, Untrusted: s.Untrusted})
 	if err == nil {
 		err = frame.Write(c, msg, wire.BrokerFrameMax)
 	}
@@ -46,7 +46,7 @@ func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy
 	if err != nil {
 		return fail("memoryd did not answer")
 	}
-	v, err := wire.MemoryMessages.Decode(body)
+	v, err := wire.MemtoolMessages.Decode(body)
 	if err != nil {
 		return fail("memoryd broke the protocol")
 	}

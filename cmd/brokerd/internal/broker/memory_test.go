@@ -19,20 +19,20 @@ import (
 
 // fakeMemoryd answers every memory call with a recall hit from an
 // untrusted session, and passes on what it was sent.
-func fakeMemoryd(t *testing.T) (string, chan *wire.MemoryCall) {
+func fakeMemoryd(t *testing.T) (string, chan *wire.MemtoolCall) {
 	t.Helper()
-	got := make(chan *wire.MemoryCall, 2)
+	got := make(chan *wire.MemtoolCall, 2)
 	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), "memtool.sock", func(_ context.Context, _ sockets.Peer, c net.Conn) {
 		b, err := frame.Read(c, wire.BrokerFrameMax)
 		if err != nil {
 			return
 		}
-		v, err := wire.MemoryMessages.Decode(b)
+		v, err := wire.MemtoolMessages.Decode(b)
 		if err != nil {
 			return
 		}
-		got <- v.(*wire.MemoryCall)
-		out, _ := wire.MemoryMessages.Encode(&wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true})
+		got <- v.(*wire.MemtoolCall)
+		out, _ := wire.MemtoolMessages.Encode(&wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true})
 		frame.Write(c, out, wire.BrokerFrameMax)
 	})
 	return path, got

@@ -54,7 +54,7 @@ func (h *harness) ask(t *testing.T, dir, name string, v strict.Variant) strict.V
 
 func (h *harness) tool(t *testing.T, session, tool, args string, taint dataclass.Class, untrusted bool) *wire.ToolResult {
 	t.Helper()
-	v := h.ask(t, h.cfg.MemtoolSocketDir, MemtoolSocket, &wire.MemoryCall{Session: session, Tool: tool, Arguments: json.RawMessage(args), Taint: taint, Untrusted: untrusted})
+	v := h.ask(t, h.cfg.MemtoolSocketDir, MemtoolSocket, &wire.MemtoolCall{Session: session, Tool: tool, Arguments: json.RawMessage(args), Taint: taint, Untrusted: untrusted})
 	r, ok := v.(*wire.ToolResult)
 	if !ok {
 		t.Fatalf("%s %s = %#v", tool, args, v)
@@ -64,7 +64,7 @@ func (h *harness) tool(t *testing.T, session, tool, args string, taint dataclass
 
 func TestSocketsRefuseOthersMessages(t *testing.T) {
 	h := start(t)
-	call := &wire.MemoryCall{Session: "s1", Tool: "memory", Arguments: json.RawMessage(`{"action":"note","text":"x"}`), Taint: dataclass.Private}
+	call := &wire.MemtoolCall{Session: "s1", Tool: "memory", Arguments: json.RawMessage(`{"action":"note","text":"x"}`), Taint: dataclass.Private}
 	for _, tt := range []struct {
 		dir, name string
 		v         strict.Variant

@@ -31,7 +31,7 @@ func newMemd(t *testing.T) *Memd {
 func note(t *testing.T, m *Memd, session, text string) *wire.ToolResult {
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"action": "note", "text": text})
-	return m.call(context.Background(), &wire.MemoryCall{Session: session, Tool: "memory", Arguments: args, Taint: dataclass.Private})
+	return m.call(context.Background(), &wire.MemtoolCall{Session: session, Tool: "memory", Arguments: args, Taint: dataclass.Private})
 }
 
 // Each write indexes only the notes it added: the index is sent each note
@@ -81,7 +81,7 @@ func TestIdentityRequestStartsNoteEpoch(t *testing.T) {
 	h := start(t)
 	call := func(text string) *wire.ToolResult {
 		args, _ := json.Marshal(map[string]string{"action": "note", "text": text})
-		r, ok := h.ask(t, h.cfg.MemtoolSocketDir, MemtoolSocket, &wire.MemoryCall{Session: "s1", Tool: "memory", Arguments: args, Taint: dataclass.Private, Untrusted: true}).(*wire.ToolResult)
+		r, ok := h.ask(t, h.cfg.MemtoolSocketDir, MemtoolSocket, &wire.MemtoolCall{Session: "s1", Tool: "memory", Arguments: args, Taint: dataclass.Private, Untrusted: true}).(*wire.ToolResult)
 		if !ok {
 			t.Fatalf("memory call: not a tool result")
 		}

@@ -70,7 +70,7 @@ func (m *Memd) serveMemtool(ctx context.Context, peer sockets.Peer, c net.Conn) 
 	if !ok {
 		return
 	}
-	call, ok := v.(*wire.MemoryCall)
+	call, ok := v.(*wire.MemtoolCall)
 	if !ok {
 		m.forbidden(c, peer, MemtoolSocket, v)
 		return
@@ -83,7 +83,7 @@ func (m *Memd) serveMemtool(ctx context.Context, peer sockets.Peer, c net.Conn) 
 }
 
 // call runs one memory tool call.
-func (m *Memd) call(ctx context.Context, call *wire.MemoryCall) *wire.ToolResult {
+func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResult {
 	switch call.Tool {
 	case toolargs.RecallName:
 		return m.recall(ctx, call.Arguments)
