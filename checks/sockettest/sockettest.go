@@ -9,6 +9,7 @@ package sockettest
 
 import (
 	"context"
+	"net"
 	"log/slog"
 	"os"
 	"testing"
@@ -62,6 +63,12 @@ func Dial(t testing.TB, s *wire.Socket, path string) *Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return &Conn{T: t, C: c}
+}
+
+// Accept is the server's end of connection c on socket s, for a test
+// double that plays the server by hand.
+func Accept(t testing.TB, s *wire.Socket, c net.Conn) *Conn {
+	return &Conn{T: t, C: rpc.Accept(s, c)}
 }
 
 // Send writes v as one frame.

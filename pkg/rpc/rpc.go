@@ -115,6 +115,12 @@ func clientConn(s *wire.Socket, c net.Conn) *Conn {
 	return &Conn{s: s, c: c, peer: s.Server, out: s.Requests, in: s.Answers, ctx: context.Background(), stop: func() bool { return false }}
 }
 
+// Accept makes the server's end of a conversation on an accepted
+// connection without the server loop: for a test double that plays a
+// server by hand (it must see what a client sends, however wrong).
+// Product servers use [Server].
+func Accept(s *wire.Socket, c net.Conn) *Conn { return serverConn(s, c) }
+
 func serverConn(s *wire.Socket, c net.Conn) *Conn {
 	return &Conn{s: s, c: c, peer: "the client", out: s.Answers, in: s.Requests, ctx: context.Background(), stop: func() bool { return false }}
 }
