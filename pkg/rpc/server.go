@@ -65,6 +65,9 @@ func NewServer(s *wire.Socket, log *slog.Logger, routes ...Route) *Server {
 	return srv
 }
 
+// Socket is the socket the server serves.
+func (srv *Server) Socket() *wire.Socket { return srv.s }
+
 // Listen listens on s in cfg.Dir, with s's name and idle deadline (cfg
 // gives the rest: who may connect, how many at once).
 func Listen(s *wire.Socket, cfg sockets.Config) (*sockets.Listener, error) {
