@@ -72,13 +72,25 @@ func Call(ctx context.Context, s *wire.Socket, path string, req strict.Variant, 
 // any other is [Unexpected].
 func Ask[T strict.Variant](ctx context.Context, s *wire.Socket, path string, req strict.Variant) (T, error) {
 	var zero T
-	v, err := Call(ctx, s, path, req, nil)
+	c, err := Dial(ctx, s, path)
+	if err != nil {
+		return zero, err
+	}
+	defer c.Close()
+	return Expect[T](c, req, nil)
+}
+
+// Expect is [Conn.Exchange] wanting a final answer of type T: any other
+// is [Unexpected].
+func Expect[T strict.Variant](c *Conn, req strict.Variant, interim func(strict.Variant) error) (T, error) {
+	var zero T
+	v, err := c.Exchange(req, interim)
 	if err != nil {
 		return zero, err
 	}
 	t, ok := v.(T)
 	if !ok {
-		return zero, &Error{Socket: s.Name, Peer: s.Server, Phase: Unexpected, Tag: v.Tag()}
+		return zero, &Error{Socket: c.s.Name, Peer: c.peer, Phase: Unexpected, Tag: v.Tag()}
 	}
 	return t, nil
 }

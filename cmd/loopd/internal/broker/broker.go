@@ -3,8 +3,9 @@
 //
 // Invariant: loopd has no authority. A Port decides nothing; it carries a
 // request to brokerd and brings back brokerd's answer, labelled by brokerd.
-// Until brokerd's socket protocol lands, [Refusing] is the only Port: it
-// refuses every call, with a reason the owner can act on.
+// [Client] is the Port over brokerd's broker.sock; [Refusing], for a loopd
+// configured without brokerd, refuses every call with a reason the owner
+// can act on. Either way, a failure is a denial, never a result.
 package broker
 
 import (
