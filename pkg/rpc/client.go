@@ -49,7 +49,7 @@ func (c *Conn) Exchange(req strict.Variant, interim func(strict.Variant) error) 
 			return v, nil
 		}
 		if interim == nil {
-			return nil, &Error{Socket: c.s.Name, Peer: c.peer, Phase: Unexpected, Tag: v.Tag()}
+			return nil, NotExpected(c.s, v)
 		}
 		if err := interim(v); err != nil {
 			return nil, err
@@ -90,7 +90,12 @@ func Expect[T strict.Variant](c *Conn, req strict.Variant, interim func(strict.V
 	}
 	t, ok := v.(T)
 	if !ok {
-		return zero, &Error{Socket: c.s.Name, Peer: c.peer, Phase: Unexpected, Tag: v.Tag()}
+		return zero, NotExpected(c.s, v)
 	}
 	return t, nil
+}
+
+// NotExpected is the [Unexpected] error for answer v from s's server.
+func NotExpected(s *wire.Socket, v strict.Variant) error {
+	return &Error{Socket: s.Name, Peer: s.Server, Phase: Unexpected, Tag: v.Tag()}
 }
