@@ -9,8 +9,8 @@ package sockettest
 
 import (
 	"context"
-	"net"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 	"time"

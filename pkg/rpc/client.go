@@ -17,7 +17,7 @@ import (
 func Dial(ctx context.Context, s *wire.Socket, path string) (*Conn, error) {
 	uc, err := sockets.Dial(ctx, path)
 	if err != nil {
-		return nil, &Error{Socket: s.Name, Peer: s.Server, Phase: Dialing, Err: err}
+		return nil, &Error{Socket: s.Name, Path: path, Peer: s.Server, Phase: Dialing, Err: err}
 	}
 	c := clientConn(s, uc)
 	c.ctx = ctx

@@ -63,6 +63,7 @@ const (
 // what happened in terms of the role at the other end, for the owner.
 type Error struct {
 	Socket string // the socket's file name
+	Path   string // where it was dialled, for Dialing
 	Peer   string // the role at the other end
 	Phase  Phase
 	Tag    string // the message sent or, for Unexpected, received
@@ -73,7 +74,7 @@ func (e *Error) Error() string {
 	switch e.Phase {
 	case Dialing:
 		if errors.Is(e.Err, fs.ErrNotExist) || errors.Is(e.Err, syscall.ECONNREFUSED) {
-			return fmt.Sprintf("%s is not running (nothing listens on %s)", e.Peer, e.Socket)
+			return fmt.Sprintf("%s is not running (nothing listens on %s)", e.Peer, e.Path)
 		}
 		return fmt.Sprintf("%s is not reachable (%v)", e.Peer, e.Err)
 	case Sending:

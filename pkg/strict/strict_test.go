@@ -1,8 +1,8 @@
 package strict
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"

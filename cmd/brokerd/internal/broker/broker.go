@@ -31,9 +31,9 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 

@@ -19,7 +19,9 @@ func fakeMemoryd(t *testing.T, answer func(strict.Variant) strict.Variant) strin
 	t.Helper()
 	on := func(_ context.Context, _ sockets.Peer, v strict.Variant) strict.Variant { return answer(v) }
 	return sockettest.Serve(t, filepath.Join(t.TempDir(), "m"), &wire.Memory, rpc.NewServer(&wire.Memory, slog.New(slog.DiscardHandler),
-		rpc.On(func(ctx context.Context, p sockets.Peer, r *wire.IdentityRequest) strict.Variant { return on(ctx, p, r) }),
+		rpc.On(func(ctx context.Context, p sockets.Peer, r *wire.IdentityRequest) strict.Variant {
+			return on(ctx, p, r)
+		}),
 		rpc.On(func(ctx context.Context, p sockets.Peer, r *wire.TurnDone) strict.Variant { return on(ctx, p, r) })).Serve)
 }
 
