@@ -77,7 +77,7 @@ func (b *Broker) carry(ctx context.Context, e pending.Entry) {
 			return
 		}
 		if err != nil && ctx.Err() == nil {
-			b.log.Debug("gateway.sock", "approval", e.ID, "err", err.Error())
+			b.log.Debug("courier connection ended", "socket", wire.Gateway.Name, "approval", e.ID, "err", err.Error())
 		}
 		select {
 		case <-ctx.Done():

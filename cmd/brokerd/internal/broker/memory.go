@@ -28,7 +28,7 @@ func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy
 	if err != nil {
 		// Fixed text: what memoryd or the wire said stays in the log,
 		// never in a tool result.
-		b.log.Warn("memtool.sock", "decision", seq, "err", err.Error())
+		b.log.Warn("memory tool call failed", "socket", wire.Memtool.Name, "decision", seq, "err", err.Error())
 		return fail(memtoolFailure(err))
 	}
 	exit := 0
