@@ -19,6 +19,8 @@
 //     no binary links a package its role must never hold;
 //   - every module required in go.mod has a row in docs/dependencies.md;
 //   - no product package (outside checks/, outside tests) imports checks/;
+//   - no string literal outside [WireHome] names one of our sockets, and
+//     no package but [ConvHome] reads or writes frames (wire.go);
 //   - the top level holds only [TopLevel]'s entries.
 package arch
 
