@@ -38,21 +38,9 @@ var socketNameRE = func() *regexp.Regexp {
 // included: a socket's name is written once, and everything else takes
 // it from its wire.Socket value.
 func SocketNames(root string) []string {
-	files, err := goFiles(root)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		r := filepath.ToSlash(rel(root, f))
+	return parseEach(root, parser.SkipObjectResolution, func(r string, fset *token.FileSet, af *ast.File) (out []string) {
 		if strings.HasPrefix(r, WireHome+"/") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s: %v", r, err))
-			continue
+			return nil
 		}
 		ast.Inspect(af, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
@@ -64,8 +52,8 @@ func SocketNames(root string) []string {
 			}
 			return true
 		})
-	}
-	return out
+		return out
+	})
 }
 
 // Frames reports every package outside [ConvHome] and [FrameHome] that
@@ -78,6 +66,22 @@ func Frames(root string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
+	return parseEach(root, parser.ImportsOnly, func(r string, _ *token.FileSet, af *ast.File) (out []string) {
+		if strings.HasSuffix(r, "_test.go") || strings.HasPrefix(r, ConvHome+"/") || strings.HasPrefix(r, FrameHome+"/") {
+			return nil
+		}
+		for _, imp := range af.Imports {
+			if strings.Trim(imp.Path.Value, `"`) == mod+"/"+FrameHome {
+				out = append(out, fmt.Sprintf("%s: imports %s; only %s reads and writes frames (the one client call and server loop)", r, FrameHome, ConvHome))
+			}
+		}
+		return out
+	})
+}
+
+// parseEach parses every .go file under root with mode and collects what
+// check reports for it (r is the file's slash path from root).
+func parseEach(root string, mode parser.Mode, check func(r string, fset *token.FileSet, af *ast.File) []string) []string {
 	files, err := goFiles(root)
 	if err != nil {
 		return []string{err.Error()}
@@ -86,19 +90,12 @@ func Frames(root string) []string {
 	fset := token.NewFileSet()
 	for _, f := range files {
 		r := filepath.ToSlash(rel(root, f))
-		if strings.HasSuffix(r, "_test.go") || strings.HasPrefix(r, ConvHome+"/") || strings.HasPrefix(r, FrameHome+"/") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		af, err := parser.ParseFile(fset, f, nil, mode)
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", r, err))
 			continue
 		}
-		for _, imp := range af.Imports {
-			if strings.Trim(imp.Path.Value, `"`) == mod+"/"+FrameHome {
-				out = append(out, fmt.Sprintf("%s: imports %s; only %s reads and writes frames (the one client call and server loop)", r, FrameHome, ConvHome))
-			}
-		}
+		out = append(out, check(r, fset, af)...)
 	}
 	return out
 }
