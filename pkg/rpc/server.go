@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
@@ -86,7 +87,10 @@ func (srv *Server) Serve(ctx context.Context, peer sockets.Peer, nc net.Conn) {
 	for {
 		v, err := c.Recv()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+			// A peer that hung up, or went quiet past the idle deadline,
+			// hears nothing more; one that sent something wrong is told.
+			gone := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded)
+			if !gone && ctx.Err() == nil {
 				srv.refuse(c, peer, err)
 			}
 			return
