@@ -23,6 +23,8 @@
 //     spells two of them ([ToolLists]);
 //   - the [Vocabulary] packages import the standard library only
 //     ([StdlibOnly]);
+//   - no string literal outside [WireHome] names one of our sockets, and
+//     no package but [ConvHome] reads or writes frames (wire.go);
 //   - the top level holds only [TopLevel]'s entries.
 package arch
 

@@ -17,17 +17,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// Serve listens on dir/name (creating dir, 0700) and serves h until the
-// test ends. It returns the socket's path.
-func Serve(t testing.TB, dir, name string, h sockets.Handler) string {
+// Serve listens on socket s in dir (creating dir, 0700) and serves h
+// until the test ends. It returns the socket's path.
+func Serve(t testing.TB, dir string, s *wire.Socket, h sockets.Handler) string {
 	t.Helper()
 	require.NoError(t, sockets.MakeDir(dir, 0o700))
-	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: name, Logger: slog.New(slog.DiscardHandler)})
+	ln, err := rpc.Listen(s, sockets.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -42,35 +43,34 @@ func Serve(t testing.TB, dir, name string, h sockets.Handler) string {
 	return ln.Path()
 }
 
-// Conn is a test's client end of a framed socket: it sends with one union
-// and reads with another (the same for a symmetric protocol), failing the
-// test on any error, with a generous read deadline so a hung peer fails
-// the test instead of hanging it.
+// Conn is a test's end of a conversation on a socket (package rpc's
+// Conn), failing the test on any error, with a generous read deadline so
+// a hung peer fails the test instead of hanging it.
 type Conn struct {
-	T   testing.TB
-	C   net.Conn
-	Max int                           // the socket's frame cap
-	Out *strict.Union[strict.Variant] // what the client sends
-	In  *strict.Union[strict.Variant] // what the client reads
+	T testing.TB
+	C *rpc.Conn
 }
 
-// Dial connects to path; the connection closes when the test ends.
-func Dial(t testing.TB, path string, max int, out, in *strict.Union[strict.Variant]) *Conn {
+// Dial connects to socket s at path as its client; the connection closes
+// when the test ends.
+func Dial(t testing.TB, s *wire.Socket, path string) *Conn {
 	t.Helper()
-	c, err := net.Dial("unix", path)
+	c, err := rpc.Dial(context.Background(), s, path)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	return &Conn{T: t, C: c, Max: max, Out: out, In: in}
+	return &Conn{T: t, C: c}
+}
+
+// Accept is the server's end of connection c on socket s, for a test
+// double that plays the server by hand.
+func Accept(t testing.TB, s *wire.Socket, c net.Conn) *Conn {
+	return &Conn{T: t, C: rpc.Accept(s, c)}
 }
 
 // Send writes v as one frame.
 func (c *Conn) Send(v strict.Variant) {
 	c.T.Helper()
-	b, err := c.Out.Encode(v)
-	if err == nil {
-		err = frame.Write(c.C, b, c.Max)
-	}
-	if err != nil {
+	if err := c.C.Send(v); err != nil {
 		c.T.Fatalf("send %s: %v", v.Tag(), err)
 	}
 }
@@ -78,13 +78,9 @@ func (c *Conn) Send(v strict.Variant) {
 // Recv reads and strictly decodes one frame.
 func (c *Conn) Recv() strict.Variant {
 	c.T.Helper()
-	c.C.SetReadDeadline(time.Now().Add(20 * time.Second))
-	b, err := frame.Read(c.C, c.Max)
+	c.C.SetDeadline(time.Now().Add(20 * time.Second))
+	v, err := c.C.Recv()
 	require.NoError(c.T, err, "read")
-	v, err := c.In.Decode(b)
-	if err != nil {
-		c.T.Fatalf("decode %s: %v", b, err)
-	}
 	return v
 }
 

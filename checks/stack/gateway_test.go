@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/wire"
 
 	"github.com/stretchr/testify/require"
 
@@ -85,7 +87,7 @@ channels = [%q]
 
 [approvals]
 users = [%q]
-`, fmm.URL(), state, filepath.Join(state, "run", "loop", "loop.sock"), filepath.Join(state, "run", "gateway"),
+`, fmm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"),
 		owner.ID, mallory.ID, channel, owner.ID))
 
 	Up(t, bin, state, u.Host, []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token})

@@ -12,7 +12,9 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/pkg/layout"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // untrustedFiles sets up what a session reads through a real tool call:
@@ -34,7 +36,7 @@ func untrustedFiles(t *testing.T, state string) string {
 		"[[grant]]\nid = \"pages-read\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nresult_class = \"private\"\nuntrusted = true\nmode = \"auto\"\n", files)), 0o600)
 	os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
 		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), filepath.Join(state, "run", "memtool", "memtool.sock"), svc.Socket, image)), 0o600)
+		state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), layout.Socket(state, &wire.Memtool), svc.Socket, image)), 0o600)
 	return page
 }
 

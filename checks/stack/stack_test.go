@@ -16,8 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/layout"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // stack builds the binaries, starts the fake llama-server with the
@@ -264,7 +266,7 @@ func TestStackKillMidTurn(t *testing.T) {
 func TestStackSelftestRefusesStart(t *testing.T) {
 	bin, state, srv := stack(t, 8192)
 	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n",
-		state, filepath.Join(state, "run", "loop"), filepath.Join(state, "run", "infer", "infer.sock"))
+		state, filepath.Join(state, "run", "loop"), layout.Socket(state, &wire.Infer))
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600))
 	u, _ := url.Parse(srv.URL())
 	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)
@@ -277,7 +279,7 @@ func TestStackSelftestRefusesStart(t *testing.T) {
 			t.Errorf("bxctl up output lacks %q:\n%s", want, out)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(state, "run", "loop", "loop.sock")); !os.IsNotExist(err) {
+	if _, err := os.Stat(layout.Socket(state, &wire.Loop)); !os.IsNotExist(err) {
 		t.Errorf("loop.sock exists although loopd refused to start: %v", err)
 	}
 }

@@ -57,7 +57,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		for i := 0; ; i++ {
-			if _, err := os.Stat(filepath.Join(root, "admin", "admin.sock")); err == nil {
+			if _, err := os.Stat(filepath.Join(root, "admin", wire.Admin.Name)); err == nil {
 				return cmd
 			}
 			if i > 600 {
@@ -67,7 +67,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 		}
 	}
 	first := start()
-	c := sockettest.Dial(t, filepath.Join(root, "broker", "broker.sock"), wire.BrokerFrameMax, wire.BrokerMessages, wire.BrokerMessages)
+	c := sockettest.Dial(t, &wire.Broker, filepath.Join(root, "broker", wire.Broker.Name))
 	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "shell", Arguments: []byte(fmt.Sprintf(`{"command":"sleep 60","workdir":%q}`, work))})
 	for i := 0; len(ps()) == 0; i++ {
 		if i > 100 {
@@ -80,7 +80,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 	if left := ps(); len(left) != 1 {
 		t.Fatalf("after SIGKILL: containers %v, want the running one left behind", left)
 	}
-	os.Remove(filepath.Join(root, "admin", "admin.sock"))
+	os.Remove(filepath.Join(root, "admin", wire.Admin.Name))
 	start()
 	if left := ps(); len(left) != 0 {
 		t.Errorf("after restart: containers %v are still there", left)

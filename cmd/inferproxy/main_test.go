@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // TestBinary runs the real binary: a bad config refuses to start with exit
@@ -41,7 +42,7 @@ func TestBinary(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(sockDir, "infer.sock")
+	sock := filepath.Join(sockDir, wire.Infer.Name)
 	for i := 0; ; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break

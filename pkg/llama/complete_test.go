@@ -131,7 +131,7 @@ func TestCompleteGolden(t *testing.T) {
 
 func TestCompleteUnixSocket(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "infer.sock")
+	path := filepath.Join(dir, "llama-test.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Skipf("unix sockets unavailable: %v", err)

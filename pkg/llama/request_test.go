@@ -69,7 +69,7 @@ func TestConfig(t *testing.T) {
 	}{
 		{"url", Config{BaseURL: "http://127.0.0.1:8080/", Model: "m"}, ""},
 		{"url with prefix", Config{BaseURL: "https://host/llama", Model: "m"}, ""},
-		{"socket", Config{SocketPath: "/run/infer.sock", Model: "m"}, ""},
+		{"socket", Config{SocketPath: "/run/inferproxy/socket", Model: "m"}, ""},
 		{"neither", Config{Model: "m"}, "exactly one"},
 		{"both", Config{BaseURL: "http://h", SocketPath: "/s", Model: "m"}, "exactly one"},
 		{"no model", Config{BaseURL: "http://h"}, "model is required"},

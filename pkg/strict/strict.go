@@ -37,7 +37,13 @@ import (
 type Error struct {
 	Path   string // JSON path of the offending value; empty for the top level
 	Reason string
+
+	kind error // a sentinel the refusal matches with errors.Is, if any
 }
+
+// Unwrap returns the sentinel this refusal matches, such as
+// [ErrUnknownType], or nil.
+func (e *Error) Unwrap() error { return e.kind }
 
 func (e *Error) Error() string {
 	if e.Path == "" {

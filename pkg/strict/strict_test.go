@@ -2,6 +2,7 @@ package strict
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -155,6 +156,10 @@ func TestUnion(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("Decode(%s) = %v, want error containing %q", tt.in, err, tt.err)
+		}
+		// Only a tag outside the union is "another protocol's message".
+		if unknown := tt.err == "unknown type"; errors.Is(err, ErrUnknownType) != unknown {
+			t.Errorf("Decode(%s): errors.Is(%v, ErrUnknownType) = %v, want %v", tt.in, err, !unknown, unknown)
 		}
 	}
 	if out, _ := events.Encode(&ping{Seq: 1}); string(out) != `{"type":"ping","seq":1}` {

@@ -3,11 +3,17 @@ package strict
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"unicode/utf8"
 )
+
+// ErrUnknownType is matched (errors.Is) by [Union.Decode]'s refusal of a
+// tag that is not one of the union's cases: a caller can tell a message
+// of another protocol from a malformed one.
+var ErrUnknownType = errors.New("unknown type")
 
 // Variant is one case of a tagged union: a pointer to a struct that knows
 // its own tag. The struct must not declare the tag key as a field.
@@ -81,7 +87,7 @@ func (u *Union[V]) Decode(data []byte) (V, error) {
 	}
 	mk, ok := u.news[tag]
 	if !ok {
-		return zero, &Error{Path: u.key, Reason: fmt.Sprintf("unknown type %q", tag)}
+		return zero, &Error{Path: u.key, Reason: fmt.Sprintf("unknown type %q", tag), kind: ErrUnknownType}
 	}
 	v := mk()
 	if err := unmarshal(data, v, u.key); err != nil {

@@ -147,31 +147,3 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus
 // its envelope.
 const BrokerFrameMax = 1 << 20
-
-// # memtool.sock
-//
-// brokerd forwards each memory tool call it has decided (recall,
-// ask_memory, memory: auto by a rule no grant can change) to memoryd on
-// memtool.sock, one [MemoryCall] per connection, with the session's taint
-// and untrusted flag as brokerd tracks them; memoryd answers with one
-// [ToolResult] or [*Error]. memoryd labels its own results (recall's hits
-// carry their class); brokerd records them like any result.
-
-// MemoryCall is a decided memory tool call.
-type MemoryCall struct {
-	Session   string          `json:"session"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	Taint     dataclass.Class `json:"taint"`
-	Untrusted bool            `json:"untrusted"`
-}
-
-// Tag implements strict.Variant.
-func (*MemoryCall) Tag() string { return "memory_call" }
-
-// MemoryMessages is every message of memtool.sock.
-var MemoryMessages = strict.NewUnion[strict.Variant]("type",
-	func() strict.Variant { return new(MemoryCall) },
-	func() strict.Variant { return new(ToolResult) },
-	func() strict.Variant { return new(Error) },
-)

@@ -1,14 +1,21 @@
 package wire
 
 import (
+	"encoding/json"
+
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
 
-// # memory.sock and memadmin.sock
+// # memory.sock, memtool.sock and memadmin.sock
 //
-// memoryd listens on three sockets. memtool.sock (brokerd's) is described
-// with [MemoryCall]. On memory.sock loopd sends one request per
+// memoryd listens on three sockets. On memtool.sock brokerd forwards each
+// memory tool call it has decided (recall, ask_memory, memory: auto by a
+// rule no grant can change), one [MemtoolCall] per connection, with the
+// session's taint and untrusted flag as brokerd tracks them; memoryd
+// answers with one [ToolResult] or [*Error]. memoryd labels its own
+// results (recall's hits carry their class); brokerd records them like
+// any result. On memory.sock loopd sends one request per
 // connection: [IdentityRequest] when a session's epoch starts, answered
 // with [IdentityBlock] (the three identity files, checked again, each with
 // how full it is), or [TurnDone] when a turn has ended, answered with
@@ -22,6 +29,25 @@ import (
 // socket tells a message meant for another and refuses it with
 // [Forbidden]: a session's tool call must never undo an edit or read the
 // identity block, and loopd must never make a memory edit.
+
+// MemtoolCall is a decided memory tool call, brokerd to memoryd on
+// memtool.sock. (It is no message of memory.sock, which carries loopd's
+// identity requests and ended turns.)
+type MemtoolCall struct {
+	Session   string          `json:"session"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Taint     dataclass.Class `json:"taint"`
+	Untrusted bool            `json:"untrusted"`
+}
+
+// MemtoolMessages is every message of memtool.sock, as brokerd reads its
+// answers.
+var MemtoolMessages = strict.NewUnion[strict.Variant]("type",
+	func() strict.Variant { return new(MemtoolCall) },
+	func() strict.Variant { return new(ToolResult) },
+	func() strict.Variant { return new(Error) },
+)
 
 // IdentityRequest asks for the identity block of a new epoch.
 type IdentityRequest struct {
@@ -93,6 +119,7 @@ type MemoryDone struct {
 }
 
 // Tags.
+func (*MemtoolCall) Tag() string     { return "memory_call" }
 func (*IdentityRequest) Tag() string { return "identity_request" }
 func (*IdentityBlock) Tag() string   { return "identity_block" }
 func (*TurnDone) Tag() string        { return "turn_done" }
@@ -106,7 +133,7 @@ func (*MemoryDone) Tag() string      { return "memory_done" }
 
 // MemorydMessages is every message of memoryd's three sockets.
 var MemorydMessages = strict.NewUnion[strict.Variant]("type",
-	func() strict.Variant { return new(MemoryCall) },
+	func() strict.Variant { return new(MemtoolCall) },
 	func() strict.Variant { return new(ToolResult) },
 	func() strict.Variant { return new(IdentityRequest) },
 	func() strict.Variant { return new(IdentityBlock) },
@@ -121,7 +148,8 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Error) },
 )
 
-// MemoryFrameMax caps frames on memory.sock and memadmin.sock.
+// MemoryFrameMax caps frames on memoryd's three sockets: a capped tool
+// result plus its envelope, like broker.sock's.
 const MemoryFrameMax = 1 << 20
 
 // IdentityLimit is each identity file's size limit, in characters: memoryd

@@ -1,11 +1,22 @@
-// Package wire is the vocabulary every role shares: the error that crosses
-// a socket and the kinds it can have. It imports nothing but the standard
-// library and package strict, so every daemon can depend on it.
+// Package wire is the vocabulary of every socket between Boxmaker's roles:
+// each socket as one [Socket] value (its file name, the messages each end
+// reads, its frame cap and deadlines), declared beside its messages
+// (loop.go, broker.go, gateway.go, memory.go); the messages themselves,
+// whose JSON the golden files in testdata/ pin byte for byte; and the
+// [Error] that crosses a socket, with its append-only [Kind]s. It holds
+// no machinery: package rpc runs the one client call and the one server
+// loop over these values. It imports nothing but the standard library,
+// package strict and package dataclass, so every role can depend on it.
 //
-// Invariant: a privileged daemon never puts raw internal error text on the
-// wire. An [Error] carries the operation, an append-only [Kind] and a
-// message written for the peer; the local cause stays in Err, which is
-// never encoded.
+// Invariants:
+//   - every socket's file name is written here and nowhere else (an
+//     architecture check in checks/arch enforces it);
+//   - a message's tag and JSON never change once shipped: a new field or
+//     message is a new golden file;
+//   - a privileged daemon never puts raw internal error text on the
+//     wire. An [Error] carries the operation, a [Kind] and a message
+//     written for the peer; the local cause stays in Err, which is never
+//     encoded.
 package wire
 
 import (

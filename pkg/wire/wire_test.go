@@ -22,7 +22,7 @@ var messages = strict.NewUnion[strict.Variant]("type",
 // without a golden file fails TestGolden, and so does a golden file that
 // no union can decode.
 var unions = map[string]*strict.Union[strict.Variant]{
-	"messages": messages, "loop requests": LoopRequests, "loop events": LoopEvents, "broker": BrokerMessages, "memtool": MemoryMessages, "memoryd": MemorydMessages,
+	"messages": messages, "loop requests": LoopRequests, "loop events": LoopEvents, "broker": BrokerMessages, "memtool": MemtoolMessages, "memoryd": MemorydMessages,
 }
 
 // TestGolden is the wire spec: each golden file decodes strictly and

@@ -2,67 +2,61 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// serveAdmin handles one connection on admin.sock: queries and answers,
-// one message at a time. The owner's answer is given by id only; what
-// bxctl shows is fetched from here, never from loopd.
-func (b *Broker) serveAdmin(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	for {
-		v, err := readOne(c)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				b.send(c, &wire.Error{Op: "admin", Kind: wire.Invalid, Msg: "the message did not decode: " + err.Error()})
-			}
-			return
-		}
-		var out strict.Variant
-		switch m := v.(type) {
-		case *wire.ListApprovals:
+// adminServer is admin.sock: queries and answers, one message at a time.
+// The owner's answer is given by id only; what bxctl shows is fetched
+// from here, never from loopd.
+func (b *Broker) adminServer() *rpc.Server {
+	return rpc.NewServer(&wire.Admin, b.log,
+		rpc.On(func(_ context.Context, _ sockets.Peer, _ *wire.ListApprovals) strict.Variant {
 			calls := []wire.PendingCall{}
 			for _, e := range b.pending.List() {
 				calls = append(calls, pendingCall(e))
 			}
-			out = &wire.Approvals{Calls: calls}
-		case *wire.GetApproval:
+			return &wire.Approvals{Calls: calls}
+		}),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.GetApproval) strict.Variant {
 			e, err := b.pending.Get(m.ID)
 			if err != nil {
-				out = notPending("get_approval", m.ID)
-			} else {
-				out = &wire.Approval{Call: pendingCall(e)}
+				return notPending("get_approval", m.ID)
 			}
-		case *wire.Approve:
-			if _, err := b.pending.ApproveBy(m.ID, adminApprover(peer)); err != nil {
-				out = notPending("approve", m.ID)
-			} else {
-				b.log.Info("approved by the owner", "id", m.ID, "uid", peer.UID())
-				out = &wire.Answered{ID: m.ID, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
-			}
-		case *wire.Refuse:
-			if _, err := b.pending.RefuseBy(m.ID, m.Reason, adminApprover(peer)); err != nil {
-				out = &wire.Error{Op: "refuse", Kind: wire.Invalid, Msg: err.Error()}
-			} else {
-				b.log.Info("refused by the owner", "id", m.ID, "uid", peer.UID())
-				out = &wire.Answered{ID: m.ID, Outcome: "refused", Msg: "refused"}
-			}
-		default:
-			b.forbidden(c, peer, AdminSocket, v)
-			return
-		}
-		if !b.send(c, out) {
-			return
-		}
+			return &wire.Approval{Call: pendingCall(e)}
+		}),
+		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Approve) strict.Variant {
+			return b.approve(m.ID, adminApprover(peer), "approved by the owner", "uid", peer.UID())
+		}),
+		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Refuse) strict.Variant {
+			return b.refuse(m.ID, m.Reason, adminApprover(peer), "refused by the owner", "uid", peer.UID())
+		}),
+	)
+}
+
+// approve takes an owner's yes to approval id, from admin.sock or the
+// chat (the courier), and logs it with who gave it.
+func (b *Broker) approve(id int64, approver, logMsg string, who ...any) strict.Variant {
+	if _, err := b.pending.ApproveBy(id, approver); err != nil {
+		return notPending("approve", id)
 	}
+	b.log.Info(logMsg, append([]any{"id", id}, who...)...)
+	return &wire.Answered{ID: id, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
+}
+
+// refuse takes an owner's no to approval id.
+func (b *Broker) refuse(id int64, reason, approver, logMsg string, who ...any) strict.Variant {
+	if _, err := b.pending.RefuseBy(id, reason, approver); err != nil {
+		return &wire.Error{Op: "refuse", Kind: wire.Invalid, Msg: err.Error()}
+	}
+	b.log.Info(logMsg, append([]any{"id", id}, who...)...)
+	return &wire.Answered{ID: id, Outcome: "refused", Msg: "refused"}
 }
 
 func notPending(op string, id int64) *wire.Error {

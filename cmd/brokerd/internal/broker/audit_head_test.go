@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // TestRefusesToStartOnATruncatedLog: with the day's audit file deleted,
@@ -38,7 +39,7 @@ func TestRefusesToStartOnATruncatedLog(t *testing.T) {
 	if err := AdoptAuditHead(log, h.cfg); err != nil {
 		t.Fatalf("AdoptAuditHead = %v", err)
 	}
-	stop := sockettest.Start(t, "brokerd", filepath.Join(h.cfg.AdminSocketDir, AdminSocket), func(ctx context.Context) error {
+	stop := sockettest.Start(t, "brokerd", filepath.Join(h.cfg.AdminSocketDir, wire.Admin.Name), func(ctx context.Context) error {
 		return Run(ctx, log, h.cfg, false)
 	})
 	stop()

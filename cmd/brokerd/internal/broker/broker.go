@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"time"
 
@@ -32,17 +31,10 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
-)
-
-// Socket names.
-const (
-	BrokerSocket = "broker.sock"
-	AdminSocket  = "admin.sock"
 )
 
 // Broker is the running daemon's state.
@@ -84,14 +76,12 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: run, now: time.Now}
-	bl, err := sockets.Listen(sockets.Config{Dir: cfg.BrokerSocketDir, Name: BrokerSocket, AllowUIDs: cfg.BrokerAllowUIDs,
-		// A call may wait a day for the owner with nothing to read.
-		IdleTimeout: 25 * time.Hour, Logger: log})
+	bl, err := rpc.Listen(&wire.Broker, sockets.Config{Dir: cfg.BrokerSocketDir, AllowUIDs: cfg.BrokerAllowUIDs, Logger: log})
 	if err != nil {
 		return daemon.Refuse(err)
 	}
 	defer bl.Close()
-	al, err := sockets.Listen(sockets.Config{Dir: cfg.AdminSocketDir, Name: AdminSocket, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
+	al, err := rpc.Listen(&wire.Admin, sockets.Config{Dir: cfg.AdminSocketDir, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
 	if err != nil {
 		return daemon.Refuse(err)
 	}
@@ -101,39 +91,9 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		go b.courier(ctx)
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- bl.Serve(ctx, b.serveBroker) }()
-	go func() { errc <- al.Serve(ctx, b.serveAdmin) }()
+	go func() { errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool)).Serve) }()
+	go func() { errc <- al.Serve(ctx, b.adminServer().Serve) }()
 	return errors.Join(<-errc, <-errc)
-}
-
-// readOne reads one message from a socket, strictly.
-func readOne(c net.Conn) (strict.Variant, error) {
-	body, err := frame.Read(c, wire.BrokerFrameMax)
-	if err != nil {
-		return nil, err
-	}
-	return wire.BrokerMessages.Decode(body)
-}
-
-func (b *Broker) send(c net.Conn, v strict.Variant) bool {
-	out, err := wire.BrokerMessages.Encode(v)
-	if err == nil {
-		err = frame.Write(c, out, wire.BrokerFrameMax)
-	}
-	if err != nil {
-		b.log.Warn("write", "err", err.Error())
-		return false
-	}
-	return true
-}
-
-// forbidden refuses a message meant for the other socket, and logs it:
-// a peer that sends one is either broken or trying to reach authority it
-// was not given.
-func (b *Broker) forbidden(c net.Conn, peer sockets.Peer, socket string, v strict.Variant) {
-	b.log.Warn("message refused: not accepted on this socket; see docs/runbook.md#socket-forbidden",
-		"socket", socket, "message", v.Tag(), "uid", peer.UID(), "pid", peer.PID())
-	b.send(c, &wire.Error{Op: v.Tag(), Kind: wire.Forbidden, Msg: v.Tag() + " is not accepted on " + socket})
 }
 
 // startRunner makes the runner brokerd.toml asks for: with a [runner]

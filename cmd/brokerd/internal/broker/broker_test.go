@@ -63,7 +63,7 @@ func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
 		}
 	}
 	h := &harness{cfg: cfg}
-	h.stop = sockettest.Start(t, "brokerd", filepath.Join(cfg.AdminSocketDir, AdminSocket), func(ctx context.Context) error {
+	h.stop = sockettest.Start(t, "brokerd", filepath.Join(cfg.AdminSocketDir, wire.Admin.Name), func(ctx context.Context) error {
 		return Run(ctx, slog.New(slog.DiscardHandler), cfg, false)
 	})
 	return h
@@ -71,12 +71,12 @@ func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
 
 type conn = sockettest.Conn
 
-func (h *harness) dial(t testing.TB, socketDir, name string) *conn {
-	return sockettest.Dial(t, filepath.Join(socketDir, name), wire.BrokerFrameMax, wire.BrokerMessages, wire.BrokerMessages)
+func (h *harness) dial(t testing.TB, socketDir string, s *wire.Socket) *conn {
+	return sockettest.Dial(t, s, filepath.Join(socketDir, s.Name))
 }
 
 func (h *harness) call(t testing.TB, tool, args string) *conn {
-	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
+	c := h.dial(t, h.cfg.BrokerSocketDir, &wire.Broker)
 	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: tool, Arguments: []byte(args)})
 	return c
 }
@@ -120,7 +120,7 @@ func TestApproveAndRefuse(t *testing.T) {
 		if !ok || p.Tool != "read_file" {
 			t.Fatalf("first answer = %#v, want tool_pending", p)
 		}
-		admin := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
+		admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
 		admin.Send(&wire.ListApprovals{})
 		list := admin.Recv().(*wire.Approvals)
 		if len(list.Calls) != 1 || list.Calls[0].ID != p.ID || string(list.Calls[0].Arguments) != `{"path":"/home/owner/Downloads/report.pdf"}` {
@@ -154,12 +154,12 @@ func TestApproveAndRefuse(t *testing.T) {
 // on broker.sock, and a tool request on admin.sock, are both refused.
 func TestSocketsRefuseEachOthersMessages(t *testing.T) {
 	h := start(t, grants)
-	c := h.dial(t, h.cfg.BrokerSocketDir, BrokerSocket)
+	c := h.dial(t, h.cfg.BrokerSocketDir, &wire.Broker)
 	c.Send(&wire.Approve{ID: 1})
 	if e, ok := c.Recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
 		t.Errorf("approve on broker.sock = %#v, want forbidden", e)
 	}
-	a := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
+	a := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
 	a.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/home/owner/notes/a"}`)})
 	if e, ok := a.Recv().(*wire.Error); !ok || e.Kind != wire.Forbidden {
 		t.Errorf("tool_request on admin.sock = %#v, want forbidden", e)

@@ -3,14 +3,12 @@ package broker
 import (
 	"context"
 	"errors"
-	"net"
 	"regexp"
 	"slices"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -79,7 +77,7 @@ func (b *Broker) carry(ctx context.Context, e pending.Entry) {
 			return
 		}
 		if err != nil && ctx.Err() == nil {
-			b.log.Debug("gateway.sock", "approval", e.ID, "err", err.Error())
+			b.log.Debug("courier connection ended", "socket", wire.Gateway.Name, "approval", e.ID, "err", err.Error())
 		}
 		select {
 		case <-ctx.Done():
@@ -91,14 +89,14 @@ func (b *Broker) carry(ctx context.Context, e pending.Entry) {
 
 // carryOnce runs one connection. It reports whether to try again.
 func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
-	c, err := sockets.Dial(ctx, b.cfg.GatewaySocket)
+	c, err := rpc.Dial(ctx, &wire.Gateway, b.cfg.GatewaySocket)
 	if err != nil {
 		return true, err
 	}
 	defer c.Close()
 	// Whoever listens on gateway.sock sees the approval and may answer
 	// it: it must be gatewayd's user, not whoever bound the path first.
-	peer, err := sockets.PeerOf(c)
+	peer, err := c.Peer()
 	if err != nil || !slices.Contains(b.cfg.gatewayUIDs(), peer.UID()) {
 		uid := int64(-1)
 		if err == nil {
@@ -108,75 +106,40 @@ func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
 			"approval", e.ID, "socket", b.cfg.GatewaySocket, "uid", uid, "allowed", b.cfg.gatewayUIDs())
 		return true, errors.New("gateway.sock's listener is not an allowed user")
 	}
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	if !b.gwSend(c, &wire.PostApproval{Call: pendingCall(e)}) {
-		return true, errors.New("write failed")
-	}
-	v, err := gwRead(c)
-	if err != nil {
-		return true, err
-	}
-	switch m := v.(type) {
-	case *wire.ApprovalPosted:
-		if m.ID != e.ID {
-			return false, errors.New("gatewayd confirmed another approval")
-		}
-	case *wire.Error:
+	v, err := c.Exchange(&wire.PostApproval{Call: pendingCall(e)}, nil)
+	var refused *wire.Error
+	switch {
+	case errors.As(err, &refused):
 		// Unavailable is passing (Mattermost unreachable); anything
 		// else (not a chat session, a thread it does not hear) is final.
-		return m.Kind == wire.Unavailable, m
-	default:
-		return false, errors.New("gatewayd sent " + v.Tag())
+		return refused.Kind == wire.Unavailable, refused
+	case err != nil:
+		return true, err
+	}
+	if m, ok := v.(*wire.ApprovalPosted); !ok || m.ID != e.ID {
+		return false, errors.New("gatewayd confirmed another approval, or sent " + v.Tag())
 	}
 	b.log.Info("approval posted to the chat", "approval", e.ID)
 	// Wait for the owner's answer; EOF means gatewayd went away.
-	c.SetReadDeadline(time.Time{})
-	v, err = gwRead(c)
+	v, err = c.Recv()
 	if err != nil {
 		return true, err
 	}
 	ans, ok := v.(*wire.OwnerAnswer)
 	if !ok || ans.ID != e.ID || !approverPattern.MatchString(ans.Approver) {
 		b.log.Warn("gateway.sock: refused a malformed answer", "approval", e.ID, "message", v.Tag())
-		b.gwSend(c, &wire.Error{Op: "owner_answer", Kind: wire.Invalid, Msg: "an answer names the approval it was sent for and a mattermost:<user id> approver"})
+		c.Send(&wire.Error{Op: "owner_answer", Kind: wire.Invalid, Msg: "an answer names the approval it was sent for and a mattermost:<user id> approver"})
 		return true, errors.New("malformed answer")
 	}
 	var out strict.Variant
 	if ans.Approve {
-		if _, err := b.pending.ApproveBy(e.ID, ans.Approver); err != nil {
-			out = notPending("approve", e.ID)
-		} else {
-			b.log.Info("approved in the chat", "id", e.ID, "approver", ans.Approver)
-			out = &wire.Answered{ID: e.ID, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
-		}
+		out = b.approve(e.ID, ans.Approver, "approved in the chat", "approver", ans.Approver)
 	} else {
-		if _, err := b.pending.RefuseBy(e.ID, ans.Reason, ans.Approver); err != nil {
-			out = &wire.Error{Op: "refuse", Kind: wire.Invalid, Msg: err.Error()}
-		} else {
-			b.log.Info("refused in the chat", "id", e.ID, "approver", ans.Approver)
-			out = &wire.Answered{ID: e.ID, Outcome: "refused", Msg: "refused"}
-		}
+		out = b.refuse(e.ID, ans.Reason, ans.Approver, "refused in the chat", "approver", ans.Approver)
 	}
-	b.gwSend(c, out)
+	c.Send(out)
 	if _, ok := out.(*wire.Answered); ok {
 		return false, nil
 	}
 	return true, errors.New("answer not taken")
-}
-
-func gwRead(c net.Conn) (strict.Variant, error) {
-	body, err := frame.Read(c, wire.GatewayFrameMax)
-	if err != nil {
-		return nil, err
-	}
-	return wire.GatewayMessages.Decode(body)
-}
-
-func (b *Broker) gwSend(c net.Conn, v strict.Variant) bool {
-	out, err := wire.GatewayMessages.Encode(v)
-	if err == nil {
-		err = frame.Write(c, out, wire.GatewayFrameMax)
-	}
-	return err == nil
 }

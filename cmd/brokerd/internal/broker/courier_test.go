@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
-	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -26,9 +26,9 @@ func fakeGateway(t *testing.T) (string, chan *conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := sockettest.Serve(t, filepath.Join(dir, "gateway"), "gateway.sock", func(ctx context.Context, _ sockets.Peer, c net.Conn) {
+	path := sockettest.Serve(t, filepath.Join(dir, "gateway"), &wire.Gateway, func(ctx context.Context, _ sockets.Peer, c net.Conn) {
 		closed := make(chan struct{})
-		conns <- &conn{T: t, C: closer{c, closed}, Max: wire.GatewayFrameMax, Out: wire.GatewayMessages, In: wire.GatewayMessages}
+		conns <- sockettest.Accept(t, &wire.Gateway, closer{c, closed})
 		select {
 		case <-closed:
 		case <-ctx.Done():
@@ -117,11 +117,11 @@ func TestCourierWithdrawsWhenAnsweredElsewhere(t *testing.T) {
 	g := next(t, conns)
 	g.Recv()
 	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
-	admin := h.dial(t, h.cfg.AdminSocketDir, AdminSocket)
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
 	admin.Send(&wire.Refuse{ID: p.ID, Reason: "no"})
 	admin.Recv()
-	g.C.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := frame.Read(g.C, wire.GatewayFrameMax); err != io.EOF {
+	g.C.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := g.C.Recv(); !errors.Is(err, io.EOF) {
 		t.Errorf("gateway side read = %v, want EOF (the connection closed)", err)
 	}
 	result(t, call)
@@ -153,8 +153,8 @@ func TestCourierRefusesForeignGateway(t *testing.T) {
 	call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
 	call.Recv()
 	g := next(t, conns)
-	g.C.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if b, err := frame.Read(g.C, wire.GatewayFrameMax); err != io.EOF {
+	g.C.SetDeadline(time.Now().Add(10 * time.Second))
+	if b, err := g.C.Recv(); !errors.Is(err, io.EOF) {
 		t.Errorf("gateway side read = %q, %v; want EOF and nothing sent", b, err)
 	}
 }

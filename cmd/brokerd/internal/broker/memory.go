@@ -2,17 +2,13 @@ package broker
 
 import (
 	"context"
-	"time"
+	"errors"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
-
-// memoryTimeout bounds one memory tool call end to end.
-const memoryTimeout = 60 * time.Second
 
 // memory forwards a decided memory tool call to memoryd with the session's
 // state as brokerd tracks it. memoryd's label of its result is joined with
@@ -25,38 +21,38 @@ func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy
 	if b.cfg.MemtoolSocket == "" {
 		return fail("brokerd has no memtool_socket (memoryd) configured")
 	}
-	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
-	defer cancel()
-	c, err := sockets.Dial(ctx, b.cfg.MemtoolSocket)
-	if err != nil {
-		return fail("memoryd is not reachable")
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(memoryTimeout))
 	args, _ := d.Args().MarshalJSON()
 	s := d.Session()
-	msg, err := wire.MemoryMessages.Encode(&wire.MemoryCall{Session: session, Tool: d.Tool(), Arguments: args, Taint: s.Taint, Untrusted: s.Untrusted})
-	if err == nil {
-		err = frame.Write(c, msg, wire.BrokerFrameMax)
-	}
+	r, err := rpc.Ask[*wire.ToolResult](ctx, &wire.Memtool, b.cfg.MemtoolSocket,
+		&wire.MemtoolCall{Session: session, Tool: d.Tool(), Arguments: args, Taint: s.Taint, Untrusted: s.Untrusted})
 	if err != nil {
-		return fail("the call could not be sent to memoryd")
-	}
-	body, err := frame.Read(c, wire.BrokerFrameMax)
-	if err != nil {
-		return fail("memoryd did not answer")
-	}
-	v, err := wire.MemoryMessages.Decode(body)
-	if err != nil {
-		return fail("memoryd broke the protocol")
-	}
-	r, ok := v.(*wire.ToolResult)
-	if !ok {
-		return fail("memoryd refused the call")
+		// Fixed text: what memoryd or the wire said stays in the log,
+		// never in a tool result.
+		b.log.Warn("memory tool call failed", "socket", wire.Memtool.Name, "decision", seq, "err", err.Error())
+		return fail(memtoolFailure(err))
 	}
 	exit := 0
 	if r.Status != wire.StatusRan {
 		exit = 1
 	}
 	return b.release(seq, r.Output, exit, r.Status, dataclass.Join(d.Class(), r.Class), d.Untrusted() || r.Untrusted)
+}
+
+// memtoolFailure is the fixed text of a failed memtool.sock call.
+func memtoolFailure(err error) string {
+	var e *rpc.Error
+	if !errors.As(err, &e) {
+		return "memoryd refused the call" // a *wire.Error
+	}
+	switch e.Phase {
+	case rpc.Dialing:
+		return "memoryd is not reachable"
+	case rpc.Sending:
+		return "the call could not be sent to memoryd"
+	case rpc.Receiving:
+		return "memoryd did not answer"
+	case rpc.Decoding:
+		return "memoryd broke the protocol"
+	}
+	return "memoryd refused the call"
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,29 +11,22 @@ import (
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // fakeMemoryd answers every memory call with a recall hit from an
 // untrusted session, and passes on what it was sent.
-func fakeMemoryd(t *testing.T) (string, chan *wire.MemoryCall) {
+func fakeMemoryd(t *testing.T) (string, chan *wire.MemtoolCall) {
 	t.Helper()
-	got := make(chan *wire.MemoryCall, 2)
-	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), "memtool.sock", func(_ context.Context, _ sockets.Peer, c net.Conn) {
-		b, err := frame.Read(c, wire.BrokerFrameMax)
-		if err != nil {
-			return
-		}
-		v, err := wire.MemoryMessages.Decode(b)
-		if err != nil {
-			return
-		}
-		got <- v.(*wire.MemoryCall)
-		out, _ := wire.MemoryMessages.Encode(&wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true})
-		frame.Write(c, out, wire.BrokerFrameMax)
-	})
+	got := make(chan *wire.MemtoolCall, 2)
+	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), &wire.Memtool, rpc.NewServer(&wire.Memtool, slog.New(slog.DiscardHandler),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.MemtoolCall) strict.Variant {
+			got <- m
+			return &wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true}
+		})).Serve)
 	return path, got
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -15,30 +14,19 @@ import (
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/truncate"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// serveBroker handles one connection on broker.sock: one tool request.
-func (b *Broker) serveBroker(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	v, err := readOne(c)
-	if err != nil {
-		b.log.Warn("broker.sock: bad request", "uid", peer.UID(), "err", err.Error())
-		b.send(c, &wire.Error{Op: "tool_request", Kind: wire.Invalid, Msg: "the request did not decode: " + err.Error()})
-		return
-	}
-	req, ok := v.(*wire.ToolRequest)
-	if !ok {
-		b.forbidden(c, peer, BrokerSocket, v)
-		return
-	}
+// serveTool is broker.sock's one request per connection: a tool call.
+func (b *Broker) serveTool(ctx context.Context, _ sockets.Peer, c *rpc.Conn, req *wire.ToolRequest) error {
 	if err := wire.CheckSessionID(req.Session); err != nil {
-		b.send(c, &wire.Error{Op: "tool_request", Kind: wire.Invalid, Msg: err.Error()})
-		return
+		return c.Send(&wire.Error{Op: "tool_request", Kind: wire.Invalid, Msg: err.Error()})
 	}
-	b.send(c, b.handle(ctx, c, req))
+	return c.Send(b.handle(ctx, c, req))
 }
 
 func denied(msg string) *wire.ToolResult {
@@ -51,7 +39,7 @@ func unavailable(err error) *wire.ToolResult {
 }
 
 // handle decides one request and carries it to its end.
-func (b *Broker) handle(ctx context.Context, c net.Conn, req *wire.ToolRequest) *wire.ToolResult {
+func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
 	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments}
 	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
 	if gerr != nil {
@@ -102,23 +90,18 @@ func toolOf(t string) string {
 }
 
 // await parks an ask until the owner answers, it expires, or loopd goes.
-func (b *Broker) await(ctx context.Context, c net.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, ask *policy.Ask) *wire.ToolResult {
+func (b *Broker) await(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, ask *policy.Ask) *wire.ToolResult {
 	args, _ := ask.Args.MarshalJSON()
 	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args})
 	if err != nil {
 		return denied("the call could not be parked for approval: " + err.Error())
 	}
-	if !b.send(c, &wire.ToolPending{ID: seq, Tool: ask.Tool, Expires: e.Expires.UTC().Format(time.RFC3339)}) {
+	if err := c.Send(&wire.ToolPending{ID: seq, Tool: ask.Tool, Expires: e.Expires.UTC().Format(time.RFC3339)}); err != nil {
+		b.log.Warn("write", "err", err.Error())
 		b.pending.Withdraw(seq)
 	}
 	// loopd closing its connection withdraws the call.
-	closed := make(chan struct{})
-	go func() {
-		var one [1]byte
-		c.SetReadDeadline(time.Time{})
-		c.Read(one[:])
-		close(closed)
-	}()
+	closed := c.Gone()
 	var a pending.Answer
 	select {
 	case a = <-answers:

@@ -2,66 +2,33 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// adminSocket is brokerd's admin.sock in a state directory.
-func adminSocket(state string) string { return filepath.Join(socketDir(state, "admin"), "admin.sock") }
-
-// admin sends one message on admin.sock and returns the answer.
-func admin(ctx context.Context, state string, v strict.Variant) (strict.Variant, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	c, err := sockets.Dial(ctx, adminSocket(state))
-	if err != nil {
-		return nil, fmt.Errorf("brokerd is not running (%v); start Boxmaker with bxctl up", err)
+// ask sends one message to socket s of the daemon in state directory
+// state and wants an answer of type T. A failure reads as the owner
+// should see it: the daemon's own refusal escaped, or what went wrong and
+// what to do.
+func ask[T strict.Variant](ctx context.Context, state string, s *wire.Socket, v strict.Variant) (T, error) {
+	t, err := rpc.Ask[T](ctx, s, layout.Socket(state, s), v)
+	var refused *wire.Error
+	switch {
+	case errors.As(err, &refused):
+		return t, errors.New(escape.Line(refused.Msg))
+	case rpc.Failed(err, rpc.Dialing):
+		return t, fmt.Errorf("%v; start Boxmaker with bxctl up", err)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	b, err := wire.BrokerMessages.Encode(v)
-	if err == nil {
-		err = frame.Write(c, b, wire.BrokerFrameMax)
-	}
-	if err != nil {
-		return nil, err
-	}
-	body, err := frame.Read(c, wire.BrokerFrameMax)
-	if err != nil {
-		return nil, fmt.Errorf("brokerd did not answer: %v", err)
-	}
-	out, err := wire.BrokerMessages.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("brokerd broke the protocol: %v", err)
-	}
-	if e, ok := out.(*wire.Error); ok {
-		return nil, fmt.Errorf("%s", escape.Line(e.Msg))
-	}
-	return out, nil
-}
-
-// adminAs sends one message on admin.sock and wants an answer of type T.
-func adminAs[T strict.Variant](ctx context.Context, state string, v strict.Variant) (T, error) {
-	var zero T
-	out, err := admin(ctx, state, v)
-	if err != nil {
-		return zero, err
-	}
-	t, ok := out.(T)
-	if !ok {
-		return zero, fmt.Errorf("brokerd answered %s", out.Tag())
-	}
-	return t, nil
+	return t, err
 }
 
 // runApprovals is `bxctl approvals`: the calls waiting for the owner, with
@@ -81,7 +48,7 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() == 1 {
 		return showApproval(ctx, state, fs.Arg(0), stdout, stderr)
 	}
-	list, err := adminAs[*wire.Approvals](ctx, state, &wire.ListApprovals{})
+	list, err := ask[*wire.Approvals](ctx, state, &wire.Admin, &wire.ListApprovals{})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl approvals: %v\n", err)
 		return ExitFailed
@@ -111,7 +78,7 @@ func showApproval(ctx context.Context, state, arg string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "bxctl approvals: %q is not an approval id\n", arg)
 		return ExitUsage
 	}
-	a, err := adminAs[*wire.Approval](ctx, state, &wire.GetApproval{ID: id})
+	a, err := ask[*wire.Approval](ctx, state, &wire.Admin, &wire.GetApproval{ID: id})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl approvals: %v\n", err)
 		return ExitFailed
@@ -156,7 +123,7 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 	if verb == "refuse" {
 		msg = &wire.Refuse{ID: id, Reason: strings.Join(rest[1:], " ")}
 	}
-	a, err := adminAs[*wire.Answered](ctx, state, msg)
+	a, err := ask[*wire.Answered](ctx, state, &wire.Admin, msg)
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl %s: %v\n", verb, err)
 		return ExitFailed

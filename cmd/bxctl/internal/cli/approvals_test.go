@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"net"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -20,16 +21,12 @@ func fakeAdmin(t *testing.T, answer strict.Variant) (string, chan strict.Variant
 	t.Helper()
 	state := t.TempDir()
 	got := make(chan strict.Variant, 4)
-	sockettest.Serve(t, socketDir(state, "admin"), "admin.sock", func(_ context.Context, _ sockets.Peer, c net.Conn) {
-		b, err := frame.Read(c, wire.BrokerFrameMax)
-		if err != nil {
-			return
-		}
-		v, _ := wire.BrokerMessages.Decode(b)
-		got <- v
-		out, _ := wire.BrokerMessages.Encode(answer)
-		frame.Write(c, out, wire.BrokerFrameMax)
-	})
+	on := func(v strict.Variant) strict.Variant { got <- v; return answer }
+	sockettest.Serve(t, layout.AdminRun.In(state), &wire.Admin, rpc.NewServer(&wire.Admin, slog.New(slog.DiscardHandler),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.ListApprovals) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.GetApproval) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.Approve) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.Refuse) strict.Variant { return on(m) })).Serve)
 	return state, got
 }
 

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -74,7 +75,7 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		id = newSessionID()
 	}
 	c := &chat{
-		sock:    loopSocket(state),
+		sock:    layout.Socket(state, &wire.Loop),
 		session: id,
 		json:    *asJSON,
 		tty:     ttyOutput(stdout),

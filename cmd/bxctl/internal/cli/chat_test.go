@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -35,11 +37,11 @@ type fakeLoopd struct {
 func newFakeLoopd(t *testing.T, reply func(s *wire.Send, conn net.Conn)) *fakeLoopd {
 	t.Helper()
 	f := &fakeLoopd{state: t.TempDir(), reply: reply}
-	dir := filepath.Join(f.state, "run", "loop")
+	dir := layout.LoopRun.In(f.state)
 	if err := sockets.MakeDir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "loop.sock", Logger: slog.New(slog.DiscardHandler)})
+	ln, err := rpc.Listen(&wire.Loop, sockets.Config{Dir: dir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +236,11 @@ func TestChatTurnEndsWithoutAnswer(t *testing.T) {
 func TestChatLoopdNotRunning(t *testing.T) {
 	state := t.TempDir()
 	stale := filepath.Join(state, "stale")
-	dir := filepath.Join(stale, "run", "loop")
+	dir := layout.LoopRun.In(stale)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "loop.sock"), Net: "unix"})
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: layout.Socket(stale, &wire.Loop), Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}

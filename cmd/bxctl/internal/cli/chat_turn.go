@@ -5,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"net"
 	"strings"
-	"syscall"
-	"time"
 
 	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -43,15 +38,12 @@ type chat struct {
 }
 
 // dial connects to loopd, saying so plainly when nothing listens.
-func (c *chat) dial(ctx context.Context) (*net.UnixConn, error) {
-	conn, err := sockets.Dial(ctx, c.sock)
-	if err == nil {
-		return conn, nil
+func (c *chat) dial(ctx context.Context) (*rpc.Conn, error) {
+	conn, err := rpc.Dial(ctx, &wire.Loop, c.sock)
+	if err != nil {
+		return nil, fmt.Errorf("%v; start Boxmaker with bxctl up, or pass --state DIR; see docs/runbook.md#loopd-not-running", err)
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-		return nil, fmt.Errorf("loopd is not running (nothing listens on %s); start Boxmaker with bxctl up, or pass --state DIR; see docs/runbook.md#loopd-not-running", c.sock)
-	}
-	return nil, fmt.Errorf("cannot reach loopd: %v", err)
+	return conn, nil
 }
 
 // turn sends text as one message and shows the turn's events until the
@@ -59,48 +51,42 @@ func (c *chat) dial(ctx context.Context) (*net.UnixConn, error) {
 // error means no turn end was seen (loopd unreachable, the protocol
 // broken, or the owner interrupted).
 func (c *chat) turn(ctx context.Context, text string) (answered bool, err error) {
+	// Ctrl-C ends ctx, which closes the connection: a read that may wait
+	// a long time for the model returns.
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close()
-	// Ctrl-C unblocks a read that may wait a long time for the model.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
 	defer c.endReasoning()
-
-	req, err := wire.LoopRequests.Encode(&wire.Send{Session: c.session, Text: text})
+	end, err := conn.Exchange(&wire.Send{Session: c.session, Text: text}, func(ev strict.Variant) error {
+		_, err := c.event(ev)
+		return err
+	})
+	var refused *wire.Error
+	switch {
+	case ctx.Err() != nil:
+		return false, errInterrupted
+	case errors.As(err, &refused):
+		end = refused // shown like any event that ends a turn
+	case err != nil:
+		return false, fmt.Errorf("protocol error: %v", err)
+	}
+	answered, err = c.event(end)
 	if err != nil {
-		return false, fmt.Errorf("encode message: %v", err)
+		return false, fmt.Errorf("protocol error: %v", err)
 	}
-	if err := frame.Write(conn, req, wire.LoopFrameMax); err != nil {
-		if ctx.Err() != nil {
-			return false, errInterrupted
-		}
-		return false, fmt.Errorf("send to loopd: %v", err)
+	return answered, nil
+}
+
+// event checks that ev is for this chat's session and shows it,
+// reporting whether it is an answer.
+func (c *chat) event(ev strict.Variant) (answered bool, err error) {
+	if s, ok := sessionOf(ev); ok && s != c.session {
+		return false, fmt.Errorf("loopd sent an event for session %q, not %q (%s)", s, c.session, ev.Tag())
 	}
-	for {
-		body, err := frame.Read(conn, wire.LoopFrameMax)
-		if err != nil {
-			if ctx.Err() != nil {
-				return false, errInterrupted
-			}
-			if errors.Is(err, io.EOF) {
-				return false, errors.New("protocol error: loopd closed the connection before the turn ended")
-			}
-			return false, fmt.Errorf("protocol error: %v", err)
-		}
-		ev, err := wire.LoopEvents.Decode(body)
-		if err != nil {
-			return false, fmt.Errorf("protocol error: loopd sent an event bxctl cannot read: %v", err)
-		}
-		if s, ok := sessionOf(ev); ok && s != c.session {
-			return false, fmt.Errorf("protocol error: loopd sent an event for session %q, not %q (%s)", s, c.session, ev.Tag())
-		}
-		if end, answered := c.show(ev); end {
-			return answered, nil
-		}
-	}
+	_, answered = c.show(ev)
+	return answered, nil
 }
 
 // sessionOf is the session an event names; an error names none.

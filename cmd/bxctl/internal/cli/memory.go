@@ -6,56 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"time"
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/sanitize"
-	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
-
-// memadmin sends one message to memoryd's memadmin.sock and wants an
-// answer of type T.
-func memadmin[T strict.Variant](ctx context.Context, state string, v strict.Variant) (T, error) {
-	var zero T
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	c, err := sockets.Dial(ctx, memadminSocket(state))
-	if err != nil {
-		return zero, fmt.Errorf("memoryd is not running (%v); start Boxmaker with bxctl up", err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Minute)) // a reindex reads every session log
-	b, err := wire.MemorydMessages.Encode(v)
-	if err == nil {
-		err = frame.Write(c, b, wire.MemoryFrameMax)
-	}
-	if err != nil {
-		return zero, err
-	}
-	body, err := frame.Read(c, wire.MemoryFrameMax)
-	if err != nil {
-		return zero, fmt.Errorf("memoryd did not answer: %v", err)
-	}
-	out, err := wire.MemorydMessages.Decode(body)
-	if err != nil {
-		return zero, fmt.Errorf("memoryd broke the protocol: %v", err)
-	}
-	if e, ok := out.(*wire.Error); ok {
-		return zero, errors.New(escape.Line(e.Msg))
-	}
-	t, ok := out.(T)
-	if !ok {
-		return zero, fmt.Errorf("memoryd answered %s", out.Tag())
-	}
-	return t, nil
-}
 
 // runMemory is `bxctl memory log|undo|check|review`.
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -93,14 +53,14 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case sub == "log" && len(rest) == 0:
 		return memoryLog(state, stdout, stderr)
 	case sub == "undo" && len(rest) == 1:
-		d, err := memadmin[*wire.MemoryDone](ctx, state, &wire.MemoryUndo{File: rest[0]})
+		d, err := ask[*wire.MemoryDone](ctx, state, &wire.Memadmin, &wire.MemoryUndo{File: rest[0]})
 		if err != nil {
 			return fail(err)
 		}
 		fmt.Fprintln(stdout, escape.Line(d.Msg))
 		return ExitOK
 	case sub == "review" && len(rest) == 0:
-		items, err := memadmin[*wire.ReviewItems](ctx, state, &wire.ReviewList{})
+		items, err := ask[*wire.ReviewItems](ctx, state, &wire.Memadmin, &wire.ReviewList{})
 		if err != nil {
 			return fail(err)
 		}
@@ -111,7 +71,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if len(rest) == 3 {
 			file = rest[2]
 		}
-		d, err := memadmin[*wire.MemoryDone](ctx, state, &wire.ReviewDecide{ID: rest[1], Action: rest[0], File: file})
+		d, err := ask[*wire.MemoryDone](ctx, state, &wire.Memadmin, &wire.ReviewDecide{ID: rest[1], Action: rest[0], File: file})
 		if err != nil {
 			return fail(err)
 		}
@@ -164,7 +124,7 @@ func memoryCheck(in io.Reader, file string, stdout, stderr io.Writer) int {
 
 // memoryLog is `bxctl memory log`: the journal, read from the file.
 func memoryLog(state string, stdout, stderr io.Writer) int {
-	path := filepath.Join(state, "memory", "edits", "journal.jsonl")
+	path := layout.Journal.In(state)
 	n := 0
 	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(line int, b []byte) error {
 		var e wire.MemoryEdit
@@ -210,7 +170,7 @@ func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "bxctl reindex: %v\n", err)
 		return ExitUsage
 	}
-	d, err := memadmin[*wire.MemoryDone](ctx, state, &wire.Reindex{})
+	d, err := ask[*wire.MemoryDone](ctx, state, &wire.Memadmin, &wire.Reindex{})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl reindex: %v\n", err)
 		return ExitFailed

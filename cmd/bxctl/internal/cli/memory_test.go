@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -59,7 +60,7 @@ func TestMemoryLog(t *testing.T) {
 // memoryd's sockets, each in its own 0700 directory.
 func TestLayoutWiresMemoryd(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
-	if err := layout(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"run/memory", "run/memtool", "run/memadmin"} {
@@ -68,8 +69,8 @@ func TestLayoutWiresMemoryd(t *testing.T) {
 		}
 	}
 	for file, want := range map[string]string{
-		"loopd.toml":   `memory_socket = "` + memorySocket(state) + `"`,
-		"brokerd.toml": `memtool_socket = "` + memtoolSocket(state) + `"`,
+		"loopd.toml":   `memory_socket = "` + layout.MemoryRun.SocketIn(state) + `"`,
+		"brokerd.toml": `memtool_socket = "` + layout.MemtoolRun.SocketIn(state) + `"`,
 		"memoryd.toml": `admin_socket_dir = "` + filepath.Join(state, "run", "memadmin") + `"`,
 	} {
 		if b, _ := os.ReadFile(filepath.Join(state, "config", file)); !strings.Contains(string(b), want) {

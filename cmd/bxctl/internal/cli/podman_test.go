@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
 // TestPodmanRoleOnlyForItsOwnSocket: bxctl up runs a Podman service only
@@ -33,7 +34,7 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 				os.MkdirAll(filepath.Join(state, "config"), 0o700)
 				os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(tt.config), 0o600)
 			}
-			if err := layout(t.Context(), state, "127.0.0.1:1", "m", tt.image); err != nil {
+			if err := makeState(t.Context(), state, "127.0.0.1:1", "m", tt.image); err != nil {
 				t.Fatal(err)
 			}
 			r, err := podmanRole(state, "/opt/podman")
@@ -43,7 +44,7 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 			if (r != nil) != tt.want {
 				t.Fatalf("podmanRole = %+v, want a role: %v", r, tt.want)
 			}
-			if r != nil && strings.Join(r.argv, " ") != "/opt/podman system service --time=0 unix://"+podmanSocket(state) {
+			if r != nil && strings.Join(r.argv, " ") != "/opt/podman system service --time=0 unix://"+layout.PodmanRun.SocketIn(state) {
 				t.Errorf("argv = %q", r.argv)
 			}
 			b, _ := os.ReadFile(filepath.Join(state, "config", "brokerd.toml"))
@@ -73,7 +74,7 @@ func TestUpStartsPodman(t *testing.T) {
 	t.Setenv("CONTAINERS_CONF", conf)
 	t.Setenv("PODMAN_IGNORE_CGROUPSV1_WARNING", "1")
 	state := filepath.Join(tmp, "state")
-	if err := layout(t.Context(), state, "127.0.0.1:1", "m", "sha256:"+strings.Repeat("ab", 32)); err != nil {
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", "sha256:"+strings.Repeat("ab", 32)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := podmanRole(state, bin)
@@ -88,7 +89,7 @@ func TestUpStartsPodman(t *testing.T) {
 		t.Fatalf("%v\n%s", err, tail(r.log, 8))
 	}
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", podmanSocket(state))
+		return (&net.Dialer{}).DialContext(ctx, "unix", layout.PodmanRun.SocketIn(state))
 	}}}
 	resp, err := client.Get("http://d/_ping")
 	if err != nil || resp.StatusCode != http.StatusOK {

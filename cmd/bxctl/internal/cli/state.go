@@ -6,8 +6,7 @@ import (
 	"path/filepath"
 )
 
-// The layout of a state directory, shared by every bxctl command and by
-// the configs `bxctl up` writes.
+// Where the state directory is; what is in it is package layout's table.
 const (
 	stateEnv     = "BOXMAKER_STATE"
 	defaultState = ".boxmaker"
@@ -29,9 +28,3 @@ func resolveState(flagValue string) (string, error) {
 	}
 	return abs, nil
 }
-
-// socketDir is where a socket pair's directory sits in a state directory.
-func socketDir(state, pair string) string { return filepath.Join(state, "run", pair) }
-
-// loopSocket is loopd's socket in a state directory.
-func loopSocket(state string) string { return filepath.Join(socketDir(state, "loop"), "loop.sock") }

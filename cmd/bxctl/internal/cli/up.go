@@ -14,7 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // role is one daemon `bxctl up` runs.
@@ -64,7 +66,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		c.Close()
 	}
-	if err := layout(ctx, state, *llamaAddr, *model, *toolImage); err != nil {
+	if err := makeState(ctx, state, *llamaAddr, *model, *toolImage); err != nil {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}
@@ -74,10 +76,10 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitFailed
 	}
 	roles := []*role{
-		{name: "inferproxy", socket: filepath.Join(socketDir(state, "infer"), "infer.sock")},
-		{name: "memoryd", socket: memadminSocket(state)},
-		{name: "brokerd", socket: adminSocket(state)},
-		{name: "loopd", socket: loopSocket(state)},
+		{name: "inferproxy", socket: layout.Socket(state, &wire.Infer)},
+		{name: "memoryd", socket: layout.Socket(state, &wire.Memadmin)},
+		{name: "brokerd", socket: layout.Socket(state, &wire.Admin)},
+		{name: "loopd", socket: layout.Socket(state, &wire.Loop)},
 	}
 	if pr != nil {
 		roles = append([]*role{pr}, roles...)
@@ -115,18 +117,26 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// layout creates the state directory on first run and writes a default
-// config for each role that has none. Existing configs are the owner's and
-// are never rewritten.
-func layout(ctx context.Context, state, llamaAddr, model, toolImage string) error {
-	for _, d := range []string{state, filepath.Join(state, "config"), filepath.Join(state, "logs"), filepath.Join(state, "sessions"),
-		filepath.Join(state, "grants"), filepath.Join(state, "audit")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
+// makeState creates the state directory on first run (every entry of
+// package layout's table that bxctl up makes) and writes a default config
+// for each role that has none. Existing configs are the owner's and are
+// never rewritten.
+func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) error {
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
 	}
-	for _, pair := range append([]string{"infer", "loop", "broker", "admin", "podman"}, memoryPairs...) {
-		if err := sockets.MakeDir(socketDir(state, pair), 0o700); err != nil {
+	for _, e := range layout.Table {
+		if !e.Up {
+			continue
+		}
+		var err error
+		switch e.Kind {
+		case layout.SocketDir:
+			err = sockets.MakeDir(e.In(state), e.Mode)
+		case layout.Dir:
+			err = os.MkdirAll(e.In(state), e.Mode)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -136,27 +146,16 @@ func layout(ctx context.Context, state, llamaAddr, model, toolImage string) erro
 			model = "default"
 		}
 	}
-	configs := map[string]string{
-		"inferproxy": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/inferproxy.toml explains every key).\nsocket_dir = %q\nupstream = %q\n",
-			socketDir(state, "infer"), llamaAddr),
-		"loopd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\nmemory_socket = %q\n\n[model]\nname = %q\n",
-			state, socketDir(state, "loop"), filepath.Join(socketDir(state, "infer"), "infer.sock"), filepath.Join(socketDir(state, "broker"), "broker.sock"), memorySocket(state), model),
-		"brokerd": fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n",
-			state, filepath.Join(state, "grants"), socketDir(state, "broker"), socketDir(state, "admin"), memtoolSocket(state)) + runnerTable(state, toolImage),
-		"memoryd": memorydConfig(state),
-	}
-
-	configs["brokerd"] = gatewayConfig(state) + configs["brokerd"] // a top-level key: before any table
-	for name, body := range configs {
-		p := filepath.Join(state, "config", name+".toml")
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	p := layout.Params{State: state, Llama: llamaAddr, Model: model, ToolImage: toolImage}
+	for _, c := range layout.FirstConfigs {
+		f, err := os.OpenFile(c.Path(state), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		_, werr := f.WriteString(body)
+		_, werr := f.WriteString(c.Text(p))
 		if err := errors.Join(werr, f.Close()); err != nil {
 			return err
 		}
@@ -165,12 +164,12 @@ func layout(ctx context.Context, state, llamaAddr, model, toolImage string) erro
 }
 
 func start(r *role, bin, state string) error {
-	r.log = filepath.Join(state, "logs", r.name+".log")
+	r.log = filepath.Join(layout.Logs.In(state), r.name+".log")
 	lf, err := os.OpenFile(r.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	r.cmd = exec.Command(filepath.Join(bin, r.name), "-config", filepath.Join(state, "config", r.name+".toml"))
+	r.cmd = exec.Command(filepath.Join(bin, r.name), "-config", layout.ConfigPath(state, r.name))
 	if r.argv != nil {
 		r.cmd = exec.Command(r.argv[0], r.argv[1:]...)
 	}

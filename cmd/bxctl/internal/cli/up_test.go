@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"io/fs"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
 func TestUpWithoutLlamaSaysHow(t *testing.T) {
@@ -25,7 +30,7 @@ func TestUpWithoutLlamaSaysHow(t *testing.T) {
 
 func TestLayoutWritesConfigsOnce(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
-	if err := layout(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"run/infer", "run/loop"} {
@@ -36,7 +41,7 @@ func TestLayoutWritesConfigsOnce(t *testing.T) {
 	}
 	p := filepath.Join(state, "config", "loopd.toml")
 	os.WriteFile(p, []byte("# the owner's\n"), 0o600)
-	if err := layout(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "# the owner's\n" {
@@ -44,5 +49,80 @@ func TestLayoutWritesConfigsOnce(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(state, "config", "inferproxy.toml")); !strings.Contains(string(b), `upstream = "127.0.0.1:1"`) {
 		t.Errorf("inferproxy.toml = %s", b)
+	}
+}
+
+// TestMakeStateIsTheTable: what `bxctl up` makes in a fresh state
+// directory is exactly package layout's entries marked Up, each with its
+// mode, plus one config per first config, and nothing else.
+func TestMakeStateIsTheTable(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", "sha256:"+strings.Repeat("ab", 32)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]fs.FileMode{}
+	for _, e := range layout.Table {
+		if e.Up {
+			want[e.Path] = fs.ModeDir | e.Mode
+			for d := path.Dir(e.Path); d != "."; d = path.Dir(d) {
+				if _, ok := want[d]; !ok {
+					want[d] = fs.ModeDir | 0o700 // a parent such as run/
+				}
+			}
+		}
+	}
+	for _, c := range layout.FirstConfigs {
+		rel, _ := filepath.Rel(state, c.Path(state))
+		want[filepath.ToSlash(rel)] = 0o600
+	}
+	got := map[string]fs.FileMode{}
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == state {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(state, p)
+		got[filepath.ToSlash(rel)] = fi.Mode().Type() | fi.Mode().Perm()
+		return nil
+	})
+	for p, mode := range want {
+		if got[p] != mode {
+			t.Errorf("%s: made %v, the table says %v", p, got[p], mode)
+		}
+	}
+	for p, mode := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s (%v): bxctl up made it, but it is no entry of package layout's table", p, mode)
+		}
+	}
+	// start writes each role's log there.
+	if fi, err := os.Stat(layout.Logs.In(state)); err != nil || !fi.IsDir() {
+		t.Errorf("no %s after bxctl up: %v", layout.Logs.Path, err)
+	}
+	// Every path a first config names is the table's.
+	known := map[string]bool{state: true}
+	for _, e := range layout.Table {
+		known[e.In(state)] = true
+		if e.Kind == layout.SocketDir {
+			known[e.SocketIn(state)] = true
+		}
+	}
+	quoted := regexp.MustCompile(`"(/[^"]*)"`)
+	for _, c := range layout.FirstConfigs {
+		b, _ := os.ReadFile(c.Path(state))
+		for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
+			if !known[m[1]] {
+				t.Errorf("%s.toml names %s, which is no path of the table", c.Role, m[1])
+			}
+			// and bxctl up made it, or the directory its socket goes in.
+			if _, err := os.Stat(m[1]); err != nil && !strings.HasSuffix(m[1], ".sock") {
+				t.Errorf("%s.toml names %s, which bxctl up did not make", c.Role, m[1])
+			} else if _, err := os.Stat(filepath.Dir(m[1])); err != nil {
+				t.Errorf("%s.toml names the socket %s, whose directory bxctl up did not make", c.Role, m[1])
+			}
+		}
 	}
 }

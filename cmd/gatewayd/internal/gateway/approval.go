@@ -3,13 +3,12 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -33,76 +32,98 @@ type chatAnswer struct {
 	user    string
 }
 
-// serveApproval handles one gateway.sock connection: one approval.
-func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	fail := func(kind wire.Kind, format string, a ...any) {
-		g.send(c, &wire.Error{Op: "post_approval", Kind: kind, Msg: fmt.Sprintf(format, a...)})
-	}
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	body, err := frame.Read(c, wire.GatewayFrameMax)
-	if err != nil {
-		return
-	}
-	v, err := wire.GatewayMessages.Decode(body)
-	if err != nil {
-		fail(wire.Invalid, "the message did not decode: %v", err)
-		return
-	}
-	m, ok := v.(*wire.PostApproval)
-	if !ok {
-		g.log.Warn("message refused: not accepted on this socket; see docs/runbook.md#socket-forbidden", "socket", Socket, "message", v.Tag(), "uid", peer.UID())
-		fail(wire.Forbidden, "%s is not accepted on %s", v.Tag(), Socket)
-		return
-	}
+// serveApproval is gateway.sock's one request per connection: one
+// approval, in four phases. check: the call is for a thread of this
+// gateway, in a channel it hears. claim: it becomes the pending approval
+// of its id (a newer connection for the same id replaces an older one).
+// post: its parts go into the thread and brokerd hears that they did.
+// wait: until an approver answers in the chat (relayed to brokerd), or
+// brokerd closes (withdrawn), or gatewayd stops, or a newer connection
+// replaces this one.
+func (g *Gateway) serveApproval(ctx context.Context, _ sockets.Peer, c *rpc.Conn, m *wire.PostApproval) error {
 	call := m.Call
+	a, refusal := g.checkApproval(ctx, call)
+	if refusal != nil {
+		return c.Send(refusal)
+	}
+	release := g.claim(a)
+	defer release()
+	bg := context.WithoutCancel(ctx)
+	posted, refusal := g.postApproval(ctx, a, call)
+	if refusal != nil {
+		return c.Send(refusal)
+	}
+	if posted == nil {
+		return nil // replaced while posting: already withdrawn
+	}
+	if err := c.Send(posted); err != nil {
+		g.withdraw(bg, a, "brokerd went away")
+		return err
+	}
+	g.await(ctx, c, a)
+	return nil
+}
+
+func postRefusal(kind wire.Kind, format string, a ...any) *wire.Error {
+	return &wire.Error{Op: "post_approval", Kind: kind, Msg: fmt.Sprintf(format, a...)}
+}
+
+// checkApproval is the check phase: it returns the approval to post, or
+// the refusal to send.
+func (g *Gateway) checkApproval(ctx context.Context, call wire.PendingCall) (*approval, *wire.Error) {
 	root, ok := strings.CutPrefix(call.Session, SessionPrefix)
 	if !ok || !mattermost.ValidID(root) {
-		fail(wire.Invalid, "session %q is not a Mattermost thread of this gateway; answer it with bxctl approve", call.Session)
-		return
+		return nil, postRefusal(wire.Invalid, "session %q is not a Mattermost thread of this gateway; answer it with bxctl approve", call.Session)
 	}
 	rootPost, err := g.mm.GetPost(ctx, root)
 	if err != nil {
-		fail(wire.Unavailable, "the approval's thread could not be read from Mattermost; see docs/runbook.md#gateway-mattermost")
 		g.log.Warn("approval thread unreadable", "approval", call.ID, "err", err.Error())
-		return
+		return nil, postRefusal(wire.Unavailable, "the approval's thread could not be read from Mattermost; see docs/runbook.md#gateway-mattermost")
 	}
 	g.mu.Lock()
 	heardHere := g.channels[rootPost.ChannelID]
 	g.mu.Unlock()
 	if !heardHere {
-		fail(wire.Denied, "the approval's thread is in a channel gatewayd does not hear")
-		return
+		return nil, postRefusal(wire.Denied, "the approval's thread is in a channel gatewayd does not hear")
 	}
-	a := &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1), replaced: make(chan struct{})}
-	// A second post_approval for an id already posted is brokerd
-	// posting it again (its old connection is stale: brokerd restarted,
-	// or lost the connection before gatewayd saw it close). Only brokerd
-	// reaches gateway.sock, so the newer connection wins: the old one is
-	// withdrawn and closed, its posts edited to say so.
+	return &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1), replaced: make(chan struct{})}, nil
+}
+
+// claim is the claim phase: a becomes the pending approval of its id
+// until release. A second post_approval for an id already posted is
+// brokerd posting it again (its old connection is stale: brokerd
+// restarted, or lost the connection before gatewayd saw it close). Only
+// brokerd reaches gateway.sock, so the newer connection wins: the old one
+// is withdrawn and closed, its posts edited to say so.
+func (g *Gateway) claim(a *approval) (release func()) {
 	g.mu.Lock()
-	if old, dup := g.pending[call.ID]; dup {
+	if old, dup := g.pending[a.id]; dup {
 		close(old.replaced)
-		g.log.Info("approval posted again: the older post is withdrawn", "approval", call.ID)
+		g.log.Info("approval posted again: the older post is withdrawn", "approval", a.id)
 	}
-	g.pending[call.ID] = a
+	g.pending[a.id] = a
 	g.mu.Unlock()
-	defer func() {
+	return func() {
 		g.mu.Lock()
-		if g.pending[call.ID] == a {
-			delete(g.pending, call.ID)
+		if g.pending[a.id] == a {
+			delete(g.pending, a.id)
 		}
 		g.mu.Unlock()
-	}()
+	}
+}
 
+// postApproval is the post phase: every part into the thread, each
+// recorded at once. It returns brokerd's confirmation, or the refusal to
+// send, or neither when a newer connection replaced this one meanwhile.
+func (g *Gateway) postApproval(ctx context.Context, a *approval, call wire.PendingCall) (*wire.ApprovalPosted, *wire.Error) {
 	posts := render.Approval(call, g.cfg.MaxApprovalParts)
 	var lastAt int64
 	for _, part := range posts.Parts {
-		p, err := g.mm.CreatePost(ctx, a.channel, root, part)
+		p, err := g.mm.CreatePost(ctx, a.channel, a.root, part)
 		if err != nil {
 			g.log.Error("posting an approval failed", "approval", call.ID, "err", err.Error())
 			g.withdraw(context.WithoutCancel(ctx), a, "it could not be posted whole")
-			fail(wire.Unavailable, "the approval could not be posted; see docs/runbook.md#gateway-mattermost")
-			return
+			return nil, postRefusal(wire.Unavailable, "the approval could not be posted; see docs/runbook.md#gateway-mattermost")
 		}
 		a.posts = append(a.posts, p.ID)
 		lastAt = p.CreateAt
@@ -120,23 +141,20 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 	g.mu.Unlock()
 	if !current {
 		g.withdraw(context.WithoutCancel(ctx), a, "posted again below")
-		return
+		return nil, nil
 	}
-	if !g.send(c, &wire.ApprovalPosted{ID: call.ID, Parts: len(posts.Parts), Answerable: posts.Answerable}) {
-		g.withdraw(context.WithoutCancel(ctx), a, "brokerd went away")
-		return
-	}
-	// brokerd closing the connection withdraws the approval.
+	return &wire.ApprovalPosted{ID: call.ID, Parts: len(posts.Parts), Answerable: posts.Answerable}, nil
+}
+
+// await is the wait phase. brokerd may send nothing more until it is
+// asked: a frame from it breaks the protocol, and its closing the
+// connection withdraws the approval.
+func (g *Gateway) await(ctx context.Context, c *rpc.Conn, a *approval) {
 	frames := make(chan strict.Variant)
 	go func() {
 		defer close(frames)
-		c.SetReadDeadline(time.Time{})
 		for {
-			body, err := frame.Read(c, wire.GatewayFrameMax)
-			if err != nil {
-				return
-			}
-			v, err := wire.GatewayMessages.Decode(body)
+			v, err := c.Recv()
 			if err != nil {
 				return
 			}
@@ -169,8 +187,8 @@ func (g *Gateway) serveApproval(ctx context.Context, peer sockets.Peer, c net.Co
 }
 
 // relay sends an approver's answer to brokerd and shows the outcome.
-func (g *Gateway) relay(ctx context.Context, c net.Conn, a *approval, ans chatAnswer, frames <-chan strict.Variant) {
-	if !g.send(c, &wire.OwnerAnswer{ID: a.id, Approve: ans.approve, Reason: ans.reason, Approver: "mattermost:" + ans.user}) {
+func (g *Gateway) relay(ctx context.Context, c *rpc.Conn, a *approval, ans chatAnswer, frames <-chan strict.Variant) {
+	if c.Send(&wire.OwnerAnswer{ID: a.id, Approve: ans.approve, Reason: ans.reason, Approver: "mattermost:" + ans.user}) != nil {
 		g.withdraw(ctx, a, "brokerd went away")
 		return
 	}
@@ -216,12 +234,4 @@ func (g *Gateway) finish(ctx context.Context, a *approval, outcome string) {
 	if err := g.dead.finished(a.id, done); err != nil {
 		g.log.Error("recording an approval's outcome failed", "approval", a.id, "err", err.Error())
 	}
-}
-
-func (g *Gateway) send(c net.Conn, v strict.Variant) bool {
-	b, err := wire.GatewayMessages.Encode(v)
-	if err == nil {
-		err = frame.Write(c, b, wire.GatewayFrameMax)
-	}
-	return err == nil
 }

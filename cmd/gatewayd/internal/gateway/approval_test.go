@@ -14,7 +14,6 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -22,7 +21,7 @@ import (
 // courier connects to gateway.sock as brokerd does and posts one call.
 func (r *rig) courier(t *testing.T, call wire.PendingCall) *sockettest.Conn {
 	t.Helper()
-	c := sockettest.Dial(t, filepath.Join(r.cfg.SocketDir, Socket), wire.GatewayFrameMax, wire.GatewayMessages, wire.GatewayMessages)
+	c := sockettest.Dial(t, &wire.Gateway, filepath.Join(r.cfg.SocketDir, wire.Gateway.Name))
 	c.Send(&wire.PostApproval{Call: call})
 	return c
 }
@@ -205,7 +204,7 @@ func TestApprovalRefusals(t *testing.T) {
 		{"wrong message", &wire.OwnerAnswer{ID: 1, Approve: true, Approver: "mattermost:x"}, wire.Forbidden},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := sockettest.Dial(t, filepath.Join(r.cfg.SocketDir, Socket), wire.GatewayFrameMax, wire.GatewayMessages, wire.GatewayMessages)
+			c := sockettest.Dial(t, &wire.Gateway, filepath.Join(r.cfg.SocketDir, wire.Gateway.Name))
 			c.Send(tt.msg)
 			e, ok := c.Recv().(*wire.Error)
 			if !ok || e.Kind != tt.kind {
@@ -230,8 +229,8 @@ func TestApprovalPostedAgainReplaces(t *testing.T) {
 	if v, ok := c.Recv().(*wire.ApprovalPosted); !ok {
 		t.Fatalf("posted again: got %+v", v)
 	}
-	old.C.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := frame.Read(old.C, wire.GatewayFrameMax); err == nil {
+	old.C.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := old.C.Recv(); err == nil {
 		t.Error("the old connection got a frame; want it closed")
 	}
 	waitFor(t, "the old post withdrawn", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "posted again below") })

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/rpc"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -245,46 +244,31 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 }
 
 // loopTurn is one turn on loop.sock (as bxctl chat does it): it returns
-// the posts to make, or an error whose text is for the owner.
+// the posts to make, or an error whose text is for the owner. The turn's
+// interim events show nothing in the chat.
 func (g *Gateway) loopTurn(ctx context.Context, session, text string) ([]string, error) {
-	conn, err := sockets.Dial(ctx, g.cfg.LoopSocket)
+	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: text}, func(strict.Variant) error { return nil })
 	if err != nil {
-		return nil, errors.New("loopd is not reachable; see docs/runbook.md#loopd-not-running")
+		return nil, loopFailed(err)
 	}
-	defer conn.Close()
-	done := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer done()
-	req, err := wire.LoopRequests.Encode(&wire.Send{Session: session, Text: text})
-	if err == nil {
-		err = frame.Write(conn, req, wire.LoopFrameMax)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sending to loopd failed: %v; see docs/runbook.md#loopd-not-running", err)
-	}
-	for {
-		body, err := frame.Read(conn, wire.LoopFrameMax)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil, errors.New("loopd closed the connection before the turn ended; see docs/runbook.md#loopd-not-running")
-			}
-			return nil, fmt.Errorf("reading from loopd failed: %v; see docs/runbook.md#loopd-not-running", err)
+	switch e := v.(type) {
+	case *wire.Answer:
+		if e.Session != session {
+			return nil, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
 		}
-		ev, err := wire.LoopEvents.Decode(body)
-		if err != nil {
-			return nil, fmt.Errorf("loopd sent an event gatewayd cannot read: %v; see docs/runbook.md#loopd-not-running", err)
-		}
-		switch e := ev.(type) {
-		case *wire.Answer:
-			if e.Session != session {
-				return nil, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
-			}
-			return render.Answer(e.Text), nil
-		case *wire.Stopped:
-			return []string{"The turn was stopped (" + render.Plain(string(e.Reason)) + "): " + render.Plain(e.Msg)}, nil
-		case *wire.Error:
-			return nil, fmt.Errorf("loopd: %s", e.Error())
-		}
+		return render.Answer(e.Text), nil
+	case *wire.Stopped:
+		return []string{"The turn was stopped (" + render.Plain(string(e.Reason)) + "): " + render.Plain(e.Msg)}, nil
 	}
+	return nil, loopFailed(rpc.NotExpected(&wire.Loop, v))
+}
+
+// loopFailed is what the thread reads when loop.sock failed.
+func loopFailed(err error) error {
+	if errors.As(err, new(*wire.Error)) {
+		return fmt.Errorf("loopd: %s", err.Error())
+	}
+	return fmt.Errorf("%w; see docs/runbook.md#loopd-not-running", err)
 }
 
 // ownThread reports whether root is one of this Boxmaker's threads: one
@@ -336,32 +320,11 @@ func (g *Gateway) stopTurn(ctx context.Context, post *mattermost.Post) {
 
 // loopStop sends one stop for session on loop.sock.
 func (g *Gateway) loopStop(ctx context.Context, session string) (*wire.StopDone, error) {
-	conn, err := sockets.Dial(ctx, g.cfg.LoopSocket)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	d, err := rpc.Ask[*wire.StopDone](ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Stop{Session: session})
 	if err != nil {
-		return nil, errors.New("loopd is not reachable; see docs/runbook.md#loopd-not-running")
+		return nil, loopFailed(err)
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	req, err := wire.LoopRequests.Encode(&wire.Stop{Session: session})
-	if err == nil {
-		err = frame.Write(conn, req, wire.LoopFrameMax)
-	}
-	var body []byte
-	if err == nil {
-		body, err = frame.Read(conn, wire.LoopFrameMax)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loopd did not answer the stop: %v; see docs/runbook.md#loopd-not-running", err)
-	}
-	v, err := wire.LoopEvents.Decode(body)
-	if err != nil {
-		return nil, fmt.Errorf("loopd sent an event gatewayd cannot read: %v; see docs/runbook.md#loopd-not-running", err)
-	}
-	switch d := v.(type) {
-	case *wire.StopDone:
-		return d, nil
-	case *wire.Error:
-		return nil, fmt.Errorf("loopd: %s", d.Error())
-	}
-	return nil, errors.New("loopd answered a stop with " + v.Tag() + "; see docs/runbook.md#loopd-not-running")
+	return d, nil
 }

@@ -30,12 +30,11 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
-
-// Socket is gateway.sock's file name.
-const Socket = "gateway.sock"
 
 // Gateway is the running daemon.
 type Gateway struct {
@@ -122,8 +121,7 @@ func (g *Gateway) Stream() *mattermost.Stream { return g.stream }
 
 // Serve runs the event stream and gateway.sock until ctx ends.
 func (g *Gateway) Serve(ctx context.Context) error {
-	l, err := sockets.Listen(sockets.Config{Dir: g.cfg.SocketDir, Name: Socket, AllowUIDs: g.cfg.AllowUIDs,
-		MaxConns: 256, IdleTimeout: 25 * time.Hour, Logger: g.log})
+	l, err := rpc.Listen(&wire.Gateway, sockets.Config{Dir: g.cfg.SocketDir, AllowUIDs: g.cfg.AllowUIDs, MaxConns: 256, Logger: g.log})
 	if err != nil {
 		return daemon.Refuse(err)
 	}
@@ -133,7 +131,7 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); g.stream.Run(ctx) }()
-	err = l.Serve(ctx, g.serveApproval)
+	err = l.Serve(ctx, rpc.NewServer(&wire.Gateway, g.log, rpc.Stream(g.serveApproval)).Serve)
 	wg.Wait()
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -16,9 +16,10 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -32,65 +33,53 @@ type fakeLoop struct {
 	answer func(text string) string
 }
 
-func (f *fakeLoop) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
-	for {
-		body, err := frame.Read(c, wire.LoopFrameMax)
-		if err != nil {
-			return
-		}
-		v, err := wire.LoopRequests.Decode(body)
-		if err != nil {
-			return
-		}
-		if st, ok := v.(*wire.Stop); ok {
-			f.mu.Lock()
-			ch, running := f.stops[st.Session]
-			if running {
-				close(ch)
-				delete(f.stops, st.Session)
-			}
-			f.mu.Unlock()
-			b, _ := wire.LoopEvents.Encode(&wire.StopDone{Session: st.Session, Stopped: running})
-			frame.Write(c, b, wire.LoopFrameMax)
-			continue
-		}
-		s := v.(*wire.Send)
-		stop := make(chan struct{})
-		f.mu.Lock()
-		if f.stops == nil {
-			f.stops = map[string]chan struct{}{}
-		}
-		f.stops[s.Session] = stop
-		f.sends = append(f.sends, *s)
-		delay, answer := f.delay, f.answer
-		f.mu.Unlock()
-		out := "echo: " + s.Text
-		if answer != nil {
-			out = answer(s.Text)
-		}
-		for _, ev := range []interface{ Tag() string }{&wire.Accepted{Session: s.Session}, &wire.Working{Session: s.Session},
-			&wire.Reasoning{Session: s.Session, Text: "secret thinking"}} {
-			b, _ := wire.LoopEvents.Encode(ev)
-			frame.Write(c, b, wire.LoopFrameMax)
-		}
-		var end interface{ Tag() string } = &wire.Answer{Session: s.Session, Text: out}
-		select {
-		case <-time.After(delay):
-			f.mu.Lock()
-			if f.stops[s.Session] == stop {
-				delete(f.stops, s.Session)
-			}
-			f.mu.Unlock()
-		case <-stop:
-			end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
-		case <-ctx.Done():
-			return
-		}
-		b, _ := wire.LoopEvents.Encode(end)
-		if frame.Write(c, b, wire.LoopFrameMax) != nil {
-			return
-		}
+func (f *fakeLoop) serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
+	rpc.NewServer(&wire.Loop, slog.New(slog.DiscardHandler), rpc.On(f.stop), rpc.Stream(f.send)).Serve(ctx, peer, c)
+}
+
+func (f *fakeLoop) stop(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, running := f.stops[st.Session]
+	if running {
+		close(ch)
+		delete(f.stops, st.Session)
 	}
+	return &wire.StopDone{Session: st.Session, Stopped: running}
+}
+
+func (f *fakeLoop) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, s *wire.Send) error {
+	stop := make(chan struct{})
+	f.mu.Lock()
+	if f.stops == nil {
+		f.stops = map[string]chan struct{}{}
+	}
+	f.stops[s.Session] = stop
+	f.sends = append(f.sends, *s)
+	delay, answer := f.delay, f.answer
+	f.mu.Unlock()
+	out := "echo: " + s.Text
+	if answer != nil {
+		out = answer(s.Text)
+	}
+	for _, ev := range []strict.Variant{&wire.Accepted{Session: s.Session}, &wire.Working{Session: s.Session},
+		&wire.Reasoning{Session: s.Session, Text: "secret thinking"}} {
+		c.Send(ev)
+	}
+	var end strict.Variant = &wire.Answer{Session: s.Session, Text: out}
+	select {
+	case <-time.After(delay):
+		f.mu.Lock()
+		if f.stops[s.Session] == stop {
+			delete(f.stops, s.Session)
+		}
+		f.mu.Unlock()
+	case <-stop:
+		end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return c.Send(end)
 }
 
 func (f *fakeLoop) sent() []wire.Send {
@@ -153,7 +142,7 @@ func newRig(t *testing.T, edit func(r *rig, c *Config)) *rig {
 	r.other = r.mm.AddUser("mallory", false)
 	r.dm = r.mm.Direct(r.bot.ID, r.owner.ID)
 	dir := shortDir(t)
-	loopSock := sockettest.Serve(t, filepath.Join(dir, "loop"), "loop.sock", r.loop.serve)
+	loopSock := sockettest.Serve(t, filepath.Join(dir, "loop"), &wire.Loop, r.loop.serve)
 	r.cfg = Config{URL: r.mm.URL(), StateDir: filepath.Join(dir, "state"), LoopSocket: loopSock,
 		SocketDir: filepath.Join(dir, "gw"), MaxApprovalParts: DefaultMaxApprovalParts,
 		Allow: Allow{Users: []string{r.owner.ID}}}

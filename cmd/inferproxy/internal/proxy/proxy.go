@@ -20,15 +20,13 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/daemon"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
-
-// SocketName is the socket inferproxy listens on.
-const SocketName = "infer.sock"
 
 // Run serves until ctx is cancelled.
 func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	ln, err := sockets.Listen(sockets.Config{
-		Dir: cfg.SocketDir, Name: SocketName,
+		Dir: cfg.SocketDir, Name: wire.Infer.Name,
 		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs,
 		MaxConns:    cfg.MaxConns,
 		IdleTimeout: cfg.idle(),

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -91,7 +92,7 @@ func start(t *testing.T, cfg Config) harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, slog.New(slog.DiscardHandler), cfg) }()
-	sock := filepath.Join(dir, SocketName)
+	sock := filepath.Join(dir, wire.Infer.Name)
 	for i := 0; ; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break

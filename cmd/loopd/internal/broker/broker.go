@@ -4,9 +4,9 @@
 // Invariant: loopd has no authority. A Port decides nothing; it carries a
 // request to brokerd and brings back brokerd's answer, labelled by brokerd.
 // [Client] is the Port over brokerd's broker.sock, one connection per call,
-// with bounded waits (an approval included); [Refusing] is the Port when
-// loopd.toml names no broker socket, and refuses every call with a reason
-// the owner can act on.
+// with bounded waits (an approval included); [Refusing], for a loopd
+// configured without brokerd, refuses every call with a reason the owner
+// can act on. Either way, a failure is a denial, never a result.
 package broker
 
 import (

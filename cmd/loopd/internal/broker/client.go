@@ -1,21 +1,23 @@
 package broker
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/rpc"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // DefaultTimeout is how long loopd waits for brokerd's first answer, and
-// for its final one after an approval expires. Tool time limits sit under
-// it (the shell tool defaults to 75 s, at most 75 s).
-const DefaultTimeout = 120 * time.Second
+// for its final one after an approval expires (broker.sock's own wait).
+// Tool time limits sit under it (the shell tool defaults to 75 s, at most
+// 75 s).
+var DefaultTimeout = wire.Broker.Wait
 
 // MaxApprovalWait bounds the wait for an owner's answer, whatever expiry
 // brokerd names: a far expires must not park a turn for ever.
@@ -35,66 +37,46 @@ func unavailable(why string) Outcome {
 		Output: "no tool can run: " + why + "; see docs/runbook.md#broker-unavailable"}
 }
 
+// errBadExpiry: brokerd named an expiry that is no time.
+var errBadExpiry = errors.New("brokerd sent a bad expiry")
+
 // Call implements Port. Its waits are deadlines on the whole exchange
 // (first answer within Timeout; after a pending answer, until the approval
 // expires plus Timeout), not per-read timeouts, so a trickling brokerd
 // cannot hold a turn for ever.
 func (c *Client) Call(ctx context.Context, r Request, pending func(int64)) Outcome {
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
 	}
-	conn, err := sockets.Dial(ctx, c.Path)
+	conn, err := rpc.Dial(ctx, &wire.Broker, c.Path)
 	if err != nil {
-		return unavailable("loopd cannot reach brokerd (" + err.Error() + ")")
+		return unavailable(err.Error())
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	req, err := wire.BrokerMessages.Encode(&wire.ToolRequest{Session: r.Session, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments})
-	if err == nil {
-		conn.SetDeadline(now().Add(timeout))
-		err = frame.Write(conn, req, wire.BrokerFrameMax)
-	}
-	if err != nil {
-		return unavailable("the request could not be sent to brokerd (" + err.Error() + ")")
-	}
-	for {
-		v, err := read(conn)
+	conn.SetDeadline(now().Add(timeout))
+	m, err := rpc.Expect[*wire.ToolResult](conn, &wire.ToolRequest{Session: r.Session, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments}, func(v strict.Variant) error {
+		m := v.(*wire.ToolPending) // broker.sock's one interim answer
+		exp, err := time.Parse(time.RFC3339, m.Expires)
 		if err != nil {
-			return unavailable("brokerd did not answer (" + err.Error() + ")")
+			return errBadExpiry
 		}
-		switch m := v.(type) {
-		case *wire.ToolPending:
-			exp, err := time.Parse(time.RFC3339, m.Expires)
-			if err != nil {
-				return unavailable("brokerd sent a bad expiry")
-			}
-			if limit := now().Add(MaxApprovalWait); exp.After(limit) {
-				exp = limit
-			}
-			conn.SetDeadline(exp.Add(timeout))
-			pending(m.ID)
-		case *wire.ToolResult:
-			return outcome(m)
-		case *wire.Error:
-			return Outcome{Status: Denied, Class: dataclass.Public, Output: fmt.Sprintf("brokerd refused the call (%s): %s", m.Kind, m.Msg)}
-		default:
-			return unavailable(fmt.Sprintf("brokerd sent %s on broker.sock", v.Tag()))
+		if limit := now().Add(MaxApprovalWait); exp.After(limit) {
+			exp = limit
 		}
+		conn.SetDeadline(exp.Add(timeout))
+		pending(m.ID)
+		return nil
+	})
+	var refused *wire.Error
+	switch {
+	case errors.As(err, &refused):
+		return Outcome{Status: Denied, Class: dataclass.Public, Output: fmt.Sprintf("brokerd refused the call (%s): %s", refused.Kind, refused.Msg)}
+	case err != nil:
+		return unavailable(err.Error())
 	}
-}
-
-func read(c net.Conn) (interface{ Tag() string }, error) {
-	b, err := frame.Read(c, wire.BrokerFrameMax)
-	if err != nil {
-		return nil, err
-	}
-	return wire.BrokerMessages.Decode(b)
+	return outcome(m)
 }
 
 func outcome(m *wire.ToolResult) Outcome {

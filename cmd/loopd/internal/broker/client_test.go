@@ -2,7 +2,7 @@ package broker
 
 import (
 	"context"
-	"net"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -20,22 +20,15 @@ import (
 func fakeBroker(t *testing.T, answers ...strict.Variant) (string, chan *wire.ToolRequest) {
 	t.Helper()
 	got := make(chan *wire.ToolRequest, 4)
-	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "broker"), "broker.sock", func(ctx context.Context, _ sockets.Peer, c net.Conn) {
-		b, err := frame.Read(c, wire.BrokerFrameMax)
-		if err != nil {
-			return
-		}
-		v, err := wire.BrokerMessages.Decode(b)
-		if err != nil {
-			return
-		}
-		got <- v.(*wire.ToolRequest)
-		for _, a := range answers {
-			out, _ := wire.BrokerMessages.Encode(a)
-			frame.Write(c, out, wire.BrokerFrameMax)
-		}
-		<-ctx.Done()
-	})
+	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "broker"), &wire.Broker, rpc.NewServer(&wire.Broker, slog.New(slog.DiscardHandler),
+		rpc.Stream(func(ctx context.Context, _ sockets.Peer, c *rpc.Conn, r *wire.ToolRequest) error {
+			got <- r
+			for _, a := range answers {
+				c.Send(a)
+			}
+			<-ctx.Done()
+			return nil
+		})).Serve)
 	return path, got
 }
 
@@ -87,7 +80,7 @@ func TestClientFailsClosed(t *testing.T) {
 			}
 		})
 	}
-	o := (&Client{Path: filepath.Join(t.TempDir(), "none.sock")}).Call(context.Background(), req, func(int64) {})
+	o := (&Client{Path: filepath.Join(t.TempDir(), "none")}).Call(context.Background(), req, func(int64) {})
 	if o.Status != Denied || !strings.Contains(o.Output, "see docs/runbook.md#broker-unavailable") {
 		t.Errorf("Call with no brokerd = %+v", o)
 	}

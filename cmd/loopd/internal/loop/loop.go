@@ -16,7 +16,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
@@ -26,15 +25,14 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/daemon"
 	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/selftest"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 //go:embed system.md
 var defaultSystem string
-
-// SocketName is the socket loopd listens on.
-const SocketName = "loop.sock"
 
 // Run runs loopd until ctx is cancelled.
 func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
@@ -60,13 +58,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return daemon.Refuse(fmt.Errorf("state dir: %v", err))
 	}
-	ln, err := sockets.Listen(sockets.Config{
-		Dir: cfg.SocketDir, Name: SocketName,
-		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs,
-		// A chat client may sit idle between messages for a while.
-		IdleTimeout: time.Hour,
-		Logger:      log,
-	})
+	ln, err := rpc.Listen(&wire.Loop, sockets.Config{Dir: cfg.SocketDir, AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs, Logger: log})
 	if err != nil {
 		return daemon.Refuse(err)
 	}

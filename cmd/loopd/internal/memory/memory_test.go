@@ -2,13 +2,13 @@ package memory
 
 import (
 	"context"
-	"net"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -17,18 +17,12 @@ import (
 // fakeMemoryd answers each request with answer(request).
 func fakeMemoryd(t *testing.T, answer func(strict.Variant) strict.Variant) string {
 	t.Helper()
-	return sockettest.Serve(t, filepath.Join(t.TempDir(), "m"), "memory.sock", func(_ context.Context, _ sockets.Peer, c net.Conn) {
-		b, err := frame.Read(c, wire.MemoryFrameMax)
-		if err != nil {
-			return
-		}
-		v, err := wire.MemorydMessages.Decode(b)
-		if err != nil {
-			return
-		}
-		out, _ := wire.MemorydMessages.Encode(answer(v))
-		frame.Write(c, out, wire.MemoryFrameMax)
-	})
+	on := func(_ context.Context, _ sockets.Peer, v strict.Variant) strict.Variant { return answer(v) }
+	return sockettest.Serve(t, filepath.Join(t.TempDir(), "m"), &wire.Memory, rpc.NewServer(&wire.Memory, slog.New(slog.DiscardHandler),
+		rpc.On(func(ctx context.Context, p sockets.Peer, r *wire.IdentityRequest) strict.Variant {
+			return on(ctx, p, r)
+		}),
+		rpc.On(func(ctx context.Context, p sockets.Peer, r *wire.TurnDone) strict.Variant { return on(ctx, p, r) })).Serve)
 }
 
 func TestIdentityAndTurnDone(t *testing.T) {
@@ -61,7 +55,7 @@ func TestIdentityRefused(t *testing.T) {
 	if _, err := (&Client{Path: path}).Identity(context.Background(), "s1", 0); err == nil || !strings.Contains(err.Error(), "memory-file-refused") {
 		t.Errorf("Identity = %v, want memoryd's refusal", err)
 	}
-	if _, err := (&Client{Path: filepath.Join(t.TempDir(), "none.sock")}).Identity(context.Background(), "s1", 0); err == nil || !strings.Contains(err.Error(), "see docs/runbook.md#memoryd-unavailable") {
+	if _, err := (&Client{Path: filepath.Join(t.TempDir(), "none")}).Identity(context.Background(), "s1", 0); err == nil || !strings.Contains(err.Error(), "see docs/runbook.md#memoryd-unavailable") {
 		t.Errorf("Identity without memoryd = %v", err)
 	}
 }

@@ -9,9 +9,9 @@
 //   - a turn left open by a stopped or failed loopd is closed (its missing
 //     tool results marked interrupted, never re-run) before the session's
 //     next message is logged;
-//   - every frame is decoded strictly; anything but a [wire.Send] or a
-//     [wire.Stop] is refused with forbidden, and a malformed frame ends
-//     the connection;
+//   - every frame is decoded strictly (package rpc's server loop);
+//     anything but a [wire.Send] or a [wire.Stop] is refused with
+//     forbidden, and a refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
 //     followers hear [wire.Stopped] (stop.go).
 package server
@@ -20,14 +20,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -41,6 +40,7 @@ type Manager struct {
 	Log      *slog.Logger
 
 	ctx context.Context // the daemon's life; turns stop with it
+	srv *rpc.Server     // loop.sock's server loop
 	wg  sync.WaitGroup  // running turns
 
 	mu       sync.Mutex // guards sessions
@@ -75,6 +75,8 @@ func (sub *subscriber) send(v strict.Variant) {
 func (m *Manager) Start(ctx context.Context) {
 	m.ctx = ctx
 	m.sessions = map[string]*live{}
+	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
+		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }))
 }
 
 // Wait waits for running turns to stop (after the daemon's ctx ends).
@@ -163,46 +165,27 @@ func (m *Manager) run(l *live) {
 	}
 }
 
-// Serve is the loop.sock handler.
+// Serve is the loop.sock handler: package rpc's server loop over
+// [wire.Loop], with a route for each of [wire.Send] and [wire.Stop].
 func (m *Manager) Serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	for {
-		body, err := frame.Read(c, wire.LoopFrameMax)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				m.Log.Warn("loop.sock read", "uid", peer.UID(), "err", err.Error())
-			}
-			return
-		}
-		v, err := wire.LoopRequests.Decode(body)
-		if err != nil {
-			m.reply(c, &wire.Error{Op: "loop", Kind: wire.Forbidden, Msg: "loop.sock takes only send and stop messages: " + err.Error()})
-			return
-		}
-		if st, ok := v.(*wire.Stop); ok {
-			if !m.reply(c, m.Stop(st.Session)) {
-				return
-			}
-			continue
-		}
-		send := v.(*wire.Send)
-		if err := check(send); err != nil {
-			m.reply(c, &wire.Error{Op: "send", Kind: wire.Invalid, Msg: err.Error()})
-			continue
-		}
-		sub := &subscriber{ch: make(chan strict.Variant, 1024)}
-		queued, err := m.Submit(send.Session, send.Text, sub)
-		if err != nil {
-			m.Log.Error("submit", "session", send.Session, "err", err.Error())
-			m.reply(c, &wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
-			continue
-		}
-		if !m.reply(c, &wire.Accepted{Session: send.Session, Queued: queued}) {
-			return
-		}
-		if !m.follow(ctx, c, sub) {
-			return
-		}
+	m.srv.Serve(ctx, peer, c)
+}
+
+// send takes one user message and streams its turn's events.
+func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *wire.Send) error {
+	if err := check(send); err != nil {
+		return c.Send(&wire.Error{Op: "send", Kind: wire.Invalid, Msg: err.Error()})
 	}
+	sub := &subscriber{ch: make(chan strict.Variant, 1024)}
+	queued, err := m.Submit(send.Session, send.Text, sub)
+	if err != nil {
+		m.Log.Error("submit", "session", send.Session, "err", err.Error())
+		return c.Send(&wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
+	}
+	if err := c.Send(&wire.Accepted{Session: send.Session, Queued: queued}); err != nil {
+		return err
+	}
+	return m.follow(ctx, c, sub)
 }
 
 func check(s *wire.Send) error {
@@ -219,31 +202,18 @@ func check(s *wire.Send) error {
 }
 
 // follow writes a turn's events until its terminal one.
-func (m *Manager) follow(ctx context.Context, c net.Conn, sub *subscriber) bool {
+func (m *Manager) follow(ctx context.Context, c *rpc.Conn, sub *subscriber) error {
 	for {
 		select {
 		case v := <-sub.ch:
-			if !m.reply(c, v) {
-				return false
+			if err := c.Send(v); err != nil {
+				return err
 			}
-			switch v.(type) {
-			case *wire.Answer, *wire.Stopped, *wire.Error:
-				return true
+			if wire.Loop.Final(v) {
+				return nil
 			}
 		case <-ctx.Done():
-			return false
+			return ctx.Err()
 		}
 	}
-}
-
-func (m *Manager) reply(c net.Conn, v strict.Variant) bool {
-	b, err := wire.LoopEvents.Encode(v)
-	if err == nil {
-		err = frame.Write(c, b, wire.LoopFrameMax)
-	}
-	if err != nil {
-		m.Log.Warn("loop.sock write", "err", err.Error())
-		return false
-	}
-	return true
 }

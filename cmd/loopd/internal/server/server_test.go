@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/frame"
 	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -41,7 +43,7 @@ func start(t *testing.T, srv *fake.Server, state string) *harness {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	ln, err := sockets.Listen(sockets.Config{Dir: dir, Name: "loop.sock", Logger: log})
+	ln, err := rpc.Listen(&wire.Loop, sockets.Config{Dir: dir, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ type client struct {
 }
 
 func dial(t *testing.T, h *harness) *client {
-	return &client{sockettest.Dial(t, h.sock, wire.LoopFrameMax, wire.LoopRequests, wire.LoopEvents)}
+	return &client{sockettest.Dial(t, &wire.Loop, h.sock)}
 }
 
 func (c *client) send(session, text string) { c.Send(&wire.Send{Session: session, Text: text}) }
@@ -135,13 +137,19 @@ func TestRefusals(t *testing.T) {
 	}
 	// A message of another socket's protocol: forbidden, and the
 	// connection ends.
-	b, _ := wire.LoopEvents.Encode(&wire.Answer{Session: "s1", Text: "forged"})
-	frame.Write(c.C, b, wire.LoopFrameMax)
-	if e, ok := c.next().(*wire.Error); !ok || e.Kind != wire.Forbidden {
-		t.Errorf("forged frame = %#v, want forbidden", e)
+	raw, err := net.Dial("unix", h.sock)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.C.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := frame.Read(c.C, wire.LoopFrameMax); err == nil {
+	defer raw.Close()
+	b, _ := wire.LoopEvents.Encode(&wire.Answer{Session: "s1", Text: "forged"})
+	frame.Write(raw, b, wire.LoopFrameMax)
+	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	body, err := frame.Read(raw, wire.LoopFrameMax)
+	if e, _ := wire.LoopEvents.Decode(body); err != nil || e == nil || e.(*wire.Error).Kind != wire.Forbidden {
+		t.Errorf("forged frame = %s, %v; want forbidden", body, err)
+	}
+	if _, err := frame.Read(raw, wire.LoopFrameMax); err == nil {
 		t.Error("the connection stayed open after a forbidden frame")
 	}
 }

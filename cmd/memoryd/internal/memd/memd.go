@@ -18,26 +18,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/frame"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
-)
-
-// Socket names.
-const (
-	MemorySocket  = "memory.sock"
-	MemtoolSocket = "memtool.sock"
-	AdminSocket   = "memadmin.sock"
 )
 
 // Memd is the running daemon.
@@ -145,9 +134,9 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	}
 	defer m.Close()
 	type sock struct {
-		dir, name string
-		uids      []uint32
-		h         sockets.Handler
+		dir  string
+		uids []uint32
+		srv  *rpc.Server
 	}
 	var lns []*sockets.Listener
 	defer func() {
@@ -155,59 +144,22 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 			l.Close()
 		}
 	}()
-	for _, s := range []sock{
-		{cfg.MemorySocketDir, MemorySocket, cfg.MemoryAllowUIDs, m.serveMemory},
-		{cfg.MemtoolSocketDir, MemtoolSocket, cfg.MemtoolAllowUIDs, m.serveMemtool},
-		{cfg.AdminSocketDir, AdminSocket, cfg.AdminAllowUIDs, m.serveAdmin},
-	} {
-		ln, err := sockets.Listen(sockets.Config{Dir: s.dir, Name: s.name, AllowUIDs: s.uids, IdleTimeout: 5 * time.Minute, Logger: log})
+	socks := []sock{
+		{cfg.MemorySocketDir, cfg.MemoryAllowUIDs, m.memoryServer()},
+		{cfg.MemtoolSocketDir, cfg.MemtoolAllowUIDs, m.memtoolServer()},
+		{cfg.AdminSocketDir, cfg.AdminAllowUIDs, m.adminServer()},
+	}
+	for _, s := range socks {
+		ln, err := rpc.Listen(s.srv.Socket(), sockets.Config{Dir: s.dir, AllowUIDs: s.uids, Logger: log})
 		if err != nil {
 			return daemon.Refuse(err)
 		}
 		lns = append(lns, ln)
 	}
 	log.Info("serving", "memory", lns[0].Path(), "memtool", lns[1].Path(), "admin", lns[2].Path(), "state", cfg.StateDir)
-	errc := make(chan error, 3)
-	handlers := []sockets.Handler{m.serveMemory, m.serveMemtool, m.serveAdmin}
+	errc := make(chan error, len(lns))
 	for i, ln := range lns {
-		go func() { errc <- ln.Serve(ctx, handlers[i]) }()
+		go func() { errc <- ln.Serve(ctx, socks[i].srv.Serve) }()
 	}
 	return errors.Join(<-errc, <-errc, <-errc)
-}
-
-// readOne reads one message, strictly, from any of the sockets' union.
-func readOne(c net.Conn) (strict.Variant, error) {
-	body, err := frame.Read(c, wire.MemoryFrameMax)
-	if err != nil {
-		return nil, err
-	}
-	return wire.MemorydMessages.Decode(body)
-}
-
-func (m *Memd) send(c net.Conn, v strict.Variant) {
-	out, err := wire.MemorydMessages.Encode(v)
-	if err == nil {
-		err = frame.Write(c, out, wire.MemoryFrameMax)
-	}
-	if err != nil {
-		m.log.Warn("write", "err", err.Error())
-	}
-}
-
-// forbidden refuses a message meant for another socket, and logs it.
-func (m *Memd) forbidden(c net.Conn, peer sockets.Peer, socket string, v strict.Variant) {
-	m.log.Warn("message refused: not accepted on this socket; see docs/runbook.md#socket-forbidden",
-		"socket", socket, "message", v.Tag(), "uid", peer.UID(), "pid", peer.PID())
-	m.send(c, &wire.Error{Op: v.Tag(), Kind: wire.Forbidden, Msg: v.Tag() + " is not accepted on " + socket})
-}
-
-// request reads one request; a frame that does not decode is answered
-// with invalid.
-func (m *Memd) request(c net.Conn, socket string) (strict.Variant, bool) {
-	v, err := readOne(c)
-	if err != nil {
-		m.send(c, &wire.Error{Op: socket, Kind: wire.Invalid, Msg: "bad frame: " + err.Error()})
-		return nil, false
-	}
-	return v, true
 }

@@ -31,7 +31,7 @@ func newMemd(t *testing.T) *Memd {
 func note(t *testing.T, m *Memd, session, text string) *wire.ToolResult {
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"action": "note", "text": text})
-	return m.call(context.Background(), &wire.MemoryCall{Session: session, Tool: "memory", Arguments: args, Taint: dataclass.Private})
+	return m.call(context.Background(), &wire.MemtoolCall{Session: session, Tool: "memory", Arguments: args, Taint: dataclass.Private})
 }
 
 // Each write indexes only the notes it added: the index is sent each note
@@ -81,13 +81,13 @@ func TestIdentityRequestStartsNoteEpoch(t *testing.T) {
 	h := start(t)
 	call := func(text string) *wire.ToolResult {
 		args, _ := json.Marshal(map[string]string{"action": "note", "text": text})
-		r, ok := h.ask(t, h.cfg.MemtoolSocketDir, MemtoolSocket, &wire.MemoryCall{Session: "s1", Tool: "memory", Arguments: args, Taint: dataclass.Private, Untrusted: true}).(*wire.ToolResult)
+		r, ok := h.ask(t, h.cfg.MemtoolSocketDir, &wire.Memtool, &wire.MemtoolCall{Session: "s1", Tool: "memory", Arguments: args, Taint: dataclass.Private, Untrusted: true}).(*wire.ToolResult)
 		if !ok {
 			t.Fatalf("memory call: not a tool result")
 		}
 		return r
 	}
-	h.ask(t, h.cfg.MemorySocketDir, MemorySocket, &wire.IdentityRequest{Session: "s1", Epoch: 0})
+	h.ask(t, h.cfg.MemorySocketDir, &wire.Memory, &wire.IdentityRequest{Session: "s1", Epoch: 0})
 	for i := range store.MaxNotesPerEpoch {
 		if r := call(fmt.Sprintf("note %d", i)); r.Status != wire.StatusRan {
 			t.Fatalf("note %d: %+v", i, r)
@@ -96,10 +96,10 @@ func TestIdentityRequestStartsNoteEpoch(t *testing.T) {
 	if r := call("one too many"); r.Status != wire.StatusDenied || !strings.Contains(r.Output, "see docs/runbook.md#memory-note-limit") {
 		t.Fatalf("note past the cap: %+v", r)
 	}
-	if e, ok := h.ask(t, h.cfg.MemorySocketDir, MemorySocket, &wire.IdentityRequest{Session: "s1", Epoch: -1}).(*wire.Error); !ok || e.Kind != wire.Invalid {
+	if e, ok := h.ask(t, h.cfg.MemorySocketDir, &wire.Memory, &wire.IdentityRequest{Session: "s1", Epoch: -1}).(*wire.Error); !ok || e.Kind != wire.Invalid {
 		t.Errorf("identity request with epoch -1 = %+v", e)
 	}
-	if _, ok := h.ask(t, h.cfg.MemorySocketDir, MemorySocket, &wire.IdentityRequest{Session: "s1", Epoch: 1}).(*wire.IdentityBlock); !ok {
+	if _, ok := h.ask(t, h.cfg.MemorySocketDir, &wire.Memory, &wire.IdentityRequest{Session: "s1", Epoch: 1}).(*wire.IdentityBlock); !ok {
 		t.Fatal("identity request for epoch 1 failed")
 	}
 	if r := call("next epoch"); r.Status != wire.StatusRan {

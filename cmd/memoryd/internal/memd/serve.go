@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 
@@ -12,78 +11,66 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// serveMemory is memory.sock: loopd's identity requests and ended turns.
-func (m *Memd) serveMemory(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	v, ok := m.request(c, MemorySocket)
-	if !ok {
-		return
-	}
-	switch r := v.(type) {
-	case *wire.IdentityRequest:
-		if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
-			m.send(c, &wire.Error{Op: "identity", Kind: wire.Invalid, Msg: "bad session or epoch"})
-			return
-		}
-		m.store.StartEpoch(r.Session, r.Epoch)
-		block, err := m.store.IdentityBlock()
-		var fr *store.FileRefused
-		switch {
-		case errors.As(err, &fr):
-			m.log.Error("identity block refused", "session", r.Session, "file", fr.File, "why", fr.Why)
-			m.send(c, &wire.Error{Op: "identity", Kind: wire.Denied, Msg: fr.Error()})
-		case err != nil:
-			m.log.Error("identity block", "err", err.Error())
-			m.send(c, &wire.Error{Op: "identity", Kind: wire.Internal, Msg: "memoryd could not read the identity files; see docs/runbook.md#memoryd-unavailable"})
-		default:
-			m.send(c, &wire.IdentityBlock{Text: block})
-		}
-	case *wire.TurnDone:
-		if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
-			m.send(c, &wire.Error{Op: "turn_done", Kind: wire.Invalid, Msg: "bad session or epoch"})
-			return
-		}
-		turns, err := recall.ReadLog(filepath.Join(m.cfg.StateDir, "sessions", r.Session, fmt.Sprintf("%d.jsonl", r.Epoch)))
-		n := 0
-		if err == nil {
-			n, err = m.index.AddTurns(turns)
-		}
-		if err != nil {
-			m.log.Error("index turn", "session", r.Session, "turn", r.Turn, "err", err.Error())
-			m.send(c, &wire.Error{Op: "turn_done", Kind: wire.Internal, Msg: "the turn could not be indexed; see docs/runbook.md#memoryd-unavailable"})
-			return
-		}
-		m.send(c, &wire.TurnIndexed{Records: n})
-	default:
-		m.forbidden(c, peer, MemorySocket, v)
-	}
+// memoryServer is memory.sock: loopd's identity requests and ended turns.
+func (m *Memd) memoryServer() *rpc.Server {
+	return rpc.NewServer(&wire.Memory, m.log, rpc.On(m.identity), rpc.On(m.turnDone))
 }
 
-// serveMemtool is memtool.sock: brokerd's decided memory tool calls.
-func (m *Memd) serveMemtool(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	v, ok := m.request(c, MemtoolSocket)
-	if !ok {
-		return
+// identity answers a new epoch's identity request with the block.
+func (m *Memd) identity(_ context.Context, _ sockets.Peer, r *wire.IdentityRequest) strict.Variant {
+	if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
+		return &wire.Error{Op: "identity", Kind: wire.Invalid, Msg: "bad session or epoch"}
 	}
-	call, ok := v.(*wire.MemoryCall)
-	if !ok {
-		m.forbidden(c, peer, MemtoolSocket, v)
-		return
+	m.store.StartEpoch(r.Session, r.Epoch)
+	block, err := m.store.IdentityBlock()
+	var fr *store.FileRefused
+	switch {
+	case errors.As(err, &fr):
+		m.log.Error("identity block refused", "session", r.Session, "file", fr.File, "why", fr.Why)
+		return &wire.Error{Op: "identity", Kind: wire.Denied, Msg: fr.Error()}
+	case err != nil:
+		m.log.Error("identity block", "err", err.Error())
+		return &wire.Error{Op: "identity", Kind: wire.Internal, Msg: "memoryd could not read the identity files; see docs/runbook.md#memoryd-unavailable"}
 	}
-	if err := wire.CheckSessionID(call.Session); err != nil || !call.Taint.Valid() {
-		m.send(c, &wire.Error{Op: "memory_call", Kind: wire.Invalid, Msg: "bad session or taint"})
-		return
+	return &wire.IdentityBlock{Text: block}
+}
+
+// turnDone indexes an ended turn from the session log.
+func (m *Memd) turnDone(_ context.Context, _ sockets.Peer, r *wire.TurnDone) strict.Variant {
+	if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
+		return &wire.Error{Op: "turn_done", Kind: wire.Invalid, Msg: "bad session or epoch"}
 	}
-	m.send(c, m.call(ctx, call))
+	turns, err := recall.ReadLog(filepath.Join(m.cfg.StateDir, "sessions", r.Session, fmt.Sprintf("%d.jsonl", r.Epoch)))
+	n := 0
+	if err == nil {
+		n, err = m.index.AddTurns(turns)
+	}
+	if err != nil {
+		m.log.Error("index turn", "session", r.Session, "turn", r.Turn, "err", err.Error())
+		return &wire.Error{Op: "turn_done", Kind: wire.Internal, Msg: "the turn could not be indexed; see docs/runbook.md#memoryd-unavailable"}
+	}
+	return &wire.TurnIndexed{Records: n}
+}
+
+// memtoolServer is memtool.sock: brokerd's decided memory tool calls.
+func (m *Memd) memtoolServer() *rpc.Server {
+	return rpc.NewServer(&wire.Memtool, m.log, rpc.On(func(ctx context.Context, _ sockets.Peer, call *wire.MemtoolCall) strict.Variant {
+		if err := wire.CheckSessionID(call.Session); err != nil || !call.Taint.Valid() {
+			return &wire.Error{Op: "memory_call", Kind: wire.Invalid, Msg: "bad session or taint"}
+		}
+		return m.call(ctx, call)
+	}))
 }
 
 // call runs one memory tool call.
-func (m *Memd) call(ctx context.Context, call *wire.MemoryCall) *wire.ToolResult {
+func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResult {
 	switch call.Tool {
 	case toolset.Recall:
 		return m.recall(ctx, call.Arguments)
@@ -172,56 +159,54 @@ func Format(query string, hits []recall.Hit) *wire.ToolResult {
 	return r
 }
 
-// serveAdmin is memadmin.sock: the owner's undo, reindex and review.
-func (m *Memd) serveAdmin(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	v, ok := m.request(c, AdminSocket)
-	if !ok {
-		return
+// adminServer is memadmin.sock: the owner's undo, reindex and review.
+func (m *Memd) adminServer() *rpc.Server {
+	return rpc.NewServer(&wire.Memadmin, m.log, rpc.On(m.undo), rpc.On(m.reindex),
+		rpc.On(func(context.Context, sockets.Peer, *wire.ReviewList) strict.Variant {
+			return &wire.ReviewItems{Items: m.store.Review()}
+		}),
+		rpc.On(m.decide))
+}
+
+func (m *Memd) undo(_ context.Context, _ sockets.Peer, r *wire.MemoryUndo) strict.Variant {
+	msg, err := m.store.Undo(r.File)
+	var ur *store.UndoRefused
+	switch {
+	case errors.As(err, &ur):
+		return &wire.Error{Op: "undo", Kind: wire.Denied, Msg: ur.Error()}
+	case err != nil:
+		m.log.Error("undo", "err", err.Error())
+		return &wire.Error{Op: "undo", Kind: wire.Internal, Msg: "the undo failed; see docs/runbook.md#memoryd-unavailable"}
 	}
-	switch r := v.(type) {
-	case *wire.MemoryUndo:
-		msg, err := m.store.Undo(r.File)
-		var ur *store.UndoRefused
-		switch {
-		case errors.As(err, &ur):
-			m.send(c, &wire.Error{Op: "undo", Kind: wire.Denied, Msg: ur.Error()})
-		case err != nil:
-			m.log.Error("undo", "err", err.Error())
-			m.send(c, &wire.Error{Op: "undo", Kind: wire.Internal, Msg: "the undo failed; see docs/runbook.md#memoryd-unavailable"})
-		default:
-			m.log.Info("undo", "file", r.File, "msg", msg)
-			m.send(c, &wire.MemoryDone{Msg: msg})
-		}
-	case *wire.Reindex:
-		m.adminMu.Lock()
-		defer m.adminMu.Unlock()
-		n, err := m.Rebuild()
-		if err != nil {
-			m.log.Error("reindex", "err", err.Error())
-			m.send(c, &wire.Error{Op: "reindex", Kind: wire.Internal, Msg: "reindex failed: " + err.Error() + "; see docs/runbook.md#memoryd-unavailable"})
-			return
-		}
-		msg := fmt.Sprintf("index rebuilt from sessions/ and memory/notes.md: %d items", n)
-		if len(m.skipped) > 0 {
-			msg += fmt.Sprintf("; %d session logs could not be read and were skipped (%s); see docs/runbook.md#memoryd-unavailable", len(m.skipped), strings.Join(m.skipped, ", "))
-		}
-		m.send(c, &wire.MemoryDone{Msg: msg})
-	case *wire.ReviewList:
-		m.send(c, &wire.ReviewItems{Items: m.store.Review()})
-	case *wire.ReviewDecide:
-		msg, err := m.store.Decide(r.ID, r.Action, r.File)
-		var rr *store.Refused
-		switch {
-		case errors.As(err, &rr):
-			m.send(c, &wire.Error{Op: "review", Kind: wire.Denied, Msg: rr.Msg})
-		case err != nil:
-			m.log.Error("review", "err", err.Error())
-			m.send(c, &wire.Error{Op: "review", Kind: wire.Internal, Msg: "the review decision failed; see docs/runbook.md#memoryd-unavailable"})
-		default:
-			m.indexNotes()
-			m.send(c, &wire.MemoryDone{Msg: msg})
-		}
-	default:
-		m.forbidden(c, peer, AdminSocket, v)
+	m.log.Info("undo", "file", r.File, "msg", msg)
+	return &wire.MemoryDone{Msg: msg}
+}
+
+func (m *Memd) reindex(context.Context, sockets.Peer, *wire.Reindex) strict.Variant {
+	m.adminMu.Lock()
+	defer m.adminMu.Unlock()
+	n, err := m.Rebuild()
+	if err != nil {
+		m.log.Error("reindex", "err", err.Error())
+		return &wire.Error{Op: "reindex", Kind: wire.Internal, Msg: "reindex failed: " + err.Error() + "; see docs/runbook.md#memoryd-unavailable"}
 	}
+	msg := fmt.Sprintf("index rebuilt from sessions/ and memory/notes.md: %d items", n)
+	if len(m.skipped) > 0 {
+		msg += fmt.Sprintf("; %d session logs could not be read and were skipped (%s); see docs/runbook.md#memoryd-unavailable", len(m.skipped), strings.Join(m.skipped, ", "))
+	}
+	return &wire.MemoryDone{Msg: msg}
+}
+
+func (m *Memd) decide(_ context.Context, _ sockets.Peer, r *wire.ReviewDecide) strict.Variant {
+	msg, err := m.store.Decide(r.ID, r.Action, r.File)
+	var rr *store.Refused
+	switch {
+	case errors.As(err, &rr):
+		return &wire.Error{Op: "review", Kind: wire.Denied, Msg: rr.Msg}
+	case err != nil:
+		m.log.Error("review", "err", err.Error())
+		return &wire.Error{Op: "review", Kind: wire.Internal, Msg: "the review decision failed; see docs/runbook.md#memoryd-unavailable"}
+	}
+	m.indexNotes()
+	return &wire.MemoryDone{Msg: msg}
 }
