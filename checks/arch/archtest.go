@@ -31,6 +31,7 @@ package arch
 import (
 	"bufio"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -132,19 +133,7 @@ func Imports(root string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	files, err := goFiles(root)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		r := filepath.ToSlash(rel(root, f))
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s: %v", r, err))
-			continue
-		}
+	return parseEach(root, parser.ImportsOnly, nil, func(r string, _ *token.FileSet, af *ast.File) (out []string) {
 		for _, imp := range af.Imports {
 			path := strings.Trim(imp.Path.Value, `"`)
 			if strings.HasPrefix(path, "github.com/containers/") && !strings.HasSuffix(r, "_test.go") && !strings.HasPrefix(r, BindingsHome+"/") {
@@ -172,8 +161,8 @@ func Imports(root string) []string {
 				}
 			}
 		}
-	}
-	return out
+		return out
+	})
 }
 
 // Docs reports every package directory with no package doc comment. A

@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,22 +20,8 @@ const ToolHome = "pkg/toolset"
 // brokerd's. One name alone is allowed (a word such as "memory" also names
 // a directory); tests may spell names, since they check the list.
 func ToolLists(root string, names []string) []string {
-	files, err := goFiles(root)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		r := filepath.ToSlash(rel(root, f))
-		if strings.HasSuffix(r, "_test.go") || strings.HasPrefix(r, ToolHome+"/") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s: %v", r, err))
-			continue
-		}
+	product := func(r string) bool { return !strings.HasSuffix(r, "_test.go") && !strings.HasPrefix(r, ToolHome+"/") }
+	return parseEach(root, parser.SkipObjectResolution, product, func(r string, fset *token.FileSet, af *ast.File) (out []string) {
 		for _, d := range af.Decls {
 			var found []string
 			ast.Inspect(d, func(n ast.Node) bool {
@@ -54,6 +39,6 @@ func ToolLists(root string, names []string) []string {
 					r, fset.Position(d.Pos()).Line, found, ToolHome))
 			}
 		}
-	}
-	return out
+		return out
+	})
 }

@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -22,22 +23,10 @@ func StdlibOnly(root string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	files, err := goFiles(root)
-	if err != nil {
-		return []string{err.Error()}
+	vocab := func(r string) bool {
+		return !strings.HasSuffix(r, "_test.go") && slices.Contains(Vocabulary, filepath.ToSlash(filepath.Dir(r)))
 	}
-	var out []string
-	fset := token.NewFileSet()
-	for _, f := range files {
-		r := filepath.ToSlash(rel(root, f))
-		if strings.HasSuffix(r, "_test.go") || !slices.Contains(Vocabulary, filepath.ToSlash(filepath.Dir(r))) {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			out = append(out, fmt.Sprintf("%s: %v", r, err))
-			continue
-		}
+	return parseEach(root, parser.ImportsOnly, vocab, func(r string, _ *token.FileSet, af *ast.File) (out []string) {
 		for _, imp := range af.Imports {
 			path := strings.Trim(imp.Path.Value, `"`)
 			first, _, _ := strings.Cut(path, "/")
@@ -45,6 +34,6 @@ func StdlibOnly(root string) []string {
 				out = append(out, fmt.Sprintf("%s: imports %s; a vocabulary package imports the standard library only", r, path))
 			}
 		}
-	}
-	return out
+		return out
+	})
 }

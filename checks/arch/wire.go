@@ -38,7 +38,7 @@ var socketNameRE = func() *regexp.Regexp {
 // included: a socket's name is written once, and everything else takes
 // it from its wire.Socket value.
 func SocketNames(root string) []string {
-	return parseEach(root, parser.SkipObjectResolution, func(r string, fset *token.FileSet, af *ast.File) (out []string) {
+	return parseEach(root, parser.SkipObjectResolution, nil, func(r string, fset *token.FileSet, af *ast.File) (out []string) {
 		if strings.HasPrefix(r, WireHome+"/") {
 			return nil
 		}
@@ -66,7 +66,7 @@ func Frames(root string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	return parseEach(root, parser.ImportsOnly, func(r string, _ *token.FileSet, af *ast.File) (out []string) {
+	return parseEach(root, parser.ImportsOnly, nil, func(r string, _ *token.FileSet, af *ast.File) (out []string) {
 		if strings.HasSuffix(r, "_test.go") || strings.HasPrefix(r, ConvHome+"/") || strings.HasPrefix(r, FrameHome+"/") {
 			return nil
 		}
@@ -79,9 +79,11 @@ func Frames(root string) []string {
 	})
 }
 
-// parseEach parses every .go file under root with mode and collects what
-// check reports for it (r is the file's slash path from root).
-func parseEach(root string, mode parser.Mode, check func(r string, fset *token.FileSet, af *ast.File) []string) []string {
+// parseEach parses every .go file under root that keep accepts (nil:
+// every file) with mode, and collects what check reports for it (r is the
+// file's slash path from root). Every rule that reads source goes
+// through it, so each walks and parses the tree the same way.
+func parseEach(root string, mode parser.Mode, keep func(r string) bool, check func(r string, fset *token.FileSet, af *ast.File) []string) []string {
 	files, err := goFiles(root)
 	if err != nil {
 		return []string{err.Error()}
@@ -90,6 +92,9 @@ func parseEach(root string, mode parser.Mode, check func(r string, fset *token.F
 	fset := token.NewFileSet()
 	for _, f := range files {
 		r := filepath.ToSlash(rel(root, f))
+		if keep != nil && !keep(r) {
+			continue
+		}
 		af, err := parser.ParseFile(fset, f, nil, mode)
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", r, err))
