@@ -23,7 +23,7 @@ const (
 // TestGuest boots one guest and checks, in order, what the deployment will
 // stand on: systemd as PID 1, cgroup v2 with delegation, the command
 // channel's file copy, rootless Podman 5.8.2 with keep-id and applied
-// limits, encrypted credentials with the host key, and systemd-analyze
+// limits (and "max" without them), encrypted credentials with the host key, and systemd-analyze
 // security's exposure level.
 func TestGuest(t *testing.T) {
 	m := Start(t)
@@ -160,6 +160,20 @@ func TestGuest(t *testing.T) {
 		}
 		if len(limits) != 2 || limits[0] != "77" || limits[1] != fmt.Sprint(96<<20) {
 			t.Errorf("%s: pids.max memory.max = %v, want 77 %d", path, limits, 96<<20)
+		}
+	})
+
+	// The control: the same run without limits reads "max" in both
+	// files, so the podman subtest's reading tells an applied limit from
+	// a dropped one (Podman drops limits it cannot apply with only a
+	// warning) and cannot pass by reading a constant.
+	t.Run("unlimited", func(t *testing.T) {
+		r, err := m.Sh(ctx(3*time.Minute), "runuser -u rootless -- podman --remote --url "+podmanSock+" run --rm --userns=keep-id --network=none localhost/probe:vm")
+		if err != nil || r.Exit != 0 {
+			t.Fatalf("%v %s", err, r)
+		}
+		if !strings.Contains(r.Stdout, `"pids_max":"max"`) || !strings.Contains(r.Stdout, `"memory_max":"max"`) {
+			t.Errorf("a container run without limits reads %s, want pids.max and memory.max \"max\"", r.Stdout)
 		}
 	})
 
