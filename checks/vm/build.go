@@ -155,15 +155,35 @@ func Build(ctx context.Context, log io.Writer) (Image, error) {
 // GoBuild builds the main package pkg (a path relative to the module's
 // root) into out, statically (CGO_ENABLED=0), for the guest.
 func GoBuild(ctx context.Context, out, pkg string) error {
+	return goTool(ctx, "build", out, pkg, nil)
+}
+
+// GoTest compiles pkg's tests (go test -c) into out, statically, with the
+// given build tags, so a test can copy them in ([Machine.Put]) and run
+// them inside the guest: the way the runner's real-container tests reach
+// rootless Podman under cgroup v2.
+func GoTest(ctx context.Context, out, pkg string, tags ...string) error {
+	return goTool(ctx, "test", out, pkg, append([]string{"-c"}, tagFlag(tags)...))
+}
+
+func tagFlag(tags []string) []string {
+	if len(tags) == 0 {
+		return nil
+	}
+	return []string{"-tags", strings.Join(tags, ",")}
+}
+
+func goTool(ctx context.Context, verb, out, pkg string, flags []string) error {
 	root, err := repoRoot()
 	if err != nil {
-		return fmt.Errorf("go build %s: %w", pkg, err)
+		return fmt.Errorf("go %s %s: %w", verb, pkg, err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	args := append(append([]string{verb}, flags...), "-trimpath", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %v: %s", pkg, err, b)
+		return fmt.Errorf("go %s %s: %v: %s", verb, pkg, err, b)
 	}
 	return nil
 }

@@ -22,8 +22,8 @@ const (
 
 // TestGuest boots one guest and checks, in order, what the deployment will
 // stand on: systemd as PID 1, cgroup v2 with delegation, the command
-// channel's file copy, rootless Podman 5.8.2 with keep-id and applied
-// limits (and "max" without them), encrypted credentials with the host key, and systemd-analyze
+// channel's file copy and a test binary run inside, rootless Podman 5.8.2 with keep-id and applied
+// limits (and not without them), encrypted credentials with the host key, and systemd-analyze
 // security's exposure level.
 func TestGuest(t *testing.T) {
 	m := Start(t)
@@ -101,6 +101,26 @@ func TestGuest(t *testing.T) {
 		t.Logf("copied %d bytes in %v", len(b), took.Round(time.Millisecond))
 	})
 
+	t.Run("gotest", func(t *testing.T) {
+		bin := filepath.Join(t.TempDir(), "channel.test")
+		if err := GoTest(ctx(5*time.Minute), bin, "./checks/vm/channel"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Put(ctx(5*time.Minute), "/srv/tests/channel.test", 0o755, b); err != nil {
+			t.Fatal(err)
+		}
+		// Run as the rootless user, from a directory it owns, as the
+		// runner's tests will run against that user's Podman.
+		out := sh(t, "install -d -o rootless /srv/tests/work && cd /srv/tests/work && runuser -u rootless -- /srv/tests/channel.test -test.v -test.run 'TestRoundTrip|TestReceiveRefuses'")
+		if !strings.Contains(out, "--- PASS: TestRoundTrip") || !strings.Contains(out, "--- PASS: TestReceiveRefuses") || !strings.Contains(out, "\nPASS\n") {
+			t.Errorf("the test binary in the guest printed:\n%s", out)
+		}
+	})
+
 	t.Run("podman", func(t *testing.T) {
 		podman := "runuser -u rootless -- podman --remote --url " + podmanSock + " "
 		sh(t, "for i in $(seq 120); do [ -S /run/user/1000/podman/podman.sock ] && exit 0; sleep 1; done; echo no socket >&2; exit 1")
@@ -163,8 +183,8 @@ func TestGuest(t *testing.T) {
 		}
 	})
 
-	// The control: the same run without limits reads "max" in both
-	// files, so the podman subtest's reading tells an applied limit from
+	// The control: the same run without limits reads another pids.max
+	// (Podman's default) and memory.max "max", so the podman subtest's reading tells an applied limit from
 	// a dropped one (Podman drops limits it cannot apply with only a
 	// warning) and cannot pass by reading a constant.
 	t.Run("unlimited", func(t *testing.T) {
@@ -172,8 +192,9 @@ func TestGuest(t *testing.T) {
 		if err != nil || r.Exit != 0 {
 			t.Fatalf("%v %s", err, r)
 		}
-		if !strings.Contains(r.Stdout, `"pids_max":"max"`) || !strings.Contains(r.Stdout, `"memory_max":"max"`) {
-			t.Errorf("a container run without limits reads %s, want pids.max and memory.max \"max\"", r.Stdout)
+		// Podman's own default pids limit (2048) still applies.
+		if strings.Contains(r.Stdout, `"pids_max":"77"`) || !strings.Contains(r.Stdout, `"memory_max":"max"`) {
+			t.Errorf("a container run without limits reads %s, want Podman's default pids.max and memory.max \"max\"", r.Stdout)
 		}
 	})
 

@@ -25,6 +25,36 @@ func TestSourcesKeepsOnlyDebian12(t *testing.T) {
 	}
 }
 
+func TestGate(t *testing.T) {
+	for _, tc := range []struct {
+		name, vm, ci, missing string
+		skip, fail            bool
+	}{
+		{name: "not asked for", skip: true},
+		{name: "not asked for, in CI, nothing installed", ci: "1", missing: "not root", skip: true},
+		{name: "asked for, ready", vm: "1"},
+		{name: "asked for, machine lacks qemu", vm: "1", missing: "qemu-system-x86_64 is not installed", skip: true},
+		{name: "asked for in CI, machine lacks qemu", vm: "1", ci: "true", missing: "qemu-system-x86_64 is not installed", fail: true},
+		{name: "asked for in CI, ready", vm: "1", ci: "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"BOXMAKER_VM": tc.vm, "CI": tc.ci}
+			skip, fail := gate(func(k string) string { return env[k] }, tc.missing)
+			if (skip != "") != tc.skip || (fail != "") != tc.fail {
+				t.Fatalf("gate = skip %q, fail %q; want skip %v, fail %v", skip, fail, tc.skip, tc.fail)
+			}
+			for _, line := range []string{skip, fail} {
+				if strings.Contains(line, "\n") {
+					t.Errorf("gate's line %q is not one line", line)
+				}
+				if tc.vm == "1" && tc.missing != "" && line != "" && !strings.Contains(line, tc.missing) {
+					t.Errorf("gate's line %q does not say what is missing (%s)", line, tc.missing)
+				}
+			}
+		})
+	}
+}
+
 func TestCacheKeyFollowsInputs(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string, mode os.FileMode) {

@@ -26,15 +26,10 @@ const (
 // should boot does not.
 func Start(t testing.TB) *Machine {
 	t.Helper()
-	if os.Getenv("BOXMAKER_VM") != "1" {
-		t.Skip("VM test host: skipped; set BOXMAKER_VM=1 to run it (make vm; see docs/vm.md)")
-	}
-	if why := Missing(); why != "" {
-		msg := "VM test host: this machine cannot boot the test VM: " + why + "; see docs/runbook.md#vm-host-unavailable"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+	if skip, fail := gate(os.Getenv, Missing()); fail != "" {
+		t.Fatal(fail)
+	} else if skip != "" {
+		t.Skip(skip)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
 	defer cancel()
@@ -64,6 +59,22 @@ func Start(t testing.TB) *Machine {
 	m.State = strings.TrimSpace(r.Stdout)
 	t.Logf("vm: systemd %s %v after qemu started", m.State, m.Ready.Round(time.Millisecond))
 	return m
+}
+
+// gate is [Start]'s decision, given the environment and what this machine
+// lacks ([Missing]): a line to skip with, a line to fail with, or neither.
+func gate(getenv func(string) string, missing string) (skip, fail string) {
+	if getenv("BOXMAKER_VM") != "1" {
+		return "VM test host: skipped; set BOXMAKER_VM=1 to run it (make vm; see docs/vm.md)", ""
+	}
+	if missing == "" {
+		return "", ""
+	}
+	msg := "VM test host: this machine cannot boot the test VM: " + missing + "; see docs/runbook.md#vm-host-unavailable"
+	if getenv("CI") != "" {
+		return "", msg
+	}
+	return msg, ""
 }
 
 // Missing says what this machine lacks to build and boot the guest, or ""
