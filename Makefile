@@ -18,7 +18,7 @@ TAGS := $(if $(BUILD_TAGS),-tags $(subst $(space),$(comma),$(BUILD_TAGS)))
 
 .PHONY: test setup gate fmt vet staticcheck race deps fuzz build up clean vm
 
-test: setup gate
+test: setup gate vm
 
 setup:
 	checks/setup
