@@ -93,9 +93,11 @@ type Config struct {
 	MaxEventBytes int
 }
 
-// Client talks to one llama-server. It is safe for concurrent use, but it
-// keeps no per-conversation state: the caller passes a [SlotState] to each
-// completion.
+// Client talks to one llama-server. It is safe for concurrent use. The
+// caller owns the conversation's state and passes a [SlotState] to each
+// completion; the client keeps only the encoding of the last request's
+// messages, so that a request extending it encodes only what is new (the
+// bytes sent are those of a full encoding in every case).
 type Client struct {
 	base        string // URL prefix without a trailing slash
 	http        *http.Client
@@ -103,6 +105,7 @@ type Client struct {
 	slot        int
 	sampling    Sampling
 	thinkingCap int // 0: no cap
+	cache       bodyCache
 	maxTokens   int
 	firstByte   time.Duration
 	modelLoad   time.Duration

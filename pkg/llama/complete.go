@@ -1,10 +1,10 @@
 package llama
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -51,10 +51,14 @@ func (c *Client) Complete(ctx context.Context, req Request, prev SlotState) (*Co
 		firstByte: c.firstByte, modelLoad: c.modelLoad, idle: c.idle, busy: c.slotBusy,
 	})
 	defer w.stop()
-	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url("/v1/chat/completions", nil), bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url("/v1/chat/completions", nil), body.reader())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	// The body is segments, which net/http cannot measure itself: without
+	// a length it would switch to chunked encoding.
+	hreq.ContentLength = body.n
+	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
 	// llama-server b10587 closes the connection after every streamed

@@ -21,6 +21,12 @@
 //     session log can therefore store a reply and resend it unchanged, which
 //     keeps turn N+1 a prefix extension of turn N (design brief, inference
 //     contract 2).
+//   - The body is exact and costs what is new. A request whose messages
+//     extend the previous request's (the normal case: the prompt is
+//     append-only) encodes only the new messages and reuses the encoding
+//     of the rest; any other request is encoded whole. Either way the
+//     bytes sent are those of encoding the whole request, and bytes a
+//     request body refers to are never written again.
 //   - Liveness, never a deadline. A completion has no total time limit. Before
 //     the first byte it may wait [Config.FirstByteTimeout] for a busy slot or
 //     [Config.ModelLoadTimeout] for a model load; after it, any silence longer

@@ -60,7 +60,7 @@ func FuzzSSE(f *testing.F) {
 		if whole.err != nil {
 			return
 		}
-		body, err := c.chatBody(Request{Messages: []chat.Message{whole.comp.Message}})
+		body, err := c.fullBody(Request{Messages: []chat.Message{whole.comp.Message}})
 		if err != nil {
 			t.Fatalf("marshal parsed message: %v", err)
 		}

@@ -65,43 +65,6 @@ type controlResponse struct {
 	Message string `json:"message"`
 }
 
-// chatBody encodes the request body for req.
-func (c *Client) chatBody(req Request) ([]byte, error) {
-	hint := 512
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		hint += 64 + len(m.Content) + len(m.ReasoningContent)
-		for _, tc := range m.ToolCalls {
-			hint += 96 + len(tc.Function.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		hint += 128 + len(t.Function.Description) + len(t.Function.Parameters)
-	}
-	sampling, maxTokens := c.sampling, c.maxTokens
-	if req.Sampling != nil {
-		sampling = *req.Sampling
-	}
-	if req.MaxTokens > 0 {
-		maxTokens = req.MaxTokens
-	}
-	return marshalJSON(chatRequest{
-		Model:            c.model,
-		Messages:         req.Messages,
-		Tools:            req.Tools,
-		ToolChoice:       req.ToolChoice,
-		Stream:           true,
-		StreamOptions:    streamOptions{IncludeUsage: true},
-		ReturnProgress:   true,
-		ReasoningControl: true,
-		IDSlot:           c.slot,
-		Temperature:      sampling.Temperature,
-		TopP:             sampling.TopP,
-		TopK:             sampling.TopK,
-		MaxTokens:        maxTokens,
-	}, hint)
-}
-
 // marshalJSON encodes v without HTML escaping, so "<", ">" and "&" in
 // replayed text stay as they are in the session log. (encoding/json still
 // escapes U+2028 and U+2029, which decodes to the same string.)

@@ -36,17 +36,26 @@ func TestRequestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.chatBody(goldenRequest)
+	got, err := c.fullBody(goldenRequest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := readGolden(t, "request.golden.json")
 	if !bytes.Equal(got, want) {
-		t.Fatalf("chatBody =\n%s\nwant\n%s", got, want)
+		t.Fatalf("fullBody =\n%s\nwant\n%s", got, want)
 	}
-	again, _ := c.chatBody(goldenRequest)
-	if !bytes.Equal(got, again) {
-		t.Fatal("chatBody is not deterministic")
+	// The body the client sends: a first request (nothing cached), the
+	// same request again (all of it cached), and a prefix of it followed
+	// by the whole (the last messages added to the cache).
+	for i, req := range []Request{goldenRequest, goldenRequest, {Messages: goldenRequest.Messages[:2], Tools: goldenRequest.Tools}, goldenRequest} {
+		body, err := c.chatBody(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := c.fullBody(req)
+		if !bytes.Equal(body.bytes(), full) || (len(req.Messages) == len(goldenRequest.Messages) && !bytes.Equal(full, want)) {
+			t.Fatalf("chatBody (request %d) =\n%s\nwant\n%s", i, body.bytes(), full)
+		}
 	}
 }
 
@@ -54,6 +63,10 @@ func TestRequestRejectsBadSchema(t *testing.T) {
 	c, err := New(Config{BaseURL: "http://127.0.0.1:1", Model: "ornith"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	_, err = c.fullBody(Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "x"}}, Tools: []chat.Tool{chat.NewTool("t", "", json.RawMessage(`{nope`))}})
+	if err == nil {
+		t.Fatal("fullBody with an invalid schema succeeded")
 	}
 	_, err = c.chatBody(Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "x"}}, Tools: []chat.Tool{chat.NewTool("t", "", json.RawMessage(`{nope`))}})
 	if err == nil {

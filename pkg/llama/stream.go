@@ -189,8 +189,13 @@ func (a *accumulator) event(data []byte) (done bool, err error) {
 		return true, nil
 	}
 	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return false, a.invalid("decode chunk: %v", err)
+	if !decodeChunk(data, &c, a.id, a.model, a.fprint) {
+		// Anything the fast path does not decode exactly as encoding/json
+		// (an error event, odd JSON) is decoded by encoding/json itself.
+		c = chunk{}
+		if err := json.Unmarshal(data, &c); err != nil {
+			return false, a.invalid("decode chunk: %v", err)
+		}
 	}
 	if c.Error != nil {
 		// reference: server-context.cpp:4276-4285; no [DONE] follows.

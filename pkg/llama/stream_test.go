@@ -286,7 +286,7 @@ func TestReplayExact(t *testing.T) {
 		if got.err != nil {
 			t.Fatal(got.err)
 		}
-		body, err := c.chatBody(Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}, got.comp.Message}})
+		body, err := c.fullBody(Request{Messages: []chat.Message{{Role: chat.RoleUser, Content: "hi"}, got.comp.Message}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,16 +32,25 @@ func Replay(b Baseline, recs []Record, upTo int64) []chat.Message {
 	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].TurnOf() < ordered[j].TurnOf() })
 	msgs := []chat.Message{{Role: chat.RoleSystem, Content: b.System}}
 	for _, r := range ordered {
-		switch r := r.(type) {
-		case *User:
-			msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: r.Text})
-		case *Assistant:
-			msgs = append(msgs, r.Message)
-		case *ToolResult:
-			msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)})
+		switch r.(type) {
+		case *User, *Assistant, *ToolResult:
+			msgs = append(msgs, message(r))
 		}
 	}
 	return msgs
+}
+
+// message is the chat message of a user, assistant or tool result record.
+func message(r Record) chat.Message {
+	switch r := r.(type) {
+	case *User:
+		return chat.Message{Role: chat.RoleUser, Content: r.Text}
+	case *Assistant:
+		return r.Message
+	case *ToolResult:
+		return chat.Message{Role: chat.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)}
+	}
+	panic("sessionlog: message of a record that is not a message")
 }
 
 // ToolMessage is what the model reads for a tool result: the output for a

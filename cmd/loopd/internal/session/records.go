@@ -10,6 +10,8 @@
 //   - [Replay] is a pure function of the baseline snapshot and the records:
 //     the request for the next model call is rebuilt from the files alone,
 //     byte for byte, so a restarted loopd sends what a running one would;
+//     [Session.Messages], which the turn engine uses, equals it while
+//     costing only the records appended since the last call;
 //   - a torn or undecodable log is refused, never appended to, until the
 //     owner acts (docs/runbook.md#torn-log, #session-log-damaged).
 package session

@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
 	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -23,9 +24,13 @@ type Session struct {
 	ID       string
 	Baseline Baseline
 
-	mu      sync.Mutex // guards w and records
+	mu      sync.Mutex // guards w, records, replay and slot
 	w       *jsonl.Writer
 	records []Record
+	// replay and slot follow records as they are appended, so a model
+	// call costs the new records, not the whole log.
+	replay sessionlog.Replayer
+	slot   llama.SlotState
 }
 
 // Dir is sessions/<id> under the state directory.
@@ -56,7 +61,11 @@ func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, err
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
-	return &Session{ID: id, Baseline: base, w: w, records: recs}, nil
+	s := &Session{ID: id, Baseline: base, w: w}
+	for _, r := range recs {
+		s.add(r)
+	}
+	return s, nil
 }
 
 // loadBaseline reads the snapshot, or writes a new one atomically (temp
@@ -125,8 +134,41 @@ func (s *Session) Append(r Record) error {
 	if _, err := s.w.AppendEncoded(line); err != nil {
 		return fmt.Errorf("session %s: %w", s.ID, err)
 	}
-	s.records = append(s.records, r)
+	s.add(r)
 	return nil
+}
+
+// add adds a logged record to the in-memory state. s.mu is held, or s is
+// not yet shared.
+func (s *Session) add(r Record) {
+	s.records = append(s.records, r)
+	s.replay.Add(r)
+	if u, ok := r.(*Usage); ok {
+		s.slot = slotOf(u)
+	}
+}
+
+func slotOf(u *Usage) llama.SlotState {
+	return llama.SlotState{Total: u.CacheN + u.PromptN + u.PredictedN}
+}
+
+// Messages is [Replay](s.Baseline, s.Records(), upTo), the request's
+// messages for turn upTo, kept up to date as records are appended
+// (pkg/sessionlog.Replayer) instead of rebuilt from the whole log. The
+// messages it returns must not be modified; later calls never change
+// them.
+func (s *Session) Messages(upTo int64) []chat.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replay.Messages(s.Baseline.System, upTo)
+}
+
+// Slot is StateOf(s.Records()).Slot: the server's context after the
+// last completion, from the last usage record.
+func (s *Session) Slot() llama.SlotState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slot
 }
 
 // Records returns a copy of the records in log order.
@@ -176,7 +218,7 @@ func StateOf(recs []Record) State {
 		case *ToolResult:
 			answered[r.CallID] = true
 		case *Usage:
-			st.Slot = llama.SlotState{Total: r.CacheN + r.PromptN + r.PredictedN}
+			st.Slot = slotOf(r)
 		case *TurnEnd:
 			ended[t] = true
 		}

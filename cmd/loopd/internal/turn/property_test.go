@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,9 +30,16 @@ type script struct {
 	replies  []*chat.Message // per request; nil when the call failed
 	fail     bool            // the next call fails, as when loopd is killed mid-turn
 	tick     int
+	// check, if set, vets each request before it is answered.
+	check func(llama.Request, llama.SlotState) error
 }
 
 func (m *script) Complete(_ context.Context, req llama.Request, prev llama.SlotState) (*llama.Completion, error) {
+	if m.check != nil {
+		if err := m.check(req, prev); err != nil {
+			return nil, err
+		}
+	}
 	var enc [][]byte
 	for _, msg := range req.Messages {
 		b, err := strict.Marshal(msg)
@@ -99,6 +107,8 @@ func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(in
 // tool calls, denials, approvals, failures, cache loss, runaway stops,
 // loopd killed mid-turn and restarted from the files) and checks every
 // request against the one before it on the same session:
+//   - its messages and slot state are Replay and StateOf of the whole log
+//     (the session keeps them incrementally);
 //   - its messages start with the previous request's messages, byte for
 //     byte, followed by the previous reply exactly as the model sent it;
 //   - the system message and tools never change;
@@ -126,8 +136,20 @@ func conversation(state string, seed int) error {
 	}
 	defer func() { s.Close() }()
 	m := &script{rng: rng}
-	clockAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var turnNo int64 = 1
+	var mismatch error
+	// The engine's messages and slot are the session's incremental ones:
+	// they must equal Replay and StateOf of the whole log, every call.
+	m.check = func(req llama.Request, prev llama.SlotState) error {
+		want := session.Replay(s.Baseline, s.Records(), turnNo)
+		if !reflect.DeepEqual(req.Messages, want) {
+			mismatch = fmt.Errorf("turn %d: the session's messages differ from Replay:\n%+v\n%+v", turnNo, req.Messages, want)
+		} else if st := session.StateOf(s.Records()); prev != st.Slot {
+			mismatch = fmt.Errorf("turn %d: the session's slot %+v differs from StateOf's %+v", turnNo, prev, st.Slot)
+		}
+		return mismatch
+	}
+	clockAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	b := &randomBroker{rng: rng}
 	b.queue = func() { s.Append(&session.User{Turn: turnNo + 1, Text: "queued"}) }
 	e := &Engine{Model: m, Broker: b, Limits: Limits{MaxCalls: 1 + rng.IntN(4), RepeatLimit: 2 + rng.IntN(2)},
@@ -146,6 +168,9 @@ func conversation(state string, seed int) error {
 			m.fail = true
 		}
 		if err := e.Run(context.Background(), s, turnNo, func(strict.Variant) {}); err != nil {
+			if mismatch != nil {
+				return mismatch
+			}
 			// Killed: restart from the files, as a new loopd would.
 			s.Close()
 			if s, err = session.Open(state, id, baseline); err != nil {

@@ -3,9 +3,11 @@
 // else through brokerd), and stops the turn when it runs away.
 //
 // Invariants:
-//   - every model request is [session.Replay] of the log: the engine never
-//     builds a message any other way, so each request is an exact
-//     extension of the previous one (what the server has cached);
+//   - every model request is [session.Replay] of the log (through
+//     [session.Session.Messages], which keeps it incrementally and equals
+//     it): the engine never builds a message any other way, so each
+//     request is an exact extension of the previous one (what the server
+//     has cached), and the llama client can encode only what is new;
 //   - every record is on disk before the event that reports it is sent;
 //   - a turn ends in exactly one of: an answer, a stop by runaway control
 //     (thinking cap, tool-iteration cap, repeated identical calls), or an
@@ -69,21 +71,19 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 	seen := map[string]int{}
 	for call := 0; ; call++ {
 		emit(&wire.Working{Session: s.ID})
-		recs := s.Records()
 		if call == lim.MaxCalls {
 			return e.stop(s, t, emit, nil, wire.StopToolIterations,
 				fmt.Sprintf("the model asked for tools %d times in one turn without answering; the turn was stopped", lim.MaxCalls))
 		}
-		st := session.StateOf(recs)
 		comp, err := e.Model.Complete(ctx, llama.Request{
-			Messages: session.Replay(s.Baseline, recs, t),
+			Messages: s.Messages(t),
 			Tools:    s.Baseline.Tools,
 			OnEvent: func(ev llama.Event) {
 				if ev.Kind == llama.EventReasoning {
 					emit(&wire.Reasoning{Session: s.ID, Text: ev.Text})
 				}
 			},
-		}, st.Slot)
+		}, s.Slot())
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
