@@ -184,7 +184,9 @@ func (in *installation) edit(t *testing.T, role string, f func(string) string) {
 	}
 }
 
-func prepend(line string) func(string) string  { return func(s string) string { return line + "\n" + s } }
+func prepend(line string) func(string) string {
+	return func(s string) string { return line + "\n" + s }
+}
 func appendTo(text string) func(string) string { return func(s string) string { return s + text } }
 
 func TestDoctorCleanInstallation(t *testing.T) {
@@ -289,7 +291,7 @@ func TestDoctorPlanted(t *testing.T) {
 		{name: "serving differs", id: "doctor-serving", sev: doctor.Problem, says: "server has 2 slots, recorded 4", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "loopd", appendTo("\n[serving]\nslots = 4\nn_ctx = 8192\n"))
 		}},
-		{name: "audit chain broken", id: "doctor-audit-chain", sev: doctor.Problem, says: "see docs/runbook.md#audit-", plant: func(t *testing.T, in *installation) {
+		{name: "audit chain broken", id: "doctor-audit-chain", sev: doctor.Problem, says: "hash", plant: func(t *testing.T, in *installation) {
 			files, _ := filepath.Glob(filepath.Join(layout.Audit.In(in.state), "*.jsonl"))
 			b, _ := os.ReadFile(files[0])
 			os.WriteFile(files[0], []byte(strings.Replace(string(b), `"size":3`, `"size":4`, 1)), 0o600)

@@ -128,7 +128,8 @@ func walk(v any, key string, f func(key, s string)) {
 }
 
 // looksLikeAddress is whether a config value names a network destination:
-// a URL other than unix://, or host:port with a numeric port.
+// a URL other than unix:// or file://, or host:port with a port from 1
+// to 65535 written as one (not an image ID's 64 digits).
 func looksLikeAddress(s string) bool {
 	if scheme, _, ok := strings.Cut(s, "://"); ok {
 		return scheme != "unix" && scheme != "file"
@@ -140,8 +141,8 @@ func looksLikeAddress(s string) bool {
 	if err != nil || host == "" {
 		return false
 	}
-	_, err = strconv.ParseUint(port, 10, 16)
-	return err == nil
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0 && len(port) <= 5
 }
 
 // placeHost says where a host is: "loopback", "local" (a private or
