@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,6 +224,13 @@ func TestDoctorPlanted(t *testing.T) {
 		{name: "config unreadable", id: "doctor-config", sev: doctor.Problem, says: "loopd.toml", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "loopd", prepend("state_dir = = broken"))
 		}},
+		{name: "a named pipe for a config", id: "doctor-config", sev: doctor.Problem, says: "not a regular file (named pipe)", plant: func(t *testing.T, in *installation) {
+			p := layout.ConfigPath(in.state, "memoryd")
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{name: "socket dir mode", id: "doctor-layout", sev: doctor.Problem, says: "run/loop has mode 0755, the table says 0700", plant: func(t *testing.T, in *installation) {
 			chmod(t, layout.LoopRun.In(in.state), 0o755)
 		}},
@@ -295,6 +303,19 @@ func TestDoctorPlanted(t *testing.T) {
 			files, _ := filepath.Glob(filepath.Join(layout.Audit.In(in.state), "*.jsonl"))
 			b, _ := os.ReadFile(files[0])
 			os.WriteFile(files[0], []byte(strings.Replace(string(b), `"size":3`, `"size":4`, 1)), 0o600)
+		}},
+		{name: "a named pipe for the audit head", id: "doctor-audit-chain", sev: doctor.Problem, says: "not a regular file", plant: func(t *testing.T, in *installation) {
+			p := audit.HeadPath(layout.Audit.In(in.state))
+			os.Remove(p)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a named pipe for an identity file", id: "doctor-identity", sev: doctor.Problem, says: "soul.md: not a regular file", plant: func(t *testing.T, in *installation) {
+			writeIdentity(t, in, "user.md", "likes tea\n")
+			if err := syscall.Mkfifo(filepath.Join(layout.Memory.In(in.state), "soul.md"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{name: "no anchor", id: "doctor-audit-anchor", sev: doctor.Warn, says: "no anchor of yours", plant: func(t *testing.T, in *installation) {
 			os.Remove(in.anchors)

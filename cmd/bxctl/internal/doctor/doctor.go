@@ -123,7 +123,7 @@ func (r Report) Find(id string) (Finding, bool) {
 	return Finding{}, false
 }
 
-// audit collects findings; each check adds through it.
+// auditor collects findings; each check adds through it.
 type auditor struct {
 	opt      Options
 	ctx      context.Context // the overall bound

@@ -39,7 +39,7 @@ func (a *auditor) identity(in *install) {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s: %v, over its limit of %d characters", name, err, limit))
+			problems = append(problems, fmt.Sprintf("%s: %v (its limit is %d characters)", name, err, limit))
 			continue
 		case !utf8.Valid(b):
 			problems = append(problems, fmt.Sprintf("%s is not UTF-8", name))

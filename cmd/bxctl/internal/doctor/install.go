@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -141,13 +142,20 @@ func decode(data []byte, into any, in *install, role string) error {
 	return nil
 }
 
-// readCapped reads at most max bytes of path, refusing a larger file.
+// readCapped reads at most max bytes of path, refusing a larger file
+// and anything but a regular file. The open does not block: a FIFO
+// planted where a config goes must not hang the doctor.
 func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", typeName(fi.Mode()))
+	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err

@@ -78,6 +78,8 @@ func typeName(m fs.FileMode) string {
 		return "symbolic link"
 	case fs.ModeSocket:
 		return "socket"
+	case fs.ModeNamedPipe:
+		return "named pipe"
 	case 0:
 		return "file"
 	}
