@@ -304,6 +304,16 @@ func TestDoctorPlanted(t *testing.T) {
 			b, _ := os.ReadFile(files[0])
 			os.WriteFile(files[0], []byte(strings.Replace(string(b), `"size":3`, `"size":4`, 1)), 0o600)
 		}},
+		{name: "a named pipe for the grant directory", id: "doctor-grants", sev: doctor.Problem, says: "named pipe, not a directory", plant: func(t *testing.T, in *installation) {
+			// Outside the table's entries, so only the grants check sees it.
+			p := filepath.Join(in.state, "..", "grants-fifo")
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in.edit(t, "brokerd", func(s string) string {
+				return strings.Replace(s, fmt.Sprintf("grants_dir = %q", layout.Grants.In(in.state)), fmt.Sprintf("grants_dir = %q", filepath.Clean(p)), 1)
+			})
+		}},
 		{name: "a named pipe for the audit head", id: "doctor-audit-chain", sev: doctor.Problem, says: "not a regular file", plant: func(t *testing.T, in *installation) {
 			p := audit.HeadPath(layout.Audit.In(in.state))
 			os.Remove(p)

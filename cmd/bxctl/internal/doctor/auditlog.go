@@ -23,6 +23,10 @@ func (a *auditor) auditLog(in *install) {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		key = real
 	}
+	if err := isDir(dir); err != nil {
+		a.add("doctor-audit-chain", Problem, "the audit log: %v", err)
+		return
+	}
 	anchors, err := a.opt.Anchors(key)
 	if err != nil {
 		a.add("doctor-audit-chain", Problem, "the owner's anchors do not read: %v", err)

@@ -25,6 +25,10 @@ func (a *auditor) grants(in *install) *grant.Set {
 		a.add("doctor-grants", Problem, "brokerd.toml names no grants_dir")
 		return nil
 	}
+	if err := isDir(dir); err != nil {
+		a.add("doctor-grants", Problem, "grants_dir: %v", err)
+		return nil
+	}
 	owners := ownership.Self()
 	if in.broker.OwnerUID != nil {
 		owners = ownership.Trust(*in.broker.OwnerUID)
@@ -102,4 +106,17 @@ func (a *auditor) secrets(in *install) {
 	default:
 		a.add("doctor-secrets", OK, "%d secrets, each a systemd credential", len(refs))
 	}
+}
+
+// isDir is nil when path is a directory (links followed). The loaders
+// are called only on one: reading a named pipe in its place would block.
+func isDir(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is a %s, not a directory", path, typeName(fi.Mode()))
+	}
+	return nil
 }
