@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -84,10 +86,22 @@ func (h Head) encode() ([]byte, error) {
 
 // readHead reads the head file at path; nil when there is none.
 func readHead(path string) (*Head, error) {
-	b, err := os.ReadFile(path)
+	// Non-blocking, and only a regular file: a FIFO planted in its place
+	// would otherwise hang brokerd's start and every verify.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxHead+1))
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,24 @@ const (
 // loopd's sessions use). A check that depends on an earlier one that
 // failed is reported as failed with the reason.
 func Run(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
+	r := Serving(ctx, c, slot, exp)
+	if !r.Checks[0].OK {
+		for _, n := range []string{CheckToolCall, CheckCache} {
+			r.Checks = append(r.Checks, Check{Name: n, Detail: "not run: the server did not answer"})
+		}
+		return r
+	}
+	r.Checks = append(r.Checks, toolCallCheck(ctx, c))
+	r.Checks = append(r.Checks, cacheCheck(ctx, c))
+	return r
+}
+
+// Serving runs only the checks that read the server (server, context and
+// settings: /health, /props and /slots), never a completion, so that a
+// read-only audit (`bxctl doctor`) can compare the serving settings with
+// the recorded ones without spending the model's time. Its first check
+// is always [CheckServer].
+func Serving(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
 	var r Report
 	add := func(name string, ok bool, format string, args ...any) {
 		r.Checks = append(r.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
@@ -87,7 +105,7 @@ func Run(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
 	props, err := serverUp(ctx, c)
 	if err != nil {
 		add(CheckServer, false, "%v; see docs/runbook.md#selftest-server", err)
-		for _, n := range []string{CheckContext, CheckSettings, CheckToolCall, CheckCache} {
+		for _, n := range []string{CheckContext, CheckSettings} {
 			add(n, false, "not run: the server did not answer")
 		}
 		return r
@@ -96,8 +114,6 @@ func Run(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
 	slots, slotsErr := c.Slots(ctx)
 	r.Checks = append(r.Checks, contextCheck(props, slots, slotsErr, slot, exp))
 	r.Checks = append(r.Checks, settingsCheck(props, slots, slotsErr, exp))
-	r.Checks = append(r.Checks, toolCallCheck(ctx, c))
-	r.Checks = append(r.Checks, cacheCheck(ctx, c))
 	return r
 }
 

@@ -6,7 +6,9 @@
 // daemon decides.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
-// something failed or was refused; 2 usage error.
+// something failed or was refused; 2 usage error. `bxctl doctor` has
+// its own (package doctor): 0 clean, 1 warnings, 2 problems, 3 it could
+// not run.
 package cli
 
 import (
@@ -44,6 +46,7 @@ var commands = map[string]command{
 	"chat":      {"talk to Boxmaker from the terminal", runChat},
 	"memory":    {"memory writes: log, undo FILE, check (stdin), review", runMemory},
 	"reindex":   {"rebuild memoryd's recall index from the files", runReindex},
+	"doctor":    {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 }
 
 // Main runs bxctl with args (without the program name) and returns the
