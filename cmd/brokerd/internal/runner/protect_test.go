@@ -124,7 +124,7 @@ func TestEveryLayoutEntryIsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := map[string]func(path string) (string, any){
-		"read_file":  func(f string) (string, any) { return f, map[string]string{"path": f} },
+		"read_file": func(f string) (string, any) { return f, map[string]string{"path": f} },
 		"write_file": func(f string) (string, any) {
 			return filepath.Dir(f), map[string]string{"path": f, "content": "x"}
 		},

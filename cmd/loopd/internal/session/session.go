@@ -153,8 +153,13 @@ type State struct {
 	// NextTurn is the turn a new message joins: Waiting if set, else a new
 	// turn after every turn in the log.
 	NextTurn int64
-	// Slot is the server's context after the last completion.
+	// Slot is the server's context after the last completion: its Total
+	// (cache_n + prompt_n + predicted_n of the last usage record) is how
+	// many tokens the next request starts from.
 	Slot llama.SlotState
+	// Full: a turn of this epoch ended with a session_full stop. The
+	// epoch only grows, so no later request in it can fit either.
+	Full bool
 }
 
 // StateOf reads the state from the records.
@@ -179,6 +184,8 @@ func StateOf(recs []Record) State {
 			st.Slot = llama.SlotState{Total: r.CacheN + r.PromptN + r.PredictedN}
 		case *TurnEnd:
 			ended[t] = true
+		case *Stopped:
+			st.Full = st.Full || r.Reason == wire.StopSessionFull
 		}
 		started = max(started, t)
 	}
