@@ -65,6 +65,7 @@ var (
 	Journal  = Entry{Path: "memory/edits/journal.jsonl", Kind: File, Mode: 0o600, Writer: "memoryd", Doc: "every write to memory/, in order (bxctl memory log)"}
 	Index    = Entry{Path: "index", Kind: Dir, Mode: 0o700, Writer: "memoryd", Doc: "the recall index (disposable: rebuilt from sessions/ and notes.md)"}
 	Gateway  = Entry{Path: "gateway", Kind: Dir, Mode: 0o700, Writer: "gatewayd", Doc: "gatewayd's record of approval posts to mark dead"}
+	Jobs     = Entry{Path: "jobs", Kind: Dir, Mode: 0o700, Writer: "owner", Up: true, Doc: "the owner's scheduled jobs, *.toml; loopd reads them and never writes them"}
 
 	InferRun    = socketDir("infer", "inferproxy", &wire.Infer)
 	LoopRun     = socketDir("loop", "loopd", &wire.Loop)
@@ -86,7 +87,7 @@ func socketDir(pair, listener string, s *wire.Socket) Entry {
 }
 
 // Table is every entry.
-var Table = []*Entry{&Config, &Logs, &Sessions, &Grants, &Audit, &Broker, &Memory, &Journal, &Index, &Gateway,
+var Table = []*Entry{&Config, &Logs, &Sessions, &Grants, &Audit, &Broker, &Memory, &Journal, &Index, &Gateway, &Jobs,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &PodmanRun}
 
 // SocketFor is the socket directory entry that holds s.
@@ -97,6 +98,16 @@ func SocketFor(s *wire.Socket) *Entry {
 		}
 	}
 	panic("layout: no socket directory for " + s.Name) // every socket has one: TestEverySocketHasADir
+}
+
+// In is the absolute path of every entry in state directory state, in
+// table order: what no tool container may mount (brokerd's runner).
+func In(state string) []string {
+	out := make([]string, len(Table))
+	for i, e := range Table {
+		out[i] = e.In(state)
+	}
+	return out
 }
 
 // Socket is the path of socket s in state directory state.

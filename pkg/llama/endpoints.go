@@ -182,6 +182,32 @@ func (c *Client) Tokenize(ctx context.Context, text string) ([]int, error) {
 	return out.Tokens, nil
 }
 
+// MaxTokens is the max_tokens the client sends when a request names none
+// (the configured value, or DefaultMaxTokens).
+func (c *Client) MaxTokens() int { return c.maxTokens }
+
+// InputTokens is the size in tokens of the prompt req renders to, as the
+// server counts it (POST /v1/chat/completions/input_tokens renders the
+// chat template exactly as a chat request would; reference:
+// server-context.cpp handle_count_tokens). Nothing is generated.
+func (c *Client) InputTokens(ctx context.Context, req Request) (int, error) {
+	body, err := c.chatBody(req)
+	if err != nil {
+		return 0, fmt.Errorf("input tokens: %w", err)
+	}
+	var out struct {
+		InputTokens int    `json:"input_tokens"`
+		Object      string `json:"object"`
+	}
+	if err := c.call(ctx, "input tokens", http.MethodPost, "/v1/chat/completions/input_tokens", c.modelQuery(), json.RawMessage(body.bytes()), &out); err != nil {
+		return 0, err
+	}
+	if out.InputTokens <= 0 {
+		return 0, fmt.Errorf("input tokens: the server counted %d tokens", out.InputTokens)
+	}
+	return out.InputTokens, nil
+}
+
 // EndReasoning asks the server to end the thinking block of the live
 // completion id (POST /v1/chat/completions/control, action reasoning_end).
 // It returns an error if the server answers success:false, e.g. "no active

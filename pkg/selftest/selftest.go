@@ -7,8 +7,9 @@
 // the check is about, on the client's own slot, through the same client
 // loopd uses; a check that could not observe its figure fails and says
 // why. Every failure names its runbook entry. Run never edits the server's
-// settings: it reads /props and /slots and sends three short chat
-// requests on the client's slot.
+// settings: it reads /props and /slots, counts the baseline's tokens
+// (input_tokens, nothing generated) and sends three short chat requests
+// on the client's slot.
 package selftest
 
 import (
@@ -18,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/chat"
@@ -32,7 +34,23 @@ type Expect struct {
 	Slots          int    // total slots
 	TemplateSHA256 string // hex SHA-256 of the chat template the server reports
 	OtherSlots     []int  // further slots the deployment pins requests to; each must exist
+	// Baseline is the first request of a session without its first
+	// message (the system message and the tools array): the fit check
+	// counts it. Nil: the check counts a one-line system message alone.
+	Baseline *Baseline
 }
+
+// Baseline is what every session's requests start with.
+type Baseline struct {
+	Messages []chat.Message
+	Tools    []chat.Tool
+}
+
+// FitMargin is the room, in tokens, a slot must leave beyond the
+// baseline and max_tokens: the first message and a short tool exchange
+// (docs/decisions.md). A slot with less would refuse or cut the first
+// turns, so the self-test refuses it instead.
+const FitMargin = 1024
 
 // Check is one line of the report.
 type Check struct {
@@ -44,6 +62,9 @@ type Check struct {
 // Report is the outcome of Run, in the order the checks ran.
 type Report struct {
 	Checks []Check
+	// NCtx is the per-slot context /props reported (0 if the server did
+	// not answer): loopd sizes its sessions by it.
+	NCtx int
 }
 
 // OK reports whether every check passed.
@@ -74,6 +95,7 @@ const (
 	CheckSettings = "settings"
 	CheckToolCall = "tool-call"
 	CheckCache    = "cache"
+	CheckFit      = "fit"
 )
 
 // Run runs every check against c with slot as the client's slot (the one
@@ -82,11 +104,12 @@ const (
 func Run(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
 	r := Serving(ctx, c, slot, exp)
 	if !r.Checks[0].OK {
-		for _, n := range []string{CheckToolCall, CheckCache} {
+		for _, n := range []string{CheckFit, CheckToolCall, CheckCache} {
 			r.Checks = append(r.Checks, Check{Name: n, Detail: "not run: the server did not answer"})
 		}
 		return r
 	}
+	r.Checks = append(r.Checks, fitCheck(ctx, c, r.NCtx, exp.Baseline))
 	r.Checks = append(r.Checks, toolCallCheck(ctx, c))
 	r.Checks = append(r.Checks, cacheCheck(ctx, c))
 	return r
@@ -112,6 +135,7 @@ func Serving(ctx context.Context, c *llama.Client, slot int, exp Expect) Report 
 	}
 	add(CheckServer, true, "health ok; build %s, model %q", props.BuildInfo, props.ModelAlias)
 	slots, slotsErr := c.Slots(ctx)
+	r.NCtx = props.SlotContext()
 	r.Checks = append(r.Checks, contextCheck(props, slots, slotsErr, slot, exp))
 	r.Checks = append(r.Checks, settingsCheck(props, slots, slotsErr, exp))
 	return r
@@ -167,6 +191,35 @@ func contextCheck(p *llama.Props, slots []llama.Slot, slotsErr error, slot int, 
 		c.Detail = fmt.Sprintf("%d tokens per slot, as configured, on %d slots", n, len(slots))
 	}
 	return c
+}
+
+// fitCheck: the baseline, as the server counts it, plus max_tokens plus
+// FitMargin fits the slot's context. Without it every turn would fail on
+// the server's exceed_context_size_error (issue 19).
+func fitCheck(ctx context.Context, c *llama.Client, nCtx int, b *Baseline) Check {
+	ck := Check{Name: CheckFit}
+	what := "the baseline (system message, tools, a one-word message)"
+	if b == nil {
+		what = "a one-line system message and a one-word message (no baseline given)"
+		b = &Baseline{Messages: []chat.Message{{Role: chat.RoleSystem, Content: "You are a self-test."}}}
+	}
+	// The first request is the baseline plus a message, and chat templates
+	// refuse a conversation with no user message: count the shortest one.
+	msgs := append(slices.Clip(b.Messages), chat.Message{Role: chat.RoleUser, Content: "Hello."})
+	n, err := c.InputTokens(ctx, llama.Request{Messages: msgs, Tools: b.Tools})
+	if err != nil {
+		ck.Detail = fmt.Sprintf("could not count %s: %v; see docs/runbook.md#selftest-fit", what, err)
+		return ck
+	}
+	need := n + c.MaxTokens() + FitMargin
+	if nCtx <= 0 || need > nCtx {
+		ck.Detail = fmt.Sprintf("%s is %d tokens; with max_tokens %d and a working margin of %d that needs %d, and a slot holds %d: every turn would overflow; see docs/runbook.md#selftest-fit",
+			what, n, c.MaxTokens(), FitMargin, need, nCtx)
+		return ck
+	}
+	ck.OK = true
+	ck.Detail = fmt.Sprintf("%s is %d tokens; with max_tokens %d and a margin of %d, %d of the slot's %d tokens", what, n, c.MaxTokens(), FitMargin, need, nCtx)
+	return ck
 }
 
 // settingsCheck: the recorded serving settings (brief, contract item 10)

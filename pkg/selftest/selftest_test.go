@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/chat"
 	"wntrmute.dev/boxmaker/pkg/llama"
 )
 
@@ -21,7 +23,9 @@ func templateHash() string {
 
 func client(t *testing.T, srv *fake.Server, slot int) *llama.Client {
 	t.Helper()
-	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "fake-model", IDSlot: slot})
+	// max_tokens 2048 leaves the fit check room on the fake's 8192-token
+	// slots; TestFit tries the edges.
+	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "fake-model", IDSlot: slot, MaxTokens: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +57,8 @@ func TestAllPass(t *testing.T) {
 	for _, c := range r.Checks {
 		t.Logf("%s %v %s", c.Name, c.OK, c.Detail)
 	}
-	if !r.OK() || len(r.Checks) != 5 {
-		t.Fatalf("Run = %v failed %v, want 5 passing checks", r.OK(), r.Failed())
+	if !r.OK() || len(r.Checks) != 6 || r.NCtx != 8192 {
+		t.Fatalf("Run = %v failed %v, n_ctx %d, want 6 passing checks on 8192", r.OK(), r.Failed(), r.NCtx)
 	}
 	if d := byName(r)[CheckCache].Detail; !strings.Contains(d, "(gap 1)") {
 		t.Errorf("cache detail = %q, want the gap of 1 a real server shows", d)
@@ -90,6 +94,11 @@ func TestFailures(t *testing.T) {
 		{"slot count differs", fake.Options{Slots: 1}, 0, Expect{Slots: 2}, false, CheckSettings, "server has 1 slots, recorded 2"},
 		{"template differs", fake.Options{ChatTemplate: "other"}, 0, Expect{TemplateSHA256: templateHash()}, false, CheckSettings, "chat template sha256 is"},
 		{"no tool call", fake.Options{}, 0, Expect{}, true, CheckToolCall, "answered without calling the tool"},
+		// A new user's server: 2,048-token slots, a baseline of about
+		// 3,000 tokens (issue 19).
+		{"baseline over the slot", fake.Options{NCtx: 2048}, 0, Expect{Baseline: bigBaseline(3000)}, false, CheckFit, "a slot holds 2048: every turn would overflow"},
+		// The baseline fits, but max_tokens and the margin do not.
+		{"no room for max_tokens", fake.Options{NCtx: 3072}, 0, Expect{Baseline: bigBaseline(100)}, false, CheckFit, "every turn would overflow"},
 		{"template drops thinking", fake.Options{DropEarlierThinking: true}, 0, Expect{}, false, CheckCache, "turn 2 reused"},
 	}
 	for _, tt := range tests {
@@ -120,7 +129,37 @@ func TestServerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := Run(context.Background(), c, 0, Expect{})
-	if r.OK() || len(r.Failed()) != 5 || !strings.Contains(r.Checks[0].Detail, "see docs/runbook.md#selftest-server") {
+	if r.OK() || len(r.Failed()) != 6 || !strings.Contains(r.Checks[0].Detail, "see docs/runbook.md#selftest-server") {
 		t.Errorf("Run against nothing = %+v", r)
+	}
+}
+
+// bigBaseline is a system message of about n fake tokens ("w " is two)
+// and one tool.
+func bigBaseline(n int) *Baseline {
+	return &Baseline{
+		Messages: []chat.Message{{Role: chat.RoleSystem, Content: strings.Repeat("w ", n/2)}},
+		Tools:    []chat.Tool{clockTool},
+	}
+}
+
+// TestFit: the count is the server's, of the baseline with its tools, and
+// a slot that holds baseline + max_tokens + FitMargin passes by one token
+// and fails without it.
+func TestFit(t *testing.T) {
+	srv := fake.New(t, fake.Options{NCtx: 8192, ChatTemplate: template})
+	c := client(t, srv, 0)
+	b := bigBaseline(2000)
+	msgs := append(slices.Clip(b.Messages), chat.Message{Role: chat.RoleUser, Content: "Hello."})
+	n, err := c.InputTokens(context.Background(), llama.Request{Messages: msgs, Tools: b.Tools})
+	if err != nil || n < 2000 {
+		t.Fatalf("InputTokens = %d, %v; want at least the 2000 of the system message", n, err)
+	}
+	need := n + 2048 + FitMargin
+	if ck := fitCheck(context.Background(), c, need, b); !ck.OK {
+		t.Errorf("fit at exactly %d = %+v, want a pass", need, ck)
+	}
+	if ck := fitCheck(context.Background(), c, need-1, b); ck.OK || !strings.Contains(ck.Detail, "see docs/runbook.md#selftest-fit") {
+		t.Errorf("fit at %d = %+v, want a refusal with its runbook pointer", need-1, ck)
 	}
 }

@@ -126,9 +126,10 @@ const (
 	StopToolIterations StopReason = "tool_iterations" // too many model calls in one turn
 	StopRepeatedCall   StopReason = "repeated_call"   // the same tool call again and again
 	StopInterrupted    StopReason = "interrupted"     // loopd stopped mid-turn
+	StopSessionFull    StopReason = "session_full"    // the next request would not fit the slot's context
 )
 
-var stopReasons = []StopReason{StopThinkingCap, StopToolIterations, StopRepeatedCall, StopInterrupted}
+var stopReasons = []StopReason{StopThinkingCap, StopToolIterations, StopRepeatedCall, StopInterrupted, StopSessionFull}
 
 // UnmarshalText refuses a reason this version does not know.
 func (r *StopReason) UnmarshalText(b []byte) error {

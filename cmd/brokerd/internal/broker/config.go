@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/config"
 	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/ownership"
 	"wntrmute.dev/boxmaker/pkg/secret"
 )
@@ -60,12 +61,18 @@ type Config struct {
 	path string
 }
 
-// protected lists brokerd's own files and directories, which no tool
+// protected lists brokerd's own files and directories and every entry
+// of the state directory's layout table, which no tool
 // call may mount or reach through a mount: a Unix socket can be
 // connected through a read-only mount, and admin.sock would let a tool
 // approve its own calls.
 func (c Config) protected() []string {
 	list := []string{c.StateDir, c.GrantsDir, c.BrokerSocketDir, c.AdminSocketDir}
+	// Every role's state and config, and the owner's jobs, by the layout
+	// table's own paths: the state directory already covers them, but a
+	// path named here stays protected even if state_dir's own entry is
+	// ever narrowed.
+	list = append(list, layout.In(c.StateDir)...)
 	if c.path != "" {
 		if abs, err := filepath.Abs(c.path); err == nil {
 			list = append(list, abs)

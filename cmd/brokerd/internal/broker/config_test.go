@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -62,7 +64,13 @@ func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 			t.Errorf("protected() = %q lacks %s", got, want)
 		}
 	}
-	if slices.Contains(got, "X") || len(got) != 8 {
+	// Every entry of the state directory's layout table (issue 19 item 5).
+	for _, want := range layout.In("/s") {
+		if !slices.Contains(got, want) {
+			t.Errorf("protected() = %q lacks %s", got, want)
+		}
+	}
+	if slices.Contains(got, "X") || len(got) != 8+len(layout.Table) {
 		t.Errorf("protected() = %q", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // ErrProtected refuses a mount that would reach brokerd's own files or
 // sockets, or the host's kernel and runtime trees.
-var ErrProtected = errors.New("the call would mount a path that holds or lies inside brokerd's own state, grants, config, sockets or secrets, Podman's socket directory, the runtime directory, or /proc, /sys, /dev or /run, which are never mounted; see docs/runbook.md#mount-protected")
+var ErrProtected = errors.New("the call would mount a path that holds or lies inside brokerd's own state, grants, config, sockets or secrets, any entry of the state directory (every role's state and config, sessions, memory, jobs), Podman's socket directory, the runtime directory, or /proc, /sys, /dev or /run, which are never mounted; see docs/runbook.md#mount-protected")
 
 // alwaysProtected are never mounted, nor any directory that holds them:
 // the kernel's views of the host and the runtime tree where sockets

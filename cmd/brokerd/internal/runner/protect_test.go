@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
 // TestProtectedPathsAreNeverMounted: a mount that holds or lies inside
@@ -88,5 +90,67 @@ func TestProtectedPathsAreNeverMounted(t *testing.T) {
 func TestProtectedPathsMustBeAbsolute(t *testing.T) {
 	if _, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), []string{"state"}, nil, quiet); err == nil {
 		t.Error("New accepted a relative protected path")
+	}
+}
+
+// TestEveryLayoutEntryIsProtected: for every entry of the state
+// directory's layout table (every role's state and config, grants,
+// memory, sessions, the owner's jobs, each socket directory), a
+// read_file, write_file or shell mount of it or under it is refused with
+// mount-protected, though a grant covers the path and the state directory
+// itself is not on the list (issue 19 item 5). The owner's own tree
+// beside it is not.
+func TestEveryLayoutEntryIsProtected(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	for _, e := range layout.Table {
+		dir := e.In(state)
+		if e.Kind == layout.File {
+			dir = filepath.Dir(dir)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sibling := filepath.Join(filepath.Dir(state), "src", "a.txt")
+	if err := os.MkdirAll(filepath.Dir(sibling), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sibling, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{PodmanSocket: "/nonexistent/podman.sock", ToolImage: testImage}
+	p, err := New(cfg, "i", filepath.Join(t.TempDir(), "work"), layout.In(state), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func(path string) (string, any){
+		"read_file": func(f string) (string, any) { return f, map[string]string{"path": f} },
+		"write_file": func(f string) (string, any) {
+			return filepath.Dir(f), map[string]string{"path": f, "content": "x"}
+		},
+		"shell": func(f string) (string, any) {
+			return filepath.Dir(f), map[string]string{"command": "ls", "workdir": filepath.Dir(f)}
+		},
+	}
+	for _, e := range layout.Table {
+		// A file inside a directory entry, or the file entry itself.
+		f := filepath.Join(e.In(state), "x.toml")
+		if e.Kind == layout.File {
+			f = e.In(state)
+		}
+		for tool, call := range calls {
+			t.Run(e.Path+"/"+tool, func(t *testing.T) {
+				covered, args := call(f)
+				d := decide(t, autoGrant("g", tool, []string{covered}), tool, args)
+				problem, err := checkMounts(d, p.protected)
+				if !errors.Is(err, ErrProtected) || problem != "" || !strings.HasSuffix(err.Error(), "see docs/runbook.md#mount-protected") {
+					t.Errorf("%s under %s: checkMounts = %q, %v; want ErrProtected", tool, e.Path, problem, err)
+				}
+			})
+		}
+	}
+	d := decide(t, autoGrant("g", "read_file", []string{sibling}), "read_file", map[string]string{"path": sibling})
+	if problem, err := checkMounts(d, p.protected); err != nil || problem != "" {
+		t.Errorf("a file beside the state directory: checkMounts = %q, %v; want nothing", problem, err)
 	}
 }

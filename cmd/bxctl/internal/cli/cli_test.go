@@ -46,11 +46,12 @@ func TestSelftestAgainstFake(t *testing.T) {
 	const tmpl = "{# template #}"
 	sum := sha256.Sum256([]byte(tmpl))
 	srv := scripted(t, fake.Options{Slots: 2, NCtx: 8192, ChatTemplate: tmpl})
-	code, out, stderr := run("selftest", "--llama", srv.URL(), "--n-ctx", "8192", "--slots", "2", "--template-sha256", hex.EncodeToString(sum[:]))
+	code, out, stderr := run("selftest", "--llama", srv.URL(), "--n-ctx", "8192", "--slots", "2", "--template-sha256", hex.EncodeToString(sum[:]), "--max-tokens", "4096")
 	if code != ExitOK {
 		t.Fatalf("selftest = %d\n%s%s", code, out, stderr)
 	}
-	for _, want := range []string{"PASS server", "PASS context   8192 tokens per slot, as configured", "PASS settings", "PASS tool-call clock called", "PASS cache     turn 2 reused"} {
+	for _, want := range []string{"PASS server", "PASS context   8192 tokens per slot, as configured", "PASS settings", "PASS tool-call clock called", "PASS cache     turn 2 reused",
+		"PASS fit       a one-line system message and a one-word message (no baseline given) is"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -63,7 +64,8 @@ func TestSelftestFailsAndSaysWhy(t *testing.T) {
 	if code != ExitFailed {
 		t.Fatalf("selftest = %d, want %d\n%s", code, ExitFailed, out)
 	}
-	for _, want := range []string{"FAIL context   configured 8192 tokens per slot, /props reports 4096", "FAIL cache     turn 2 reused", "see docs/runbook.md#selftest-cache"} {
+	for _, want := range []string{"FAIL context   configured 8192 tokens per slot, /props reports 4096", "FAIL cache     turn 2 reused", "see docs/runbook.md#selftest-cache",
+		"FAIL fit       a one-line system message and a one-word message (no baseline given) is", "a slot holds 4096: every turn would overflow; see docs/runbook.md#selftest-fit"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -72,7 +74,7 @@ func TestSelftestFailsAndSaysWhy(t *testing.T) {
 
 func TestSelftestJSON(t *testing.T) {
 	srv := scripted(t, fake.Options{})
-	code, out, _ := run("selftest", "--llama", srv.URL(), "--json")
+	code, out, _ := run("selftest", "--llama", srv.URL(), "--json", "--max-tokens", "2048")
 	var rep struct {
 		OK     bool `json:"ok"`
 		Checks []struct {
@@ -80,7 +82,7 @@ func TestSelftestJSON(t *testing.T) {
 			OK   bool
 		} `json:"checks"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || !rep.OK || len(rep.Checks) != 5 {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitOK || !rep.OK || len(rep.Checks) != 6 {
 		t.Errorf("selftest --json = %d, %v, %+v\n%s", code, err, rep, out)
 	}
 }

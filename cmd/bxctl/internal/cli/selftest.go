@@ -25,6 +25,7 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	slot := fs.Int("slot", 0, "the `slot` to test, as loopd's main sessions use")
 	nctx := fs.Int("n-ctx", 0, "recorded per-slot context in `tokens` (0: not compared)")
 	slots := fs.Int("slots", 0, "recorded slot `count` (0: not compared)")
+	maxTokens := fs.Int("max-tokens", llama.DefaultMaxTokens, "loopd's `[model] max_tokens`, for the fit check")
 	tmpl := fs.String("template-sha256", "", "recorded SHA-256 of the chat template, `hex` (empty: not compared)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	wait := fs.Duration("timeout", 5*time.Minute, "give up on the whole self-test after this `duration`")
@@ -46,7 +47,7 @@ func runSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return ExitFailed
 		}
 	}
-	c, err := llama.New(llama.Config{BaseURL: *url, Model: name, IDSlot: *slot})
+	c, err := llama.New(llama.Config{BaseURL: *url, Model: name, IDSlot: *slot, MaxTokens: *maxTokens})
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl selftest: %v\n", err)
 		return ExitUsage

@@ -100,9 +100,9 @@ func Load(path string) (Config, error) {
 	}
 	for _, s := range c.SelfTest.Skip {
 		switch s {
-		case selftest.CheckContext, selftest.CheckSettings, selftest.CheckToolCall, selftest.CheckCache:
+		case selftest.CheckContext, selftest.CheckFit, selftest.CheckSettings, selftest.CheckToolCall, selftest.CheckCache:
 		default:
-			return Config{}, fmt.Errorf("config %s: selftest.skip: %q is not a check that may be skipped (context, settings, tool-call, cache)", path, s)
+			return Config{}, fmt.Errorf("config %s: selftest.skip: %q is not a check that may be skipped (context, fit, settings, tool-call, cache)", path, s)
 		}
 	}
 	return c, nil

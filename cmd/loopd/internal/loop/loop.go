@@ -52,7 +52,9 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	if err := startupCheck(ctx, log, cfg, bg); err != nil {
+	base, _ := Baseline(ctx, system, nil, "")
+	nCtx, err := startupCheck(ctx, log, cfg, bg, base)
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
@@ -63,7 +65,8 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		return daemon.Refuse(err)
 	}
 	defer ln.Close()
-	engine := &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits()}
+	engine := &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits(),
+		Context: turn.Context{NCtx: nCtx, MaxTokens: main.MaxTokens()}}
 	var mem *memory.Client
 	if cfg.MemorySocket != "" {
 		mem = &memory.Client{Path: cfg.MemorySocket}
@@ -117,11 +120,15 @@ func (c Config) broker() broker.Port {
 }
 
 // startupCheck runs the self-test on the background slot, so that the
-// main slot keeps its cached conversation across a restart.
-func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Client) error {
+// main slot keeps its cached conversation across a restart. The fit
+// check counts base, a session's baseline without its identity block
+// (memoryd hands that over per session, under its own cap). It returns
+// the per-slot context the server reported.
+func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Client, base session.Baseline) (int, error) {
 	r := selftest.Run(ctx, c, *cfg.Model.BackgroundSlot, selftest.Expect{
 		NCtx: cfg.Serving.NCtx, Slots: cfg.Serving.Slots, TemplateSHA256: cfg.Serving.TemplateSHA256,
 		OtherSlots: []int{cfg.Model.MainSlot},
+		Baseline:   &selftest.Baseline{Messages: session.Replay(base, nil, 0), Tools: base.Tools},
 	})
 	var fatal []string
 	for _, ck := range r.Checks {
@@ -136,7 +143,7 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Cl
 		}
 	}
 	if len(fatal) > 0 {
-		return daemon.Refuse(fmt.Errorf("startup self-test: %s", strings.Join(fatal, " | ")))
+		return 0, daemon.Refuse(fmt.Errorf("startup self-test: %s", strings.Join(fatal, " | ")))
 	}
-	return nil
+	return r.NCtx, nil
 }

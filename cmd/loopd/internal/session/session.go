@@ -24,13 +24,14 @@ type Session struct {
 	ID       string
 	Baseline Baseline
 
-	mu      sync.Mutex // guards w, records, replay and slot
+	mu      sync.Mutex // guards w, records, replay, slot and full
 	w       *jsonl.Writer
 	records []Record
 	// replay and slot follow records as they are appended, so a model
 	// call costs the new records, not the whole log.
 	replay sessionlog.Replayer
 	slot   llama.SlotState
+	full   bool
 }
 
 // Dir is sessions/<id> under the state directory.
@@ -143,8 +144,11 @@ func (s *Session) Append(r Record) error {
 func (s *Session) add(r Record) {
 	s.records = append(s.records, r)
 	s.replay.Add(r)
-	if u, ok := r.(*Usage); ok {
-		s.slot = slotOf(u)
+	switch r := r.(type) {
+	case *Usage:
+		s.slot = slotOf(r)
+	case *Stopped:
+		s.full = s.full || r.Reason == wire.StopSessionFull
 	}
 }
 
@@ -171,6 +175,14 @@ func (s *Session) Slot() llama.SlotState {
 	return s.slot
 }
 
+// Full is StateOf(s.Records()).Full: a turn of this epoch ended with a
+// session_full stop.
+func (s *Session) Full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.full
+}
+
 // Records returns a copy of the records in log order.
 func (s *Session) Records() []Record {
 	s.mu.Lock()
@@ -195,8 +207,13 @@ type State struct {
 	// NextTurn is the turn a new message joins: Waiting if set, else a new
 	// turn after every turn in the log.
 	NextTurn int64
-	// Slot is the server's context after the last completion.
+	// Slot is the server's context after the last completion: its Total
+	// (cache_n + prompt_n + predicted_n of the last usage record) is how
+	// many tokens the next request starts from.
 	Slot llama.SlotState
+	// Full: a turn of this epoch ended with a session_full stop. The
+	// epoch only grows, so no later request in it can fit either.
+	Full bool
 }
 
 // StateOf reads the state from the records.
@@ -221,6 +238,8 @@ func StateOf(recs []Record) State {
 			st.Slot = slotOf(r)
 		case *TurnEnd:
 			ended[t] = true
+		case *Stopped:
+			st.Full = st.Full || r.Reason == wire.StopSessionFull
 		}
 		started = max(started, t)
 	}

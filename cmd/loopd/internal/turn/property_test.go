@@ -146,6 +146,8 @@ func conversation(state string, seed int) error {
 			mismatch = fmt.Errorf("turn %d: the session's messages differ from Replay:\n%+v\n%+v", turnNo, req.Messages, want)
 		} else if st := session.StateOf(s.Records()); prev != st.Slot {
 			mismatch = fmt.Errorf("turn %d: the session's slot %+v differs from StateOf's %+v", turnNo, prev, st.Slot)
+		} else if s.Full() != st.Full {
+			mismatch = fmt.Errorf("turn %d: the session's full %v differs from StateOf's %v", turnNo, s.Full(), st.Full)
 		}
 		return mismatch
 	}

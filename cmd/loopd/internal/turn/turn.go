@@ -10,8 +10,11 @@
 //     has cached), and the llama client can encode only what is new;
 //   - every record is on disk before the event that reports it is sent;
 //   - a turn ends in exactly one of: an answer, a stop by runaway control
-//     (thinking cap, tool-iteration cap, repeated identical calls), or an
-//     error; the first two are logged with a TurnEnd;
+//     (thinking cap, tool-iteration cap, repeated identical calls), a
+//     session_full stop (the next request would not fit the slot, by the
+//     server's refusal or by the last usage record plus max_tokens), or an
+//     error; all but the last are logged with a TurnEnd, and every tool
+//     call the model made has its result record before the stop;
 //   - the engine decides nothing about authority.
 package turn
 
@@ -45,15 +48,23 @@ type Limits struct {
 	ResultCap   int // bytes of one tool result, applied when it is logged
 }
 
+// Context is the slot's size, for the session_full check before each
+// request. A zero NCtx is unknown: only the server's refusal counts.
+type Context struct {
+	NCtx      int // per-slot context, tokens (the self-test's /props figure)
+	MaxTokens int // max_tokens each request may generate
+}
+
 // DefaultLimits are used for zero fields.
 var DefaultLimits = Limits{MaxCalls: 12, RepeatLimit: 3, ResultCap: 16 << 10}
 
 // Engine runs turns. Its fields are set once.
 type Engine struct {
-	Model  Model
-	Broker broker.Port
-	Limits Limits
-	Now    func() time.Time
+	Model   Model
+	Broker  broker.Port
+	Limits  Limits
+	Context Context
+	Now     func() time.Time
 	// Ended, if set, is told of each turn once its TurnEnd is on disk and
 	// before its final event is sent (memoryd indexes it from the log).
 	// It must not fail the turn: errors are its own to report.
@@ -75,6 +86,10 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			return e.stop(s, t, emit, nil, wire.StopToolIterations,
 				fmt.Sprintf("the model asked for tools %d times in one turn without answering; the turn was stopped", lim.MaxCalls))
 		}
+		slot := s.Slot()
+		if why := e.full(slot, s.Full()); why != "" {
+			return e.stop(s, t, emit, nil, wire.StopSessionFull, why)
+		}
 		comp, err := e.Model.Complete(ctx, llama.Request{
 			Messages: s.Messages(t),
 			Tools:    s.Baseline.Tools,
@@ -83,7 +98,13 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 					emit(&wire.Reasoning{Session: s.ID, Text: ev.Text})
 				}
 			},
-		}, s.Slot())
+		}, slot)
+		if se := (*llama.ServerError)(nil); errors.As(err, &se) && se.ExceedsContext() {
+			// The server's refusal is the owner's session_full, never an
+			// internal error: every call so far has its result.
+			return e.stop(s, t, emit, nil, wire.StopSessionFull,
+				fullMsg(fmt.Sprintf("the request was %d tokens and the slot holds %d", se.NPromptTokens, se.NCtx)))
+		}
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
@@ -120,6 +141,27 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			}
 		}
 	}
+}
+
+// full says why the next request cannot fit the slot, or "": a turn of
+// this epoch already ended full, or the context after the last completion
+// plus max_tokens is over the slot (the next request is at least that
+// long, since every request extends the previous one).
+func (e *Engine) full(slot llama.SlotState, full bool) string {
+	switch c := e.Context; {
+	case full:
+		return "this session's context filled in an earlier turn, so this message is kept in the log but not answered here; " + nextStep
+	case c.NCtx > 0 && slot.Total+c.MaxTokens > c.NCtx:
+		return fullMsg(fmt.Sprintf("%d tokens are in use and a reply may take %d more, over the slot's %d", slot.Total, c.MaxTokens, c.NCtx))
+	}
+	return ""
+}
+
+// nextStep is what the owner does about a full session, today.
+const nextStep = "start a new thread or session to go on (the automatic change to a new epoch at the next idle moment is not built yet); see docs/runbook.md#session-full"
+
+func fullMsg(figures string) string {
+	return "this session's context is full (" + figures + "), so the turn was stopped; " + nextStep
 }
 
 func (e *Engine) ended(id string, t int64) {

@@ -1,0 +1,177 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	session "wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// smallConfig writes loopd.toml with max_tokens 200 (room for the
+// scripted tool calls), so that a small slot
+// passes the fit check when the baseline leaves room.
+func smallConfig(t *testing.T, state string) {
+	t.Helper()
+	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\nmax_tokens = 200\n",
+		state, layout.LoopRun.In(state), layout.Socket(state, &wire.Infer))
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600))
+}
+
+var baselineCount = regexp.MustCompile(`the baseline \(system message, tools, a one-word message\) is (\d+) tokens`)
+
+// TestStackFullContext is the new user's server of issue 19: slots of
+// 2,048 tokens. loopd's self-test refuses to start, naming the fit check
+// and its runbook entry. On a slot just big enough for the baseline, a
+// turn whose tool results overflow it mid-turn ends with session_full
+// (bxctl chat shows one line with the runbook pointer, never an internal
+// error), every tool call has its result in the log, what was sent only
+// ever grew, and the next message is kept in the log with the same stop.
+func TestStackFullContext(t *testing.T) {
+	bin, state, srv := stack(t, 2048)
+	smallConfig(t, state)
+	u, _ := url.Parse(srv.URL())
+	out, err := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("bxctl up on 2048-token slots = %v, want exit 1\n%s", err, out)
+	}
+	for _, want := range []string{"loopd did not start", "a slot holds 2048: every turn would overflow", "see docs/runbook.md#selftest-fit"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("bxctl up output lacks %q:\n%s", want, out)
+		}
+	}
+	m := baselineCount.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("bxctl up output gives no baseline count:\n%s", out)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	if n+200+1024 <= 2048 {
+		t.Fatalf("the baseline is %d tokens: it fits 2048 with max_tokens 200, so the refusal above is wrong", n)
+	}
+
+	// A slot that holds the baseline, max_tokens and the margin, and 16
+	// tokens more.
+	bin, state, srv = stack(t, n+200+1024+16)
+	smallConfig(t, state)
+	up(t, bin, state, srv)
+	var calls []fake.ToolCall
+	for i := range 3 {
+		// No tool matches: each answer is the whole catalog.
+		calls = append(calls, fake.ToolCall{Name: "find_tool", Arguments: fmt.Sprintf(`{"query":"nothing%d"}`, i)})
+	}
+	srv.Script(fake.Reply{Reasoning: "Look.", ToolCalls: calls})
+	chatOut := chatStopped(t, bin, state, "s1", "Hello.")
+	if !strings.Contains(chatOut, "the turn was stopped (session_full): this session's context is full") ||
+		!strings.Contains(chatOut, "see docs/runbook.md#session-full") || strings.Contains(chatOut, "internal") {
+		t.Fatalf("bxctl chat on an overflowing turn:\n%s", chatOut)
+	}
+	sent := srv.Requests(0)
+	if len(sent) != 2 {
+		t.Fatalf("the main slot saw %d requests, want the first and the refused one", len(sent))
+	}
+	for i := 1; i < len(sent); i++ {
+		// The refused request extends the first, message for message.
+		prev, next := messagesOf(t, sent[i-1]), messagesOf(t, sent[i])
+		if len(next) <= len(prev) {
+			t.Fatalf("request %d has %d messages, the one before %d", i, len(next), len(prev))
+		}
+		for j := range prev {
+			if !bytes.Equal(prev[j], next[j]) {
+				t.Fatalf("request %d changes message %d", i, j)
+			}
+		}
+	}
+	answered(t, state, "s1", 1)
+
+	chatOut = chatStopped(t, bin, state, "s1", "Are you there?")
+	if !strings.Contains(chatOut, "(session_full)") || !strings.Contains(chatOut, "kept in the log") || !strings.Contains(chatOut, "see docs/runbook.md#session-full") {
+		t.Fatalf("bxctl chat to the full session:\n%s", chatOut)
+	}
+	if len(srv.Requests(0)) != 2 {
+		t.Errorf("the full session asked the server again")
+	}
+	recs := answered(t, state, "s1", 2)
+	kept := false
+	for _, r := range recs {
+		if u, ok := r.(*session.User); ok && u.Turn == 2 && u.Text == "Are you there?" {
+			kept = true
+		}
+	}
+	if !kept {
+		t.Error("the message to the full session is not in its log")
+	}
+}
+
+// chatStopped sends one message with bxctl chat, whose turn is expected
+// to stop, and returns everything bxctl printed.
+func chatStopped(t *testing.T, bin, state, sessionID, msg string) string {
+	t.Helper()
+	out, _ := exec.Command(filepath.Join(bin, "bxctl"), "chat", "--state", state, "--session", sessionID, "--message", msg).CombinedOutput()
+	return string(out)
+}
+
+func messagesOf(t *testing.T, body []byte) [][]byte {
+	t.Helper()
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &req))
+	out := make([][]byte, len(req.Messages))
+	for i, m := range req.Messages {
+		out[i] = m
+	}
+	return out
+}
+
+// answered reads the session log: every tool call has its result, and
+// turn ends with a session_full stop and its TurnEnd.
+func answered(t *testing.T, state, id string, turn int64) []session.Record {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, "sessions", id, "0.jsonl"))
+	require.NoError(t, err)
+	var recs []session.Record
+	calls, results := map[string]bool{}, map[string]bool{}
+	var stopped, ended bool
+	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		r, err := session.Records.Decode(line)
+		require.NoError(t, err)
+		recs = append(recs, r)
+		switch r := r.(type) {
+		case *session.Assistant:
+			for _, c := range r.Message.ToolCalls {
+				calls[c.ID] = true
+			}
+		case *session.ToolResult:
+			results[r.CallID] = true
+		case *session.Stopped:
+			stopped = stopped || (r.Turn == turn && r.Reason == wire.StopSessionFull)
+		case *session.TurnEnd:
+			ended = ended || r.Turn == turn
+		}
+	}
+	if len(calls) == 0 {
+		t.Error("the log has no tool calls")
+	}
+	for c := range calls {
+		if !results[c] {
+			t.Errorf("tool call %s has no result record", c)
+		}
+	}
+	if !stopped || !ended {
+		t.Errorf("turn %d: session_full stop %v, turn end %v; want both", turn, stopped, ended)
+	}
+	return recs
+}
