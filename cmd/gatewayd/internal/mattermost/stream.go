@@ -46,6 +46,9 @@ type Stream struct {
 	// later one, when events were lost: a hello with a new
 	// connection id after the first, or a sequence number out of order.
 	OnGap func(ctx context.Context)
+	// GapFirst makes the first hello call OnGap too: the caller has
+	// events to catch up on from before this stream (a restart).
+	GapFirst bool
 	// OnConnected is called on the read loop after each hello (tests
 	// wait on it).
 	OnConnected func(connectionID string)
@@ -309,7 +312,7 @@ func (s *Stream) handle(e *Event) error {
 		if err != nil {
 			return err
 		}
-		if s.connID != "" && h.ConnectionID != s.connID {
+		if s.connID != "" && h.ConnectionID != s.connID || s.connID == "" && s.GapFirst {
 			s.owed = true
 		}
 		s.connID, s.nextSeq = h.ConnectionID, e.Seq+1
