@@ -72,7 +72,7 @@ func TestStackApproval(t *testing.T) {
 	if id == nil || !strings.Contains(list, `{"path":"/home/owner/Downloads/report.pdf"}`) {
 		t.Fatalf("bxctl approvals = %q", list)
 	}
-	code := regexp.MustCompile(`approval `+id[1]+`: .*, code ([0-9a-z]{6})`).FindStringSubmatch(list)
+	code := regexp.MustCompile(`approval ` + id[1] + `: .*, code ([0-9a-z]{6})`).FindStringSubmatch(list)
 	if code == nil {
 		t.Fatalf("bxctl approvals shows no code: %q", list)
 	}
