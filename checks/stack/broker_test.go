@@ -72,7 +72,11 @@ func TestStackApproval(t *testing.T) {
 	if id == nil || !strings.Contains(list, `{"path":"/home/owner/Downloads/report.pdf"}`) {
 		t.Fatalf("bxctl approvals = %q", list)
 	}
-	if out, err := bxctl(t, bin, "approve", "--state", state, id[1]); err != nil || !strings.Contains(out, "approval "+id[1]+": approved") {
+	code := regexp.MustCompile(`approval ` + id[1] + `: .*, code ([0-9a-z]{6})`).FindStringSubmatch(list)
+	if code == nil {
+		t.Fatalf("bxctl approvals shows no code: %q", list)
+	}
+	if out, err := bxctl(t, bin, "approve", "--state", state, id[1], code[1]); err != nil || !strings.Contains(out, "approval "+id[1]+": approved") {
 		t.Fatalf("bxctl approve: %v %s", err, out)
 	}
 	if err := chatCmd.Wait(); err != nil {

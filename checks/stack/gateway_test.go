@@ -134,10 +134,15 @@ users = [%q]
 	require.NoError(t, err)
 	appr := waitBot(ask.ID, 1, "approval")[0]
 	m := regexp.MustCompile(`\*\*Approval (\d+)\*\*, part 1 of 1: a call to ` + "` read_file `").FindStringSubmatch(appr.Message)
-	if m == nil || !strings.Contains(appr.Message, `{"path":"/home/owner/Downloads/report.pdf"}`) || !strings.Contains(appr.Message, "!approve "+m[1]) {
+	if m == nil || !strings.Contains(appr.Message, `{"path":"/home/owner/Downloads/report.pdf"}`) {
 		t.Fatalf("approval post = %q", appr.Message)
 	}
 	id := m[1]
+	cm := regexp.MustCompile("`!approve " + id + " ([0-9a-z]{6})`").FindStringSubmatch(appr.Message)
+	if cm == nil {
+		t.Fatalf("approval post shows no code: %q", appr.Message)
+	}
+	code := cm[1]
 
 	// 3. Someone who may talk but not approve: ignored and logged.
 	if _, err := fmm.PostAs(mallory.ID, mm.Post{ChannelID: channel, RootID: ask.ID, Message: "!approve " + id}); err != nil {
@@ -167,8 +172,20 @@ users = [%q]
 		t.Errorf("the log does not name the stranger:\n%s", logs())
 	}
 
-	// 4. The owner approves; the call reaches the runner; the turn answers.
+	// 3c. The owner answers with the id alone, as a post imitating the
+	// approval would ask: refused in the thread, nothing answered.
 	if _, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: channel, RootID: ask.ID, Message: "@boxmaker !approve " + id}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; !strings.Contains(logs(), "wrong or missing code"); i++ {
+		if i > 500 {
+			t.Fatalf("the answer without a code was not refused:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// 4. The owner approves; the call reaches the runner; the turn answers.
+	if _, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: channel, RootID: ask.ID, Message: "@boxmaker !approve " + id + " " + code}); err != nil {
 		t.Fatal(err)
 	}
 	var final mm.Post
@@ -206,5 +223,22 @@ users = [%q]
 	}
 	if strings.Contains(logs(), bot.Token) {
 		t.Error("the bot token is in gatewayd's log")
+	}
+	// The code never reached loopd: not in any file of the state
+	// directory (session logs, audit), nor in what the model was sent.
+	filepath.WalkDir(state, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), code) {
+				t.Errorf("%s holds the approval code %q", path, code)
+			}
+		}
+		return nil
+	})
+	for slot := range 2 {
+		for _, req := range srv.Requests(slot) {
+			if strings.Contains(string(req), code) {
+				t.Errorf("the model was sent the approval code %q", code)
+			}
+		}
 	}
 }

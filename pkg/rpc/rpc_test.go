@@ -92,7 +92,7 @@ func TestServerRefuses(t *testing.T) {
 		kind     wire.Kind
 		msg      string
 	}{
-		{"a sibling's message", `{"type":"approve","id":1}`, wire.Forbidden, "approve is not accepted on broker.sock"},
+		{"a sibling's message", `{"type":"approve","id":1,"code":"k7m2qx"}`, wire.Forbidden, "approve is not accepted on broker.sock"},
 		{"no union's message", `{"type":"send","session":"s","text":"x"}`, wire.Forbidden, "not accepted on broker.sock"},
 		{"malformed", `{"type":"list_approvals","x":1}`, wire.Invalid, "did not decode"},
 		{"not JSON", `nope`, wire.Invalid, "did not decode"},

@@ -77,26 +77,35 @@ type GetApproval struct {
 	ID int64 `json:"id"`
 }
 
-// Approve answers approval ID yes. brokerd decides the call again against
-// the current grants and taint before it runs anything.
+// Approve answers approval ID yes. Code is the approval's code, as
+// [PendingCall] shows it: an answer without it is refused and answers
+// nothing. brokerd decides the call again against the current grants and
+// taint before it runs anything.
 type Approve struct {
-	ID int64 `json:"id"`
+	ID   int64  `json:"id"`
+	Code string `json:"code"`
 }
 
-// Refuse answers approval ID no.
+// Refuse answers approval ID no; Code as for [Approve].
 type Refuse struct {
 	ID     int64  `json:"id"`
+	Code   string `json:"code"`
 	Reason string `json:"reason"`
 }
 
 // PendingCall is one waiting call as brokerd holds it. Arguments are the
 // parsed arguments brokerd will act on, never text loopd sent for display.
+// Code is the approval's answer code ([ApprovalCodeLen] characters of
+// [ApprovalCodeAlphabet]): brokerd draws it at random when it parks the
+// call and sends it only on admin.sock and gateway.sock, never on
+// broker.sock, so text the model wrote cannot show it.
 type PendingCall struct {
 	ID        int64           `json:"id"`
 	Session   string          `json:"session"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Expires   string          `json:"expires"`
+	Code      string          `json:"code"`
 }
 
 // Approvals answers ListApprovals, in id order.

@@ -31,9 +31,11 @@ type ApprovalPosted struct {
 }
 
 // OwnerAnswer is an approver's answer from the chat. Approver names who
-// answered ("mattermost:<user id>"), for the audit log.
+// answered ("mattermost:<user id>"), for the audit log; Code is the code
+// the approver typed, which brokerd checks again.
 type OwnerAnswer struct {
 	ID       int64  `json:"id"`
+	Code     string `json:"code"`
 	Approve  bool   `json:"approve"`
 	Reason   string `json:"reason"`
 	Approver string `json:"approver"`

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,31 +33,46 @@ func (b *Broker) adminServer() *rpc.Server {
 			return &wire.Approval{Call: pendingCall(e)}
 		}),
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Approve) strict.Variant {
-			return b.approve(m.ID, adminApprover(peer), "approved by the owner", "uid", peer.UID())
+			return b.approve(m.ID, m.Code, adminApprover(peer), "approved by the owner", "uid", peer.UID())
 		}),
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Refuse) strict.Variant {
-			return b.refuse(m.ID, m.Reason, adminApprover(peer), "refused by the owner", "uid", peer.UID())
+			return b.refuse(m.ID, m.Code, m.Reason, adminApprover(peer), "refused by the owner", "uid", peer.UID())
 		}),
 	)
 }
 
 // approve takes an owner's yes to approval id, from admin.sock or the
-// chat (the courier), and logs it with who gave it.
-func (b *Broker) approve(id int64, approver, logMsg string, who ...any) strict.Variant {
-	if _, err := b.pending.ApproveBy(id, approver); err != nil {
-		return notPending("approve", id)
+// chat (the courier), and logs it with who gave it. An answer whose code
+// is not the approval's answers nothing.
+func (b *Broker) approve(id int64, code, approver, logMsg string, who ...any) strict.Variant {
+	if _, err := b.pending.ApproveBy(id, code, approver); err != nil {
+		return b.notTaken("approve", id, err, who)
 	}
 	b.log.Info(logMsg, append([]any{"id", id}, who...)...)
 	return &wire.Answered{ID: id, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
 }
 
 // refuse takes an owner's no to approval id.
-func (b *Broker) refuse(id int64, reason, approver, logMsg string, who ...any) strict.Variant {
-	if _, err := b.pending.RefuseBy(id, reason, approver); err != nil {
+func (b *Broker) refuse(id int64, code, reason, approver, logMsg string, who ...any) strict.Variant {
+	if _, err := b.pending.RefuseBy(id, code, reason, approver); err != nil {
+		if errors.Is(err, pending.ErrWrongCode) || errors.Is(err, pending.ErrNotPending) {
+			return b.notTaken("refuse", id, err, who)
+		}
 		return &wire.Error{Op: "refuse", Kind: wire.Invalid, Msg: err.Error()}
 	}
 	b.log.Info(logMsg, append([]any{"id", id}, who...)...)
 	return &wire.Answered{ID: id, Outcome: "refused", Msg: "refused"}
+}
+
+// notTaken is the refusal of an answer the table did not take: a wrong
+// code (logged, with who sent it: an imitation of the approval may be
+// at work) or an approval no longer pending.
+func (b *Broker) notTaken(op string, id int64, err error, who []any) *wire.Error {
+	if errors.Is(err, pending.ErrWrongCode) {
+		b.log.Warn("approval answer refused: wrong code; see docs/runbook.md#approval-code-wrong", append([]any{"id", id, "op", op}, who...)...)
+		return wire.Errorf(op, wire.Denied, "approval %d: that code is not this approval's; nothing was answered. Copy the code from the approval itself (bxctl approvals %d); see docs/runbook.md#approval-code-wrong", id, id)
+	}
+	return notPending(op, id)
 }
 
 func notPending(op string, id int64) *wire.Error {
@@ -64,7 +80,7 @@ func notPending(op string, id int64) *wire.Error {
 }
 
 func pendingCall(e pending.Entry) wire.PendingCall {
-	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339)}
+	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339), Code: e.Code}
 }
 
 // adminApprover names an answer given on admin.sock, for the audit log.

@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -114,6 +115,7 @@ func TestDecisions(t *testing.T) {
 
 func TestApproveAndRefuse(t *testing.T) {
 	h := start(t, grants)
+	var codes []string
 	for _, answer := range []string{"refuse", "approve"} {
 		c := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
 		p, ok := c.Recv().(*wire.ToolPending)
@@ -126,10 +128,31 @@ func TestApproveAndRefuse(t *testing.T) {
 		if len(list.Calls) != 1 || list.Calls[0].ID != p.ID || string(list.Calls[0].Arguments) != `{"path":"/home/owner/Downloads/report.pdf"}` {
 			t.Fatalf("approvals = %+v", list)
 		}
+		code := list.Calls[0].Code
+		if _, err := wire.ParseApprovalCode(code); err != nil {
+			t.Fatalf("approval code %q: %v", code, err)
+		}
+		codes = append(codes, code)
+		// The id alone, or another code, answers nothing (an imitation
+		// of the approval post cannot show the code).
+		wrong := "000000"
+		if code == wrong {
+			wrong = "000001"
+		}
+		for _, bad := range []strict.Variant{&wire.Approve{ID: p.ID}, &wire.Approve{ID: p.ID, Code: wrong}, &wire.Refuse{ID: p.ID, Code: "x", Reason: "no"}} {
+			admin.Send(bad)
+			if e, ok := admin.Recv().(*wire.Error); !ok || e.Kind != wire.Denied || !strings.Contains(e.Msg, "approval-code-wrong") {
+				t.Fatalf("%s with a wrong code = %#v, want denied", bad.Tag(), e)
+			}
+		}
+		admin.Send(&wire.GetApproval{ID: p.ID})
+		if g, ok := admin.Recv().(*wire.Approval); !ok || g.Call.Code != code {
+			t.Fatalf("after wrong codes the approval is %#v, want still pending", g)
+		}
 		if answer == "refuse" {
-			admin.Send(&wire.Refuse{ID: p.ID, Reason: "not now"})
+			admin.Send(&wire.Refuse{ID: p.ID, Code: code, Reason: "not now"})
 		} else {
-			admin.Send(&wire.Approve{ID: p.ID})
+			admin.Send(&wire.Approve{ID: p.ID, Code: strings.ToUpper(code)})
 		}
 		if a, ok := admin.Recv().(*wire.Answered); !ok || a.ID != p.ID {
 			t.Fatalf("admin answer = %#v", a)
@@ -139,7 +162,7 @@ func TestApproveAndRefuse(t *testing.T) {
 		if !strings.Contains(r.Output, want) {
 			t.Errorf("after %s: %+v, want %q", answer, r, want)
 		}
-		admin.Send(&wire.Approve{ID: p.ID})
+		admin.Send(&wire.Approve{ID: p.ID, Code: code})
 		if e, ok := admin.Recv().(*wire.Error); !ok || !strings.Contains(e.Msg, "not pending") {
 			t.Errorf("a second answer = %#v, want not pending", e)
 		}
@@ -147,6 +170,12 @@ func TestApproveAndRefuse(t *testing.T) {
 	h.stop()
 	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); !rep.OK() || rep.Records != 4 {
 		t.Errorf("audit: %s (%d records), want 2 asks and 2 answers", rep.Summary(), rep.Records)
+	}
+	log := readAudit(t, h.cfg.StateDir)
+	for _, c := range codes {
+		if strings.Contains(log, `"`+c+`"`) {
+			t.Errorf("the audit log holds approval code %q:\n%s", c, log)
+		}
 	}
 }
 

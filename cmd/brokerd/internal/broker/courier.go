@@ -133,9 +133,9 @@ func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
 	}
 	var out strict.Variant
 	if ans.Approve {
-		out = b.approve(e.ID, ans.Approver, "approved in the chat", "approver", ans.Approver)
+		out = b.approve(e.ID, ans.Code, ans.Approver, "approved in the chat", "approver", ans.Approver)
 	} else {
-		out = b.refuse(e.ID, ans.Reason, ans.Approver, "refused in the chat", "approver", ans.Approver)
+		out = b.refuse(e.ID, ans.Code, ans.Reason, ans.Approver, "refused in the chat", "approver", ans.Approver)
 	}
 	c.Send(out)
 	if _, ok := out.(*wire.Answered); ok {

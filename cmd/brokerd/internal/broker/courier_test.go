@@ -93,7 +93,19 @@ func TestCourierRepostsAndRelays(t *testing.T) {
 	g.Recv()
 	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
 	owner := "mattermost:" + strings.Repeat("o", 26)
-	g.Send(&wire.OwnerAnswer{ID: p.ID, Approve: true, Approver: owner})
+	// A code other than the approval's answers nothing.
+	wrong := "zzzzzz"
+	if post.Call.Code == wrong {
+		wrong = "zzzzzy"
+	}
+	g.Send(&wire.OwnerAnswer{ID: p.ID, Code: wrong, Approve: true, Approver: owner})
+	if e, ok := g.Recv().(*wire.Error); !ok || e.Kind != wire.Denied {
+		t.Fatalf("answer with a wrong code: %+v", e)
+	}
+	g = next(t, conns)
+	g.Recv()
+	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+	g.Send(&wire.OwnerAnswer{ID: p.ID, Code: post.Call.Code, Approve: true, Approver: owner})
 	if a, ok := g.Recv().(*wire.Answered); !ok || a.Outcome != "approved" {
 		t.Fatalf("answer = %+v", a)
 	}
@@ -118,7 +130,9 @@ func TestCourierWithdrawsWhenAnsweredElsewhere(t *testing.T) {
 	g.Recv()
 	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
 	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
-	admin.Send(&wire.Refuse{ID: p.ID, Reason: "no"})
+	admin.Send(&wire.ListApprovals{})
+	code := admin.Recv().(*wire.Approvals).Calls[0].Code
+	admin.Send(&wire.Refuse{ID: p.ID, Code: code, Reason: "no"})
 	admin.Recv()
 	g.C.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := g.C.Recv(); !errors.Is(err, io.EOF) {

@@ -11,6 +11,12 @@
 //     never two and never none.
 //   - Every entry expires: the table's ttl is positive and at most
 //     [MaxTTL] (a day), refused otherwise, so no call waits for ever.
+//   - Every entry has a code drawn from crypto/rand when it is added
+//     ([wire.ApprovalCodeLen] symbols of [wire.ApprovalCodeAlphabet]);
+//     an owner's answer ([Table.ApproveBy], [Table.RefuseBy]) that does
+//     not repeat it is refused and answers nothing: the entry stays
+//     pending. The code leaves brokerd only towards the owner (admin.sock
+//     and gateway.sock), never towards loopd.
 //   - The table hands out copies: an [Entry]'s arguments cannot be
 //     changed through what [Table.List] or [Table.Get] return.
 //
@@ -21,6 +27,9 @@ package pending
 
 import (
 	"cmp"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +40,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // MaxTTL is the longest an approval may wait ([approvals] ttl).
@@ -39,6 +49,9 @@ const MaxTTL = 24 * time.Hour
 // ErrNotPending is returned for an id the table does not hold: never
 // added, or already answered.
 var ErrNotPending = errors.New("approval is not pending")
+
+// ErrWrongCode is an owner's answer whose code is not the approval's.
+var ErrWrongCode = errors.New("the code is not this approval's")
 
 // Kind is how an entry was answered.
 type Kind uint8
@@ -79,6 +92,7 @@ type Entry struct {
 	Tool      string          // the target tool, never call_tool
 	Arguments json.RawMessage // its parsed arguments, serialised again
 	Expires   time.Time       // set by [Table.Add]
+	Code      string          // drawn by [Table.Add]; see the package's invariants
 }
 
 func (e Entry) clone() Entry {
@@ -141,6 +155,7 @@ func (t *Table) Add(e Entry) (Entry, <-chan Answer, error) {
 	}
 	p := &parked{Entry: e.clone(), answer: make(chan Answer, 1)}
 	p.Expires = t.now().Add(t.ttl)
+	p.Code = newCode()
 	t.mu.Lock()
 	if _, dup := t.entries[e.ID]; dup {
 		t.mu.Unlock()
@@ -148,16 +163,40 @@ func (t *Table) Add(e Entry) (Entry, <-chan Answer, error) {
 	}
 	t.entries[e.ID] = p
 	// Set under the lock, so that no remover can see p without its stop.
-	p.stop = t.afterFunc(t.ttl, func() { t.answer(e.ID, Answer{Kind: Expired}) })
+	p.stop = t.afterFunc(t.ttl, func() { t.answer(e.ID, nil, Answer{Kind: Expired}) })
 	t.mu.Unlock()
 	return p.clone(), p.answer, nil
 }
 
+// newCode draws an approval's code: 30 bits from crypto/rand, spelled in
+// [wire.ApprovalCodeAlphabet] (32 symbols, 5 bits each).
+func newCode() string {
+	var b [4]byte
+	rand.Read(b[:]) // never fails (crypto/rand's contract since Go 1.24)
+	v := binary.BigEndian.Uint32(b[:])
+	out := make([]byte, wire.ApprovalCodeLen)
+	for i := range out {
+		out[i] = wire.ApprovalCodeAlphabet[v&31]
+		v >>= 5
+	}
+	return string(out)
+}
+
 // answer removes entry id and sends a its answer. Only the caller that
-// removed the entry sends, so each entry is answered exactly once.
-func (t *Table) answer(id int64, a Answer) (Entry, error) {
+// removed the entry sends, so each entry is answered exactly once. A
+// non-nil code must be the entry's (as [wire.ParseApprovalCode] reads
+// it), or the entry stays pending; nil is for the answers that need none
+// (expiry, withdrawal, the owner-less [Table.Approve] and [Table.Refuse]).
+func (t *Table) answer(id int64, code *string, a Answer) (Entry, error) {
 	t.mu.Lock()
 	p, ok := t.entries[id]
+	if ok && code != nil {
+		c, err := wire.ParseApprovalCode(*code)
+		if err != nil || subtle.ConstantTimeCompare([]byte(c), []byte(p.Code)) != 1 {
+			t.mu.Unlock()
+			return Entry{}, fmt.Errorf("approval %d: %w", id, ErrWrongCode)
+		}
+	}
 	if ok {
 		delete(t.entries, id)
 	}
@@ -170,22 +209,26 @@ func (t *Table) answer(id int64, a Answer) (Entry, error) {
 	return p.clone(), nil
 }
 
-// Approve answers entry id Approved and returns it.
+// Approve answers entry id Approved and returns it, without a code: for
+// tests of what follows an answer. The owner's answers go through
+// [Table.ApproveBy].
 func (t *Table) Approve(id int64) (Entry, error) {
-	return t.answer(id, Answer{Kind: Approved})
+	return t.answer(id, nil, Answer{Kind: Approved})
 }
 
-// ApproveBy is [Table.Approve] recording who approved.
-func (t *Table) ApproveBy(id int64, approver string) (Entry, error) {
-	return t.answer(id, Answer{Kind: Approved, Approver: approver})
+// ApproveBy is the owner's [Table.Approve]: code must be the entry's
+// ([ErrWrongCode] otherwise, and the entry stays pending); approver is
+// who approved.
+func (t *Table) ApproveBy(id int64, code, approver string) (Entry, error) {
+	return t.answer(id, &code, Answer{Kind: Approved, Approver: approver})
 }
 
-// RefuseBy is [Table.Refuse] recording who refused.
-func (t *Table) RefuseBy(id int64, reason, approver string) (Entry, error) {
+// RefuseBy is the owner's [Table.Refuse], code as for [Table.ApproveBy].
+func (t *Table) RefuseBy(id int64, code, reason, approver string) (Entry, error) {
 	if err := checkReason(reason); err != nil {
 		return Entry{}, fmt.Errorf("refuse approval %d: reason %v", id, err)
 	}
-	return t.answer(id, Answer{Kind: Refused, Reason: reason, Approver: approver})
+	return t.answer(id, &code, Answer{Kind: Refused, Reason: reason, Approver: approver})
 }
 
 // MaxReason caps a refusal's reason, in characters: it becomes the
@@ -199,13 +242,13 @@ func (t *Table) Refuse(id int64, reason string) (Entry, error) {
 	if err := checkReason(reason); err != nil {
 		return Entry{}, fmt.Errorf("refuse approval %d: reason %v", id, err)
 	}
-	return t.answer(id, Answer{Kind: Refused, Reason: reason})
+	return t.answer(id, nil, Answer{Kind: Refused, Reason: reason})
 }
 
 // Withdraw answers entry id Withdrawn: its caller went away. It reports
 // whether the entry was still pending.
 func (t *Table) Withdraw(id int64) bool {
-	_, err := t.answer(id, Answer{Kind: Withdrawn})
+	_, err := t.answer(id, nil, Answer{Kind: Withdrawn})
 	return err == nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // timers is a fake AfterFunc: timers fire only when the test says.
@@ -277,5 +279,46 @@ func TestUnknownAndInvalid(t *testing.T) {
 	}
 	if n := len(tb.List()); n != 1 {
 		t.Errorf("List has %d entries after refused adds, want 1", n)
+	}
+}
+
+// TestOwnerAnswerNeedsTheCode: an owner's answer with the id alone, or
+// with another code, answers nothing and the entry stays pending; the
+// entry's own code (in any case) answers it. Codes differ per entry.
+func TestOwnerAnswerNeedsTheCode(t *testing.T) {
+	tb, _ := newTable(t, time.Hour)
+	seen := map[string]bool{}
+	for id := int64(1); id <= 50; id++ {
+		add(t, tb, id)
+		e, err := tb.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err := wire.ParseApprovalCode(e.Code); err != nil || c != e.Code {
+			t.Fatalf("entry %d's code %q is not canonical: %v", id, e.Code, err)
+		}
+		seen[e.Code] = true
+	}
+	if len(seen) < 49 {
+		t.Errorf("50 entries drew %d distinct codes", len(seen))
+	}
+	e, _ := tb.Get(7)
+	wrong := "000000"
+	if e.Code == wrong {
+		wrong = "000001"
+	}
+	for _, code := range []string{"", wrong, "\x00any", e.Code + "0"} {
+		if _, err := tb.ApproveBy(7, code, "owner"); !errors.Is(err, ErrWrongCode) {
+			t.Errorf("ApproveBy(7, %q) = %v, want ErrWrongCode", code, err)
+		}
+		if _, err := tb.RefuseBy(7, code, "no", "owner"); !errors.Is(err, ErrWrongCode) {
+			t.Errorf("RefuseBy(7, %q) = %v, want ErrWrongCode", code, err)
+		}
+	}
+	if _, err := tb.Get(7); err != nil {
+		t.Fatalf("after wrong codes: %v, want still pending", err)
+	}
+	if _, err := tb.ApproveBy(7, strings.ToUpper(e.Code), "owner"); err != nil {
+		t.Errorf("ApproveBy with the code: %v", err)
 	}
 }

@@ -60,13 +60,13 @@ func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	for _, c := range list.Calls {
 		printCall(stdout, c)
 	}
-	fmt.Fprintln(stdout, "answer with: bxctl approve ID   or   bxctl refuse ID [reason]")
+	fmt.Fprintln(stdout, "answer with: bxctl approve ID CODE   or   bxctl refuse ID CODE [reason]")
 	return ExitOK
 }
 
 func printCall(w io.Writer, c wire.PendingCall) {
-	fmt.Fprintf(w, "approval %d: %s in session %s, expires %s\n  arguments: %s\n",
-		c.ID, escape.Line(c.Tool), escape.Line(c.Session), escape.Line(c.Expires), escape.JSON(string(c.Arguments)))
+	fmt.Fprintf(w, "approval %d: %s in session %s, expires %s, code %s\n  arguments: %s\n",
+		c.ID, escape.Line(c.Tool), escape.Line(c.Session), escape.Line(c.Expires), escape.Line(c.Code), escape.JSON(string(c.Arguments)))
 }
 
 // showApproval is `bxctl approvals ID`: one waiting call, fetched from
@@ -87,13 +87,14 @@ func showApproval(ctx context.Context, state, arg string, stdout, stderr io.Writ
 	return ExitOK
 }
 
-// runApprove is `bxctl approve ID`. The owner types the id; nothing is
-// approved by a bare yes.
+// runApprove is `bxctl approve ID CODE`. The owner types the id and the
+// code bxctl approvals shows; nothing is approved by a bare yes, nor by
+// an id read off a post that only looks like an approval.
 func runApprove(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return answerApproval(ctx, "approve", args, stdout, stderr)
 }
 
-// runRefuse is `bxctl refuse ID [reason]` (and `bxctl deny`).
+// runRefuse is `bxctl refuse ID CODE [reason]` (and `bxctl deny`).
 func runRefuse(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return answerApproval(ctx, "refuse", args, stdout, stderr)
 }
@@ -105,8 +106,8 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 		return ExitUsage
 	}
 	rest := fs.Args()
-	if len(rest) == 0 || (verb == "approve" && len(rest) != 1) {
-		fmt.Fprintf(stderr, "bxctl %s: usage: bxctl %s ID%s\n", verb, verb, map[string]string{"approve": "", "refuse": " [reason]"}[verb])
+	if len(rest) < 2 || (verb == "approve" && len(rest) != 2) {
+		fmt.Fprintf(stderr, "bxctl %s: usage: bxctl %s ID CODE%s (the code is in bxctl approvals)\n", verb, verb, map[string]string{"approve": "", "refuse": " [reason]"}[verb])
 		return ExitUsage
 	}
 	id, err := strconv.ParseInt(rest[0], 10, 64)
@@ -119,9 +120,14 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 		fmt.Fprintf(stderr, "bxctl %s: %v\n", verb, err)
 		return ExitUsage
 	}
-	var msg strict.Variant = &wire.Approve{ID: id}
+	code, err := wire.ParseApprovalCode(rest[1])
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl %s: %q: %v (bxctl approvals %d shows it); see docs/runbook.md#approval-code-wrong\n", verb, escape.Line(rest[1]), err, id)
+		return ExitUsage
+	}
+	var msg strict.Variant = &wire.Approve{ID: id, Code: code}
 	if verb == "refuse" {
-		msg = &wire.Refuse{ID: id, Reason: strings.Join(rest[1:], " ")}
+		msg = &wire.Refuse{ID: id, Code: code, Reason: strings.Join(rest[2:], " ")}
 	}
 	a, err := ask[*wire.Answered](ctx, state, &wire.Admin, msg)
 	if err != nil {

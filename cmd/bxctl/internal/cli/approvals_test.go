@@ -35,7 +35,7 @@ func fakeAdmin(t *testing.T, answer strict.Variant) (string, chan strict.Variant
 // visible and none changes what the owner reads.
 func TestApprovalsShowEverything(t *testing.T) {
 	args := `{"path":"/home/o/\u202egdp.exe\n\\u002fetc/passwd"}`
-	state, _ := fakeAdmin(t, &wire.Approvals{Calls: []wire.PendingCall{{ID: 7, Session: "s1", Tool: "read_file", Arguments: []byte(args), Expires: "2026-11-30T10:00:00Z"}}})
+	state, _ := fakeAdmin(t, &wire.Approvals{Calls: []wire.PendingCall{{ID: 7, Session: "s1", Tool: "read_file", Arguments: []byte(args), Expires: "2026-11-30T10:00:00Z", Code: "k7m2qx"}}})
 	code, out, stderr := run("approvals", "--state", state)
 	if code != ExitOK {
 		t.Fatalf("approvals = %d, %s", code, stderr)
@@ -45,7 +45,7 @@ func TestApprovalsShowEverything(t *testing.T) {
 			t.Fatalf("output holds a raw U+202E: %q", out)
 		}
 	}
-	for _, want := range []string{"approval 7: read_file in session s1", `\u202egdp.exe`, `\n`, `\\u002fetc`} {
+	for _, want := range []string{"approval 7: read_file in session s1", "code k7m2qx", `\u202egdp.exe`, `\n`, `\\u002fetc`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -55,21 +55,21 @@ func TestApprovalsShowEverything(t *testing.T) {
 	}
 }
 
-func TestApproveAndRefuseSendTheID(t *testing.T) {
+func TestApproveAndRefuseSendTheIDAndCode(t *testing.T) {
 	state, got := fakeAdmin(t, &wire.Answered{ID: 7, Outcome: "approved", Msg: "approved"})
-	if code, out, _ := run("approve", "--state", state, "7"); code != ExitOK || !strings.Contains(out, "approval 7: approved") {
+	if code, out, _ := run("approve", "--state", state, "7", "K7M2QX"); code != ExitOK || !strings.Contains(out, "approval 7: approved") {
 		t.Errorf("approve = %d %q", code, out)
 	}
-	if a, ok := (<-got).(*wire.Approve); !ok || a.ID != 7 {
+	if a, ok := (<-got).(*wire.Approve); !ok || a.ID != 7 || a.Code != "k7m2qx" {
 		t.Errorf("brokerd got %#v", a)
 	}
-	if code, _, _ := run("deny", "--state", state, "7", "not", "now"); code != ExitOK {
+	if code, _, _ := run("deny", "--state", state, "7", "k7m2qx", "not", "now"); code != ExitOK {
 		t.Errorf("deny = %d", code)
 	}
-	if r, ok := (<-got).(*wire.Refuse); !ok || r.ID != 7 || r.Reason != "not now" {
+	if r, ok := (<-got).(*wire.Refuse); !ok || r.ID != 7 || r.Code != "k7m2qx" || r.Reason != "not now" {
 		t.Errorf("brokerd got %#v", r)
 	}
-	for _, bad := range [][]string{{"approve"}, {"approve", "y"}, {"approve", "0"}, {"approve", "7", "8"}, {"refuse"}} {
+	for _, bad := range [][]string{{"approve"}, {"approve", "7"}, {"approve", "y", "k7m2qx"}, {"approve", "0", "k7m2qx"}, {"approve", "7", "k7m2qx", "8"}, {"approve", "7", "8"}, {"refuse"}, {"refuse", "7"}, {"refuse", "7", "not-a-code"}} {
 		if code, _, _ := run(append(bad, "--state", state)...); code != ExitUsage {
 			t.Errorf("bxctl %v = %d, want usage", bad, code)
 		}

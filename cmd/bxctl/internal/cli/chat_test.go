@@ -135,7 +135,7 @@ func TestChatOneShot(t *testing.T) {
 	}
 	want := "Let me check the time.\n" +
 		"[tool clock running]\n" +
-		"[approval 42: a call to write_file waits for you; review and answer it with: bxctl approve 42]\n" +
+		"[approval 42: a call to write_file waits for you; review it with bxctl approvals 42, which shows its code, and answer with: bxctl approve 42 CODE]\n" +
 		"[tool write_file denied: the owner refused]\n" +
 		"It is noon.\n"
 	if out != want {

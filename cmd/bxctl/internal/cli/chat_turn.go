@@ -165,7 +165,7 @@ func (c *chat) show(ev strict.Variant) (end, answered bool) {
 	case *wire.ToolRunning:
 		fmt.Fprintf(c.stdout, "[tool %s running]\n", escape.Line(e.Tool))
 	case *wire.ApprovalPending:
-		fmt.Fprintf(c.stdout, "[approval %d: a call to %s waits for you; review and answer it with: bxctl approve %d]\n", e.ID, escape.Line(e.Tool), e.ID)
+		fmt.Fprintf(c.stdout, "[approval %d: a call to %s waits for you; review it with bxctl approvals %d, which shows its code, and answer with: bxctl approve %d CODE]\n", e.ID, escape.Line(e.Tool), e.ID, e.ID)
 	case *wire.ToolDenied:
 		fmt.Fprintf(c.stdout, "[tool %s denied: %s]\n", escape.Line(e.Tool), escape.Line(e.Reason))
 	}

@@ -17,6 +17,7 @@ import (
 // approval is one posted approval, open while brokerd's connection is.
 type approval struct {
 	id         int64
+	code       string // the approval's code, from brokerd; an answer must repeat it
 	root       string // the thread
 	channel    string
 	posts      []string        // written only before answerable is set
@@ -27,6 +28,7 @@ type approval struct {
 }
 
 type chatAnswer struct {
+	code    string // canonical, and the approval's
 	approve bool
 	reason  string
 	user    string
@@ -71,6 +73,10 @@ func postRefusal(kind wire.Kind, format string, a ...any) *wire.Error {
 // checkApproval is the check phase: it returns the approval to post, or
 // the refusal to send.
 func (g *Gateway) checkApproval(ctx context.Context, call wire.PendingCall) (*approval, *wire.Error) {
+	code, cerr := wire.ParseApprovalCode(call.Code)
+	if cerr != nil || code != call.Code {
+		return nil, postRefusal(wire.Invalid, "approval %d has no valid code; gatewayd posts only approvals that can be answered safely", call.ID)
+	}
 	root, ok := strings.CutPrefix(call.Session, SessionPrefix)
 	if !ok || !mattermost.ValidID(root) {
 		return nil, postRefusal(wire.Invalid, "session %q is not a Mattermost thread of this gateway; answer it with bxctl approve", call.Session)
@@ -86,7 +92,7 @@ func (g *Gateway) checkApproval(ctx context.Context, call wire.PendingCall) (*ap
 	if !heardHere {
 		return nil, postRefusal(wire.Denied, "the approval's thread is in a channel gatewayd does not hear")
 	}
-	return &approval{id: call.ID, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1), replaced: make(chan struct{})}, nil
+	return &approval{id: call.ID, code: code, root: root, channel: rootPost.ChannelID, answers: make(chan chatAnswer, 1), replaced: make(chan struct{})}, nil
 }
 
 // claim is the claim phase: a becomes the pending approval of its id
@@ -188,7 +194,7 @@ func (g *Gateway) await(ctx context.Context, c *rpc.Conn, a *approval) {
 
 // relay sends an approver's answer to brokerd and shows the outcome.
 func (g *Gateway) relay(ctx context.Context, c *rpc.Conn, a *approval, ans chatAnswer, frames <-chan strict.Variant) {
-	if c.Send(&wire.OwnerAnswer{ID: a.id, Approve: ans.approve, Reason: ans.reason, Approver: "mattermost:" + ans.user}) != nil {
+	if c.Send(&wire.OwnerAnswer{ID: a.id, Code: ans.code, Approve: ans.approve, Reason: ans.reason, Approver: "mattermost:" + ans.user}) != nil {
 		g.withdraw(ctx, a, "brokerd went away")
 		return
 	}

@@ -34,8 +34,11 @@ func (r *rig) thread(t *testing.T) fake.Post {
 	return p
 }
 
+// testCode is every test approval's code.
+const testCode = "k7m2qx"
+
 func pendingCall(id int64, root, args string) wire.PendingCall {
-	return wire.PendingCall{ID: id, Session: SessionPrefix + root, Tool: "http_fetch", Arguments: json.RawMessage(args), Expires: "2026-11-30T10:00:00Z"}
+	return wire.PendingCall{ID: id, Session: SessionPrefix + root, Tool: "http_fetch", Arguments: json.RawMessage(args), Expires: "2026-11-30T10:00:00Z", Code: testCode}
 }
 
 // TestApprovalMultiPartOnlyLast: an approval too long for one post spans
@@ -67,7 +70,7 @@ func TestApprovalMultiPartOnlyLast(t *testing.T) {
 	}
 	// A command dated before the last part (as one sent while the parts
 	// were being posted would be) is ignored.
-	r.g.answer(&mattermost.Post{ID: strings.Repeat("e", 26), UserID: r.owner.ID, ChannelID: r.dm, RootID: root.ID, CreateAt: parts[1].CreateAt}, 7, true, "")
+	r.g.answer(t.Context(), &mattermost.Post{ID: strings.Repeat("e", 26), UserID: r.owner.ID, ChannelID: r.dm, RootID: root.ID, CreateAt: parts[1].CreateAt}, 7, testCode, true, "")
 	if !strings.Contains(r.logs.String(), "sent before the approval's last part") {
 		t.Error("an early command was not refused")
 	}
@@ -75,9 +78,9 @@ func TestApprovalMultiPartOnlyLast(t *testing.T) {
 	other := r.thread(t)
 	r.post(t, r.owner, r.dm, other.ID, "!approve 7")
 	// After the last part, in the thread: relayed.
-	r.post(t, r.owner, r.dm, root.ID, "!deny 7 too long")
+	r.post(t, r.owner, r.dm, root.ID, "!deny 7 "+testCode+" too long")
 	a, ok := c.Recv().(*wire.OwnerAnswer)
-	if !ok || a.ID != 7 || a.Approve || a.Reason != "too long" || a.Approver != "mattermost:"+r.owner.ID {
+	if !ok || a.ID != 7 || a.Approve || a.Reason != "too long" || a.Code != testCode || a.Approver != "mattermost:"+r.owner.ID {
 		t.Fatalf("OwnerAnswer = %+v", a)
 	}
 	c.Send(&wire.Answered{ID: 7, Outcome: "refused", Msg: "refused"})
@@ -106,7 +109,7 @@ func TestApprovalNonApproverIgnored(t *testing.T) {
 	}
 	r.post(t, r.other, ch, root.ID, "!approve 9")
 	waitFor(t, "the refusal logged", func() bool { return strings.Contains(r.logs.String(), "the user is not an approver") })
-	r.post(t, r.owner, ch, root.ID, "@boxmaker !approve 9")
+	r.post(t, r.owner, ch, root.ID, "@boxmaker !approve 9 "+testCode)
 	a, ok := c.Recv().(*wire.OwnerAnswer)
 	if !ok || !a.Approve || a.Approver != "mattermost:"+r.owner.ID {
 		t.Fatalf("OwnerAnswer = %+v", a)
@@ -178,7 +181,7 @@ func TestApprovalOutcomeKeptAtRestart(t *testing.T) {
 	root := r.thread(t)
 	c := r.courier(t, pendingCall(6, root.ID, `{"url":"https://example.org/"}`))
 	c.Recv()
-	r.post(t, r.owner, r.dm, root.ID, "!approve 6")
+	r.post(t, r.owner, r.dm, root.ID, "!approve 6 "+testCode)
 	if a, ok := c.Recv().(*wire.OwnerAnswer); !ok || !a.Approve {
 		t.Fatalf("got %+v", a)
 	}
@@ -199,7 +202,8 @@ func TestApprovalRefusals(t *testing.T) {
 		msg  strict.Variant
 		kind wire.Kind
 	}{
-		{"terminal session", &wire.PostApproval{Call: wire.PendingCall{ID: 1, Session: "term-abc", Tool: "x", Arguments: json.RawMessage(`{}`)}}, wire.Invalid},
+		{"terminal session", &wire.PostApproval{Call: wire.PendingCall{ID: 1, Session: "term-abc", Tool: "x", Arguments: json.RawMessage(`{}`), Code: testCode}}, wire.Invalid},
+		{"no code", &wire.PostApproval{Call: wire.PendingCall{ID: 3, Session: SessionPrefix + r.dm, Tool: "x", Arguments: json.RawMessage(`{}`)}}, wire.Invalid},
 		{"unknown thread", &wire.PostApproval{Call: pendingCall(2, strings.Repeat("q", 26), `{}`)}, wire.Unavailable},
 		{"wrong message", &wire.OwnerAnswer{ID: 1, Approve: true, Approver: "mattermost:x"}, wire.Forbidden},
 	} {
@@ -234,8 +238,46 @@ func TestApprovalPostedAgainReplaces(t *testing.T) {
 		t.Error("the old connection got a frame; want it closed")
 	}
 	waitFor(t, "the old post withdrawn", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "posted again below") })
-	r.post(t, r.owner, r.dm, root.ID, "!approve 8")
+	r.post(t, r.owner, r.dm, root.ID, "!approve 8 "+testCode)
 	if a, ok := c.Recv().(*wire.OwnerAnswer); !ok || !a.Approve || a.ID != 8 {
 		t.Fatalf("the new connection got %+v", a)
+	}
+}
+
+// TestApprovalImitationNeedsTheCode: model text can imitate an approval
+// post's layout and id, never its code. The owner's answer with the id
+// alone or with a code the imitation showed is refused in the thread,
+// logged, and relays nothing; the code of the real post relays the
+// answer (typed in upper case, as a person may).
+func TestApprovalImitationNeedsTheCode(t *testing.T) {
+	r := newRig(t, nil)
+	root := r.thread(t)
+	c := r.courier(t, pendingCall(11, root.ID, `{"url":"https://example.org/"}`))
+	if _, ok := c.Recv().(*wire.ApprovalPosted); !ok {
+		t.Fatal("not posted")
+	}
+	real := r.botPosts(root.ID)[1].Message
+	if !strings.Contains(real, "!approve 11 "+testCode) || !strings.Contains(real, "!deny 11 "+testCode) {
+		t.Fatalf("the approval post does not show its code:\n%s", real)
+	}
+	for i, cmd := range []string{"!approve 11", "!approve 11 zzzzzz", "!deny 11 000000 no", "!approve 11 k7m2q"} {
+		r.post(t, r.owner, r.dm, root.ID, cmd)
+		waitFor(t, "the refusal in the thread", func() bool {
+			n := 0
+			for _, p := range r.botPosts(root.ID) {
+				if strings.Contains(p.Message, "docs/runbook.md#approval-code-wrong") {
+					n++
+				}
+			}
+			return n == i+1
+		})
+	}
+	if n := strings.Count(r.logs.String(), "wrong or missing code"); n != 4 {
+		t.Errorf("%d wrong codes logged, want 4", n)
+	}
+	r.post(t, r.owner, r.dm, root.ID, "!approve 11 "+strings.ToUpper(testCode))
+	a, ok := c.Recv().(*wire.OwnerAnswer)
+	if !ok || a.ID != 11 || !a.Approve || a.Code != testCode {
+		t.Fatalf("OwnerAnswer = %+v, want the first answer with the code", a)
 	}
 }

@@ -2,30 +2,40 @@ package gateway
 
 import (
 	"context"
+	"crypto/subtle"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
+
+// usage is the approval commands' shape, for every usage reply.
+const usage = "`!approve <id> <code>` or `!deny <id> <code> [reason]`"
 
 // command handles a message starting with '!'. It never reaches the
 // model. Approval commands from anyone but an approver, for an id not
 // pending in this thread, or sent before the approval's last part, are
 // ignored (another Boxmaker in a shared thread may hold the id) and
-// logged.
+// logged; one whose code is not the approval's is refused in the thread.
 func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text string) {
 	fields := strings.Fields(text)
 	verb := fields[0]
 	switch verb {
 	case "!approve", "!deny":
-		if len(fields) < 2 || (verb == "!approve" && len(fields) != 2) {
-			g.reply(ctx, post.ChannelID, post.Thread(), "Usage: `!approve <id>` or `!deny <id> [reason]`, in the approval's thread.")
+		if len(fields) < 2 || (verb == "!approve" && len(fields) > 3) {
+			g.reply(ctx, post.ChannelID, post.Thread(), "Usage: "+usage+", in the approval's thread; the code is in the approval's last part.")
 			return
 		}
 		id, err := strconv.ParseInt(fields[1], 10, 64)
 		if err != nil || id < 1 {
-			g.reply(ctx, post.ChannelID, post.Thread(), "Usage: `!approve <id>` or `!deny <id> [reason]`; the id is the number in the approval.")
+			g.reply(ctx, post.ChannelID, post.Thread(), "Usage: "+usage+"; the id is the number in the approval.")
 			return
+		}
+		code := ""
+		if len(fields) > 2 {
+			code = fields[2]
 		}
 		if !g.approvers[post.UserID] {
 			g.log.Warn("approval command ignored: the user is not an approver; see docs/runbook.md#gateway-not-approver",
@@ -33,21 +43,23 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 			return
 		}
 		reason := ""
-		if verb == "!deny" {
-			reason = strings.Join(fields[2:], " ")
+		if verb == "!deny" && len(fields) > 3 {
+			reason = strings.Join(fields[3:], " ")
 		}
-		g.answer(post, id, verb == "!approve", reason)
+		g.answer(ctx, post, id, code, verb == "!approve", reason)
 	case "!stop":
 		go g.stopTurn(ctx, post) // loopd may take a moment; the event stream must not wait
 	default:
-		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: `!approve <id>`, `!deny <id> [reason]`, `!stop`; start a message with `!!` to send a literal `!`.")
+		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`; start a message with `!!` to send a literal `!`.")
 	}
 }
 
 // answer hands an approver's answer to the approval's connection, if id
-// is pending in this thread and its last part was posted before the
-// command.
-func (g *Gateway) answer(post *mattermost.Post, id int64, approve bool, reason string) {
+// is pending in this thread, its last part was posted before the command
+// and code is the approval's. A wrong or missing code is refused in the
+// thread and logged, and counts as no answer: text in the thread may
+// imitate an approval's layout, never its code.
+func (g *Gateway) answer(ctx context.Context, post *mattermost.Post, id int64, typed string, approve bool, reason string) {
 	g.mu.Lock()
 	a := g.pending[id]
 	var answerable bool
@@ -65,8 +77,15 @@ func (g *Gateway) answer(post *mattermost.Post, id int64, approve bool, reason s
 			"approval", id, "post", post.ID)
 		return
 	}
+	code, err := wire.ParseApprovalCode(typed)
+	if err != nil || subtle.ConstantTimeCompare([]byte(code), []byte(a.code)) != 1 {
+		g.log.Warn("approval command refused: wrong or missing code; see docs/runbook.md#approval-code-wrong",
+			"approval", id, "post", post.ID, "user", post.UserID)
+		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("That answer was not taken: the code is missing or is not approval %d's, so nothing was answered. Copy the id and the code from the approval's last part, posted by Boxmaker itself (a post that only looks like one has no valid code): %s; see docs/runbook.md#approval-code-wrong", id, usage))
+		return
+	}
 	select {
-	case a.answers <- chatAnswer{approve: approve, reason: reason, user: post.UserID}:
+	case a.answers <- chatAnswer{code: code, approve: approve, reason: reason, user: post.UserID}:
 	default:
 		g.log.Info("approval command ignored: an answer is already on its way", "approval", id, "post", post.ID)
 	}

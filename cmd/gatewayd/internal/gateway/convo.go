@@ -67,6 +67,11 @@ func (g *Gateway) judge(p *mattermost.Posted, attempt int) {
 		return
 	}
 	post := p.Post
+	if err := g.cursor.mark(post.ID, post.CreateAt); err != nil {
+		// Handled anyway: the owner's message is not dropped, but a
+		// restart may handle it again.
+		g.log.Error("recording a handled post failed; see docs/runbook.md#gateway-cursor", "post", post.ID, "err", err.Error())
+	}
 	// A command is recognised after leading blanks (" !stop" is still
 	// !stop, never the model's); other text keeps its indentation.
 	if t := strings.TrimLeft(text, " \t\r\n"); strings.HasPrefix(t, "!!") {

@@ -47,6 +47,7 @@ type Gateway struct {
 	life      context.Context // the daemon's life: turns outlive a WebSocket connection
 	approvers map[string]bool
 	dead      *deadLog
+	cursor    *cursor // the posts handled, durable across restarts
 
 	// Test knobs: how often typing is refreshed, and the stream's backoff.
 	typingEvery   time.Duration
@@ -66,6 +67,10 @@ type Gateway struct {
 
 // maxSeen bounds the set of handled post ids.
 const maxSeen = 4096
+
+// MaxCatchUp is how far back a start fetches the posts that arrived
+// while gatewayd was stopped: older ones are not answered out of the blue.
+const MaxCatchUp = 24 * time.Hour
 
 // Run loads the token, connects and serves until ctx ends.
 func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
@@ -109,10 +114,27 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 		}
 		g.channels[ch.ID] = true
 	}
-	if g.dead, err = openDeadLog(ctx, filepath.Join(cfg.StateDir, "gateway"), mm, log); err != nil {
+	dir := filepath.Join(cfg.StateDir, "gateway")
+	if g.dead, err = openDeadLog(ctx, dir, mm, log); err != nil {
 		return nil, err
 	}
-	g.stream = &mattermost.Stream{Client: mm, Log: log, OnEvent: g.onEvent, OnGap: g.fetchGap}
+	if g.cursor, err = openCursor(dir); err != nil {
+		return nil, err
+	}
+	// A previous run's handled posts pass the seen-set gate no more;
+	// what arrived since the newest of them is fetched once connected
+	// (at most MaxCatchUp back).
+	for _, id := range g.cursor.state.Handled {
+		g.markSeen(id)
+	}
+	catchUp := g.cursor.since() > 0
+	if catchUp {
+		g.since = max(g.cursor.since(), time.Now().Add(-MaxCatchUp).UnixMilli())
+		if g.since > g.cursor.since() {
+			log.Warn("gatewayd was stopped longer than the catch-up window; older posts are not answered; see docs/runbook.md#gateway-cursor", "stopped_since", g.cursor.since(), "window", MaxCatchUp.String())
+		}
+	}
+	g.stream = &mattermost.Stream{Client: mm, Log: log, OnEvent: g.onEvent, OnGap: g.fetchGap, GapFirst: catchUp}
 	return g, nil
 }
 

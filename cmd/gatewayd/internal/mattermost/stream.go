@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -23,21 +24,31 @@ import (
 // fetch what was missed over REST.
 //
 // The read loop never waits on a handler: events and gaps go, in order,
-// into a bounded queue that one worker drains, so pings are answered
-// while a handler waits on REST (429 retries included). An event that
-// finds the queue full is not taken: the connection is closed without
-// advancing the sequence number, so the reconnect replays it from the
-// server's dead queue or, when that is gone, fetches the gap.
+// into a bounded queue, so pings are answered while a handler waits on
+// REST (429 retries included). A dispatcher hands each event to its
+// thread's lane (a "posted" event's thread root; every other event to
+// one lane of its own): each lane is an ordered queue with its own
+// worker, so a slow thread delays only itself, and a thread's events are
+// handled one at a time in read order. A gap is a barrier: it waits for
+// every lane to drain, runs alone, and events read after it wait for it.
+// The bound counts every event read and not yet handled, in any lane.
+// An event that finds it full is not taken: the connection is closed
+// without advancing the sequence number, so the reconnect replays it
+// from the server's dead queue or, when that is gone, fetches the gap.
 type Stream struct {
 	Client *Client
 	Log    *slog.Logger
-	// OnEvent gets every event but hello, in sequence order, on the
-	// worker goroutine (never on the read loop).
+	// OnEvent gets every event but hello, on its lane's worker (never
+	// on the read loop): a thread's events in sequence order, different
+	// threads' at once.
 	OnEvent func(ctx context.Context, e *Event)
-	// OnGap is called on the worker, after every earlier event and
-	// before any later one, when events were lost: a hello with a new
+	// OnGap is called alone, after every earlier event and before any
+	// later one, when events were lost: a hello with a new
 	// connection id after the first, or a sequence number out of order.
 	OnGap func(ctx context.Context)
+	// GapFirst makes the first hello call OnGap too: the caller has
+	// events to catch up on from before this stream (a restart).
+	GapFirst bool
 	// OnConnected is called on the read loop after each hello (tests
 	// wait on it).
 	OnConnected func(connectionID string)
@@ -48,8 +59,8 @@ type Stream struct {
 	// closes after each frame cannot make the client reconnect (and
 	// fetch a gap) at the minimum rate.
 	MinBackoff, MaxBackoff, StableAfter time.Duration
-	// QueueLen bounds the events waiting for the worker (default
-	// DefaultQueueLen).
+	// QueueLen bounds the events read and not yet handled, every lane
+	// together (default DefaultQueueLen).
 	QueueLen int
 	// PingEvery is how often the client pings the server; a ping not
 	// answered within PingEvery closes the connection (default 30s).
@@ -59,6 +70,10 @@ type Stream struct {
 	nextSeq int64  // the seq of the next event we expect
 	owed    bool   // a gap is known but not yet queued for the worker
 	work    chan item
+	slots   chan struct{} // one per item read and not yet handled; cap QueueLen
+
+	mu    sync.Mutex       // guards lanes
+	lanes map[string]*lane // the lanes with work, by key
 
 	onWait func(time.Duration) // test hook: each backoff wait, before jitter
 }
@@ -71,6 +86,24 @@ const DefaultQueueLen = 256
 type item struct {
 	e   *Event
 	gap bool
+}
+
+// lane is one thread's ordered queue; its worker runs while it has work.
+type lane struct {
+	queue []*Event // guarded by Stream.mu
+}
+
+// laneOf is e's lane: a posted event's thread root, else "" (one lane
+// for every other event).
+func laneOf(e *Event) string {
+	if e.Event != "posted" {
+		return ""
+	}
+	p, err := ParsePosted(e)
+	if err != nil {
+		return ""
+	}
+	return "thread:" + p.Post.Thread()
 }
 
 // errBusy ends a connection whose event found the worker's queue full.
@@ -97,8 +130,10 @@ func (s *Stream) Run(ctx context.Context) error {
 		n = DefaultQueueLen
 	}
 	s.work = make(chan item, n)
+	s.slots = make(chan struct{}, n)
+	s.lanes = map[string]*lane{}
 	done := make(chan struct{})
-	go func() { defer close(done); s.worker(ctx) }()
+	go func() { defer close(done); s.dispatch(ctx) }()
 	defer func() { <-done }()
 	wait := lo
 	for ctx.Err() == nil {
@@ -125,28 +160,65 @@ func (s *Stream) Run(ctx context.Context) error {
 	return nil
 }
 
-// worker runs the handlers, one item at a time, in the order read.
-func (s *Stream) worker(ctx context.Context) {
+// dispatch hands items, in the order read, to their lanes, and runs
+// gaps alone. It returns when ctx ends, once every lane's worker has.
+func (s *Stream) dispatch(ctx context.Context) {
+	var running sync.WaitGroup
+	defer running.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case it := <-s.work:
 			if it.gap {
+				running.Wait() // every earlier event first
 				if s.OnGap != nil {
 					s.OnGap(ctx)
 				}
-			} else {
-				s.OnEvent(ctx, it.e)
+				<-s.slots
+				continue
+			}
+			key := laneOf(it.e)
+			s.mu.Lock()
+			l, busy := s.lanes[key]
+			if !busy {
+				l = &lane{}
+				s.lanes[key] = l
+			}
+			l.queue = append(l.queue, it.e)
+			s.mu.Unlock()
+			if !busy {
+				running.Add(1)
+				go func() { defer running.Done(); s.drain(ctx, key, l) }()
 			}
 		}
 	}
 }
 
-// queue hands it to the worker without waiting; false if the queue is full.
+// drain is lane l's worker: it handles l's events in order until l is
+// empty, then forgets l (the next event of its thread starts a new one).
+func (s *Stream) drain(ctx context.Context, key string, l *lane) {
+	for {
+		s.mu.Lock()
+		if len(l.queue) == 0 || ctx.Err() != nil {
+			delete(s.lanes, key)
+			s.mu.Unlock()
+			return
+		}
+		e := l.queue[0]
+		l.queue = l.queue[1:]
+		s.mu.Unlock()
+		s.OnEvent(ctx, e)
+		<-s.slots
+	}
+}
+
+// queue takes it for the dispatcher without waiting; false if QueueLen
+// items are already read and not yet handled.
 func (s *Stream) queue(it item) bool {
 	select {
-	case s.work <- it:
+	case s.slots <- struct{}{}:
+		s.work <- it // never blocks: work holds no more items than slots
 		return true
 	default:
 		return false
@@ -240,7 +312,7 @@ func (s *Stream) handle(e *Event) error {
 		if err != nil {
 			return err
 		}
-		if s.connID != "" && h.ConnectionID != s.connID {
+		if s.connID != "" && h.ConnectionID != s.connID || s.connID == "" && s.GapFirst {
 			s.owed = true
 		}
 		s.connID, s.nextSeq = h.ConnectionID, e.Seq+1

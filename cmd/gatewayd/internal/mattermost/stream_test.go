@@ -2,11 +2,13 @@ package mattermost
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -270,5 +272,81 @@ func TestOutOfSequence(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(got) != "[1 gap]" {
 		t.Fatalf("handled %v, want [1 gap]", got)
+	}
+}
+
+// posted is a posted event of post id in thread root ("" for a root).
+func posted(seq int, id, root string) []byte {
+	post, _ := json.Marshal(Post{ID: id, RootID: root, UserID: strings.Repeat("u", 26), ChannelID: strings.Repeat("c", 26), Message: "m"})
+	data, _ := json.Marshal(map[string]string{"post": string(post), "channel_type": ChannelDirect})
+	return fmt.Appendf(nil, `{"event":"posted","data":%s,"broadcast":{},"seq":%d}`, data, seq)
+}
+
+// TestSlowThreadDelaysOnlyItself: while thread A's handler blocks, a
+// later event of thread B is handled; A's events are then handled in
+// the order read, one at a time, and B's too.
+func TestSlowThreadDelaysOnlyItself(t *testing.T) {
+	a, b := strings.Repeat("a", 26), strings.Repeat("b", 26)
+	id := func(c byte, i int) string { return strings.Repeat(string(c), 25) + strconv.Itoa(i) }
+	c := wsServer(t, false, func(ctx context.Context, c *websocket.Conn, n int, _ *http.Request) {
+		if n > 1 {
+			t.Errorf("the stream reconnected (connection %d)", n)
+			return
+		}
+		frames := [][]byte{posted(1, a, ""), posted(2, id('a', 1), a), posted(3, b, ""), posted(4, id('a', 2), a), posted(5, id('b', 1), b)}
+		for _, f := range frames {
+			if c.Write(ctx, websocket.MessageText, f) != nil {
+				return
+			}
+		}
+		<-ctx.Done()
+	})
+	release := make(chan struct{})
+	bDone := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	var inA atomic.Int32
+	s := &Stream{Client: c, Log: slog.New(slog.DiscardHandler),
+		OnEvent: func(ctx context.Context, e *Event) {
+			p, err := ParsePosted(e)
+			if err != nil {
+				t.Errorf("ParsePosted: %v", err)
+				return
+			}
+			if p.Post.Thread() == a {
+				if inA.Add(1) != 1 {
+					t.Error("two of thread A's events were handled at once")
+				}
+				defer inA.Add(-1)
+				if p.Post.ID == a {
+					select { // the slow thread: blocked until B is answered
+					case <-release:
+					case <-ctx.Done():
+					}
+				}
+			}
+			mu.Lock()
+			order = append(order, p.Post.ID)
+			mu.Unlock()
+			if p.Post.ID == id('b', 1) {
+				close(bDone)
+			}
+		}}
+	runIt(t, s)
+	select {
+	case <-bDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("thread B's events waited for thread A's blocked handler")
+	}
+	close(release)
+	waitLen := func() int { mu.Lock(); defer mu.Unlock(); return len(order) }
+	for i := 0; waitLen() < 5 && i < 1000; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := fmt.Sprint([]string{b, id('b', 1), a, id('a', 1), id('a', 2)})
+	if fmt.Sprint(order) != want {
+		t.Fatalf("handled %v, want %v", order, want)
 	}
 }

@@ -131,7 +131,7 @@ func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
 	out := ApprovalPosts{SHA256: hash}
 	tool := Code(c.Tool)
 	if len(pieces) > maxParts {
-		out.Parts = []string{fmt.Sprintf("**Approval %d**: a call to %s waits for you, but its arguments (%d bytes, SHA-256 %s) need %d posts, over this chat's limit of %d. Review and answer it on the host: `bxctl approvals %d`, then `bxctl approve %d` or `bxctl refuse %d`.",
+		out.Parts = []string{fmt.Sprintf("**Approval %d**: a call to %s waits for you, but its arguments (%d bytes, SHA-256 %s) need %d posts, over this chat's limit of %d. Review and answer it on the host: `bxctl approvals %d`, then `bxctl approve %d CODE` or `bxctl refuse %d CODE`, with the code bxctl shows.",
 			c.ID, tool, len(c.Arguments), hash, len(pieces), maxParts, c.ID, c.ID, c.ID)}
 		return out
 	}
@@ -143,7 +143,7 @@ func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
 		if i < n-1 {
 			fmt.Fprintf(&b, "Continued in part %d. Not answerable here: answer on part %d of %d.", i+2, n, n)
 		} else {
-			fmt.Fprintf(&b, "Approval %d: %d part(s); the arguments are %d bytes with SHA-256 `%s`.\nAnswer in this thread: `!approve %d` or `!deny %d [reason]`.", c.ID, n, len(c.Arguments), hash, c.ID, c.ID)
+			fmt.Fprintf(&b, "Approval %d: %d part(s); the arguments are %d bytes with SHA-256 `%s`.\nAnswer in this thread: `!approve %d %s` or `!deny %d %s [reason]`.", c.ID, n, len(c.Arguments), hash, c.ID, Plain(c.Code), c.ID, Plain(c.Code))
 		}
 		out.Parts = append(out.Parts, b.String())
 	}
