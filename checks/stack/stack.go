@@ -8,6 +8,8 @@
 package stack
 
 import (
+	"wntrmute.dev/boxmaker/checks/roletest"
+
 	"bufio"
 	"bytes"
 	"os"
@@ -35,7 +37,7 @@ func root() string {
 // directory and returns it.
 func Build(t *testing.T, roles ...string) string {
 	t.Helper()
-	bin := t.TempDir()
+	bin := roletest.Readable(t)
 	for _, role := range roles {
 		args := []string{"build", "-o", filepath.Join(bin, role)}
 		if tags, err := os.ReadFile(filepath.Join(root(), "cmd", role, "tags.txt")); err == nil {

@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"wntrmute.dev/boxmaker/checks/roletest"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -31,7 +33,7 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 		t.Skip("builds and runs the stack")
 	}
 	bin = buildStack(t)
-	state = filepath.Join(t.TempDir(), "state")
+	state = filepath.Join(roletest.Dir(t), "state")
 	srv = fake.New(t, fake.Options{Slots: 2, NCtx: nctx})
 	selftestReplies(srv)
 	preconfigure(t, state, srv)

@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"wntrmute.dev/boxmaker/checks/roletest"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,7 +27,7 @@ func TestStackToolRuns(t *testing.T) {
 	svc := podmantest.Require(t)
 	image := svc.ToolImage(t)
 	bin, state, srv := stack(t, 65536)
-	files := t.TempDir()
+	files := roletest.Readable(t)
 	os.WriteFile(filepath.Join(files, "report.txt"), []byte("quarterly numbers: 42\n"), 0o644)
 	os.MkdirAll(filepath.Join(state, "grants"), 0o700)
 	os.WriteFile(filepath.Join(state, "grants", "files.toml"), []byte(fmt.Sprintf(
@@ -85,7 +87,7 @@ func TestStackUpRunsPodman(t *testing.T) {
 		t.Skipf("no Podman: %v", err)
 	}
 	bin, state, srv := stack(t, 65536)
-	tmp := t.TempDir()
+	tmp := roletest.Dir(t)
 	home := filepath.Join(tmp, "home")
 	os.MkdirAll(filepath.Join(home, ".config", "containers"), 0o700)
 	os.WriteFile(filepath.Join(home, ".config", "containers", "policy.json"),
@@ -108,7 +110,7 @@ func TestStackUpRunsPodman(t *testing.T) {
 	out, err := exec.Command(podman, "image", "inspect", "--format", "{{.ID}}", "localhost/boxmaker-tool:test").Output()
 	require.NoError(t, err)
 	t.Cleanup(func() { exec.Command(podman, "rmi", "--all", "--force").Run() })
-	files := t.TempDir()
+	files := roletest.Readable(t)
 	os.Chmod(files, 0o755)
 	os.WriteFile(filepath.Join(files, "note.txt"), []byte("through bxctl's podman\n"), 0o644)
 	os.MkdirAll(filepath.Join(state, "grants"), 0o700)
