@@ -66,6 +66,7 @@ func Row(u Users, role string) []Cell {
 			}
 		case SocketDir:
 			self := pass && may(u, id, e, e.ModeFor(u), 1)
+			add(e.Path, OpEnter, self)
 			sock := &Entry{Owner: e.Owner, Group: e.Group}
 			if e == &PodmanRun {
 				sock.Owner = Root

@@ -26,38 +26,43 @@ type ifreq struct {
 }
 
 // LoopbackUp sets `lo` up in the network namespace of process pid.
-func LoopbackUp(pid int) error {
+func LoopbackUp(pid int) error { return In(pid, func() error { return ifUp("lo") }) }
+
+// In runs f on an OS thread inside the network namespace of process pid
+// (sockets f opens belong to that namespace) and returns f's error.
+func In(pid int, f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		fail := func(err error) {
+			done <- fmt.Errorf("netns %d: %w", pid, err)
+			runtime.UnlockOSThread()
+		}
 		back, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
-			done <- fmt.Errorf("loopback up: %w", err)
-			runtime.UnlockOSThread()
+			fail(err)
 			return
 		}
 		defer back.Close()
 		target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 		if err != nil {
-			done <- fmt.Errorf("loopback up: %w", err)
-			runtime.UnlockOSThread()
+			fail(err)
 			return
 		}
 		defer target.Close()
 		if err := setns(target.Fd()); err != nil {
-			done <- fmt.Errorf("loopback up: enter namespace of %d: %w", pid, err)
-			runtime.UnlockOSThread()
+			fail(fmt.Errorf("enter: %w", err))
 			return
 		}
-		upErr := ifUp("lo")
+		ferr := f()
 		if err := setns(back.Fd()); err != nil {
 			// The thread stays locked and in the wrong namespace: it ends
 			// when this goroutine does.
-			done <- fmt.Errorf("loopback up: return to own namespace: %w", err)
+			done <- fmt.Errorf("netns %d: return to own namespace: %w", pid, err)
 			return
 		}
 		runtime.UnlockOSThread()
-		done <- upErr
+		done <- ferr
 	}()
 	return <-done
 }
