@@ -239,7 +239,7 @@ func TestContainmentCatchesLoosening(t *testing.T) {
 	}{
 		{"directory mode", layout.Memoryd, func(w *world) error { return os.Chmod(layout.AdminRun.In(w.state), os.ModeSetgid|0o755) }},
 		{"group", layout.Gatewayd, func(w *world) error {
-			return os.Chown(layout.Audit.In(w.state), -1, int(w.u.Of(layout.Gatewayd).GID))
+			return os.Chown(layout.Broker.In(w.state), -1, int(w.u.Of(layout.Gatewayd).GID))
 		}},
 		{"group of a pair", layout.Memoryd, func(w *world) error {
 			return os.Chown(layout.BrokerRun.In(w.state), -1, int(w.u.Of(layout.Memoryd).GID))
@@ -258,7 +258,7 @@ func TestContainmentCatchesLoosening(t *testing.T) {
 			// loosening in the table's terms; make it count.
 			must(t, c.plant(w))
 			if c.name == "group" {
-				must(t, os.Chmod(layout.Audit.In(w.state), 0o750))
+				must(t, os.Chmod(layout.Broker.In(w.state), 0o750))
 			}
 			d := diff(w.probe(t, c.role))
 			if len(d) == 0 {

@@ -196,7 +196,7 @@ users = [%q]
 		t.Errorf("session log lacks the runner's refusal:\n%s", session)
 	}
 	var audit []byte
-	files, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(state, "broker", "audit", "*.jsonl"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		audit = append(audit, b...)

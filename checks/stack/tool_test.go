@@ -55,11 +55,11 @@ func TestStackToolRuns(t *testing.T) {
 	if !strings.Contains(string(log), `"content":"quarterly numbers: 42\n","truncated":false,"class":"secret","untrusted":true`) {
 		t.Errorf("session log lacks the labelled result:\n%s", log)
 	}
-	verify, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "audit"))
+	verify, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "broker", "audit"))
 	if err != nil || !strings.Contains(verify, "2 records") {
 		t.Errorf("bxctl audit verify: %v %s; want the decision and its result", err, verify)
 	}
-	logs, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	logs, _ := filepath.Glob(filepath.Join(state, "broker", "audit", "*.jsonl"))
 	var audit []byte
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)

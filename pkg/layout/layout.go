@@ -114,8 +114,11 @@ var (
 		Doc: "session logs, <id>/<epoch>.jsonl (+ baseline snapshot)", Rests: "setgid 0750, group memoryd's: memoryd reads them for reindexing, nothing writes them but loopd"}
 	Grants = Entry{Path: "grants", Kind: Dir, Mode: 0o750, Writer: "owner", Up: true, Owner: Owner, Group: Brokerd, Files: 0o640,
 		Doc: "grant files, *.toml; read-only to brokerd", Rests: "0750, group brokerd's; grant files 0640: only brokerd reads, only the owner writes"}
-	Audit = Entry{Path: "audit", Kind: Dir, Mode: 0o700, Writer: "brokerd", Up: true, Owner: Brokerd, Files: 0o600,
-		Doc: "the hash-chained audit log, *.jsonl", Rests: "0700 brokerd's"}
+	// Audit is inside broker/ so that its head record (pkg/audit: beside
+	// the log's directory, broker/audit.head) is in a directory brokerd
+	// may write, with a user per role.
+	Audit = Entry{Path: "broker/audit", Kind: Dir, Mode: 0o700, Writer: "brokerd", Up: true, Owner: Brokerd, Files: 0o600,
+		Doc: "the hash-chained audit log, *.jsonl; its head record beside it, broker/audit.head", Rests: "0700 brokerd's, inside broker/"}
 	Broker = Entry{Path: "broker", Kind: Dir, Mode: 0o700, Writer: "brokerd", Up: true, Owner: Brokerd, Files: 0o600,
 		Doc: "brokerd's own state: sessions/<id>.json (rebuildable from audit/), run/ (per-call scratch)", Rests: "0700 brokerd's"}
 	Memory = Entry{Path: "memory", Kind: Dir, Mode: 0o700, Writer: "memoryd", Up: true, Owner: Memoryd, Files: 0o600,
@@ -185,7 +188,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Audit, &Broker, &Memory, &Journal, &Index, &Gateway,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &Memory, &Journal, &Index, &Gateway,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &PodmanRun)...)
 
