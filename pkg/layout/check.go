@@ -11,13 +11,13 @@ import (
 
 // A Problem is one entry that does not match the table.
 type Problem struct {
-	Path   string // the entry's absolute path
-	Anchor string // its runbook pointer, docs/runbook.md#layout-...
-	What   string // what is wrong, without the path
+	Path    string // the entry's absolute path
+	Pointer string // its runbook pointer ("see docs/runbook.md" and the anchor: layout-link, -owner, -writable, -mode, -missing)
+	What    string // what is wrong, without the path
 }
 
 func (p Problem) Error() string {
-	return fmt.Sprintf("layout: %s %s; see %s", p.Path, p.What, p.Anchor)
+	return fmt.Sprintf("layout: %s %s; %s", p.Path, p.What, p.Pointer)
 }
 
 func statOf(fi fs.FileInfo) *syscall.Stat_t {
@@ -38,29 +38,29 @@ func match(e *Entry, path string, u Users, missingOK bool) *Problem {
 		if missingOK {
 			return nil
 		}
-		return &Problem{path, "docs/runbook.md#layout-missing", "is missing"}
+		return &Problem{path, "see docs/runbook.md#layout-missing", "is missing"}
 	}
 	if err != nil {
-		return &Problem{path, "docs/runbook.md#layout-missing", "cannot be read: " + err.Error()}
+		return &Problem{path, "see docs/runbook.md#layout-missing", "cannot be read: " + err.Error()}
 	}
 	want := e.ModeFor(u)
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return &Problem{path, "docs/runbook.md#layout-link", "is a symbolic link; the table wants a real " + kindName(e.Kind)}
+		return &Problem{path, "see docs/runbook.md#layout-link", "is a symbolic link; the table wants a real " + kindName(e.Kind)}
 	case (e.Kind == File) != fi.Mode().IsRegular() || (e.Kind != File) != fi.IsDir():
-		return &Problem{path, "docs/runbook.md#layout-link", "is not a " + kindName(e.Kind)}
+		return &Problem{path, "see docs/runbook.md#layout-link", "is not a " + kindName(e.Kind)}
 	}
 	st := statOf(fi)
 	uid, gid := e.IDs(u)
 	switch {
 	case st.Uid != uid:
-		return &Problem{path, "docs/runbook.md#layout-owner", fmt.Sprintf("is owned by uid %d, want %d (%s)", st.Uid, uid, e.Owner)}
+		return &Problem{path, "see docs/runbook.md#layout-owner", fmt.Sprintf("is owned by uid %d, want %d (%s)", st.Uid, uid, e.Owner)}
 	case !u.Single() && st.Gid != gid:
-		return &Problem{path, "docs/runbook.md#layout-owner", fmt.Sprintf("has group %d, want %d (%s)", st.Gid, gid, e.GroupRole())}
+		return &Problem{path, "see docs/runbook.md#layout-owner", fmt.Sprintf("has group %d, want %d (%s)", st.Gid, gid, e.GroupRole())}
 	case unixMode(fi)&^want&0o077 != 0:
-		return &Problem{path, "docs/runbook.md#layout-writable", fmt.Sprintf("has mode %s, wider than the table's %s", modeText(unixMode(fi)), modeText(want))}
+		return &Problem{path, "see docs/runbook.md#layout-writable", fmt.Sprintf("has mode %s, wider than the table's %s", modeText(unixMode(fi)), modeText(want))}
 	case unixMode(fi) != want:
-		return &Problem{path, "docs/runbook.md#layout-mode", fmt.Sprintf("has mode %s, want %s", modeText(unixMode(fi)), modeText(want))}
+		return &Problem{path, "see docs/runbook.md#layout-mode", fmt.Sprintf("has mode %s, want %s", modeText(unixMode(fi)), modeText(want))}
 	}
 	return nil
 }
