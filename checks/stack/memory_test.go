@@ -1,8 +1,6 @@
 package stack
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +12,7 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -28,6 +27,7 @@ import (
 func untrustedFiles(t *testing.T, state string) string {
 	t.Helper()
 	svc := podmantest.Require(t)
+	shareWithBrokerd(t, svc.Socket)
 	image := svc.ToolImage(t)
 	files := roletest.Readable(t)
 	os.Chmod(files, 0o755)

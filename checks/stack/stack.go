@@ -8,8 +8,6 @@
 package stack
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"bufio"
 	"bytes"
 	"os"
@@ -22,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"wntrmute.dev/boxmaker/checks/roletest"
 )
 
 // ReadyWait bounds how long `bxctl up` may take to say it is ready.

@@ -1,8 +1,6 @@
 package stack
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"

@@ -1,8 +1,6 @@
 package stack
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +12,7 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/checks/roletest"
 )
 
 func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
@@ -25,6 +24,7 @@ func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
 // audit verify` finds the decision and the result in an intact chain.
 func TestStackToolRuns(t *testing.T) {
 	svc := podmantest.Require(t)
+	shareWithBrokerd(t, svc.Socket)
 	image := svc.ToolImage(t)
 	bin, state, srv := stack(t, 65536)
 	files := roletest.Readable(t)

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"bytes"
 	"context"
 	"os"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/wire"

@@ -45,6 +45,16 @@ func podmanRole(state, podman string) (*role, error) {
 	return &role{name: "podman", socket: sock, argv: []string{podman, "system", "service", "--time=0", "unix://" + sock}}, nil
 }
 
+// hasRunner reports whether brokerd.toml has a [runner]: brokerd then
+// drives Podman, which as root is rootful.
+func hasRunner(state string) bool {
+	var c struct {
+		Runner *struct{} `toml:"runner"`
+	}
+	_, err := toml.DecodeFile(layout.ConfigPath(state, "brokerd"), &c)
+	return err == nil && c.Runner != nil
+}
+
 // podmanReady gives Podman's socket the table's group and mode once the
 // service made it (root:brokerd 0660, package layout): Podman checks no
 // peer, so the file's permissions are what keeps other roles out.

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"context"
 	"fmt"
 	"net"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
 

@@ -198,7 +198,7 @@ func start(r *role, bin, state string, users layout.Users) error {
 	r.cmd.Stdout, r.cmd.Stderr = lf, lf
 	// A child must not outlive bxctl, even if bxctl is killed outright.
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	isolate(r.cmd.SysProcAttr, r.name, users)
+	isolate(r.cmd.SysProcAttr, r.name, users, hasRunner(state))
 	if err := r.cmd.Start(); err != nil {
 		lf.Close()
 		return fmt.Errorf("start %s: %w", r.name, err)

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"wntrmute.dev/boxmaker/checks/roletest"
-
 	"io/fs"
 	"net"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
