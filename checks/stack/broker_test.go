@@ -91,7 +91,7 @@ func TestStackApproval(t *testing.T) {
 	if !strings.Contains(string(log), "tool containers are not configured") || !strings.Contains(string(log), `"status":"error"`) {
 		t.Errorf("session log lacks the runner's refusal:\n%s", log)
 	}
-	out, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "audit"))
+	out, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "broker", "audit"))
 	if err != nil || !strings.Contains(out, "2 records") {
 		t.Errorf("bxctl audit verify: %v %s; want an intact chain of the decision and the approval", err, out)
 	}

@@ -45,6 +45,7 @@ func TestStackGateway(t *testing.T) {
 	root, err := os.MkdirTemp("", "bxs")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(root) })
+	require.NoError(t, os.Chmod(root, 0o711)) // the role users pass it
 	state := filepath.Join(root, "s")
 
 	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
@@ -213,7 +214,7 @@ users = [%q]
 		t.Errorf("session log lacks the runner's refusal:\n%s", session)
 	}
 	var audit []byte
-	files, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(state, "broker", "audit", "*.jsonl"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		audit = append(audit, b...)

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"wntrmute.dev/boxmaker/checks/roletest"
 )
 
 // ReadyWait bounds how long `bxctl up` may take to say it is ready.
@@ -35,7 +37,7 @@ func root() string {
 // directory and returns it.
 func Build(t *testing.T, roles ...string) string {
 	t.Helper()
-	bin := t.TempDir()
+	bin := roletest.Readable(t)
 	for _, role := range roles {
 		args := []string{"build", "-o", filepath.Join(bin, role)}
 		if tags, err := os.ReadFile(filepath.Join(root(), "cmd", role, "tags.txt")); err == nil {

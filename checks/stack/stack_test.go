@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -31,7 +32,7 @@ func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 		t.Skip("builds and runs the stack")
 	}
 	bin = buildStack(t)
-	state = filepath.Join(t.TempDir(), "state")
+	state = filepath.Join(roletest.Dir(t), "state")
 	srv = fake.New(t, fake.Options{Slots: 2, NCtx: nctx})
 	selftestReplies(srv)
 	preconfigure(t, state, srv)

@@ -12,6 +12,7 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/checks/roletest"
 )
 
 func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
@@ -23,9 +24,10 @@ func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
 // audit verify` finds the decision and the result in an intact chain.
 func TestStackToolRuns(t *testing.T) {
 	svc := podmantest.Require(t)
+	shareWithBrokerd(t, svc.Socket)
 	image := svc.ToolImage(t)
 	bin, state, srv := stack(t, 65536)
-	files := t.TempDir()
+	files := roletest.Readable(t)
 	os.WriteFile(filepath.Join(files, "report.txt"), []byte("quarterly numbers: 42\n"), 0o644)
 	os.MkdirAll(filepath.Join(state, "grants"), 0o700)
 	os.WriteFile(filepath.Join(state, "grants", "files.toml"), []byte(fmt.Sprintf(
@@ -53,11 +55,11 @@ func TestStackToolRuns(t *testing.T) {
 	if !strings.Contains(string(log), `"content":"quarterly numbers: 42\n","truncated":false,"class":"secret","untrusted":true`) {
 		t.Errorf("session log lacks the labelled result:\n%s", log)
 	}
-	verify, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "audit"))
+	verify, err := bxctl(t, bin, "audit", "verify", filepath.Join(state, "broker", "audit"))
 	if err != nil || !strings.Contains(verify, "2 records") {
 		t.Errorf("bxctl audit verify: %v %s; want the decision and its result", err, verify)
 	}
-	logs, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	logs, _ := filepath.Glob(filepath.Join(state, "broker", "audit", "*.jsonl"))
 	var audit []byte
 	for _, l := range logs {
 		b, _ := os.ReadFile(l)
@@ -85,7 +87,7 @@ func TestStackUpRunsPodman(t *testing.T) {
 		t.Skipf("no Podman: %v", err)
 	}
 	bin, state, srv := stack(t, 65536)
-	tmp := t.TempDir()
+	tmp := roletest.Dir(t)
 	home := filepath.Join(tmp, "home")
 	os.MkdirAll(filepath.Join(home, ".config", "containers"), 0o700)
 	os.WriteFile(filepath.Join(home, ".config", "containers", "policy.json"),
@@ -108,7 +110,7 @@ func TestStackUpRunsPodman(t *testing.T) {
 	out, err := exec.Command(podman, "image", "inspect", "--format", "{{.ID}}", "localhost/boxmaker-tool:test").Output()
 	require.NoError(t, err)
 	t.Cleanup(func() { exec.Command(podman, "rmi", "--all", "--force").Run() })
-	files := t.TempDir()
+	files := roletest.Readable(t)
 	os.Chmod(files, 0o755)
 	os.WriteFile(filepath.Join(files, "note.txt"), []byte("through bxctl's podman\n"), 0o644)
 	os.MkdirAll(filepath.Join(state, "grants"), 0o700)

@@ -32,7 +32,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 	}
 	root := t.TempDir()
 	state, grants, work := filepath.Join(root, "state"), filepath.Join(root, "grants"), filepath.Join(root, "work")
-	for _, d := range []string{grants, work, filepath.Join(state, "audit"), filepath.Join(root, "broker"), filepath.Join(root, "admin")} {
+	for _, d := range []string{grants, work, filepath.Join(state, "broker", "audit"), filepath.Join(root, "broker"), filepath.Join(root, "admin")} {
 		os.MkdirAll(d, 0o700)
 	}
 	os.WriteFile(filepath.Join(grants, "g.toml"), []byte(fmt.Sprintf(

@@ -13,6 +13,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/broker"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func main() {
@@ -21,6 +22,18 @@ func main() {
 		cfg, err := broker.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
+		}
+		if cfg.BrokerAllowUIDs, err = f.Accept(&wire.Broker, cfg.BrokerAllowUIDs); err != nil {
+			return err
+		}
+		if cfg.AdminAllowUIDs, err = f.Accept(&wire.Admin, cfg.AdminAllowUIDs); err != nil {
+			return err
+		}
+		if cfg.GatewayAllowUIDs, err = f.Listener(&wire.Gateway, cfg.GatewayAllowUIDs); err != nil {
+			return err
+		}
+		if o := f.Users.Of("owner"); cfg.OwnerUID == nil && f.State != "" && !f.Users.Single() {
+			cfg.OwnerUID = &o.UID // grants are the owner's, not brokerd's
 		}
 		if rebuild {
 			return broker.RebuildState(log, cfg)

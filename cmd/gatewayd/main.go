@@ -12,6 +12,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/gateway"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func main() {
@@ -19,6 +20,9 @@ func main() {
 		cfg, err := gateway.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
+		}
+		if cfg.AllowUIDs, err = f.Accept(&wire.Gateway, cfg.AllowUIDs); err != nil {
+			return err
 		}
 		return gateway.Run(ctx, log, cfg)
 	}))

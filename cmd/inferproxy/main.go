@@ -10,6 +10,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/inferproxy/internal/proxy"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func main() {
@@ -17,6 +18,9 @@ func main() {
 		cfg, err := proxy.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
+		}
+		if cfg.AllowUIDs, err = f.Accept(&wire.Infer, cfg.AllowUIDs); err != nil {
+			return err
 		}
 		return proxy.Run(ctx, log, cfg)
 	}))

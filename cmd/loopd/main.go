@@ -11,6 +11,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/loop"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func main() {
@@ -18,6 +19,9 @@ func main() {
 		cfg, err := loop.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
+		}
+		if cfg.AllowUIDs, err = f.Accept(&wire.Loop, cfg.AllowUIDs); err != nil {
+			return err
 		}
 		return loop.Run(ctx, log, cfg)
 	}))

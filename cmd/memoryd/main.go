@@ -12,6 +12,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/memd"
 	"wntrmute.dev/boxmaker/pkg/daemon"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func main() {
@@ -19,6 +20,14 @@ func main() {
 		cfg, err := memd.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
+		}
+		for _, a := range []struct {
+			s    *wire.Socket
+			uids *[]uint32
+		}{{&wire.Memory, &cfg.MemoryAllowUIDs}, {&wire.Memtool, &cfg.MemtoolAllowUIDs}, {&wire.Memadmin, &cfg.AdminAllowUIDs}} {
+			if *a.uids, err = f.Accept(a.s, *a.uids); err != nil {
+				return err
+			}
 		}
 		return memd.Run(ctx, log, cfg)
 	}))

@@ -19,7 +19,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"syscall"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // Exit codes.
@@ -42,6 +47,57 @@ func Refuse(err error) error { return fmt.Errorf("%w: %v", ErrRefused, err) }
 // Flags are the flags every daemon takes.
 type Flags struct {
 	Config string // -config: path to the role's TOML file
+	// State is the state directory the role checks against package
+	// layout's table before it runs: -state, else the directory above
+	// the config's when the config is <state>/config/<role>.toml, else
+	// "" (a config outside any state directory: a development setup,
+	// which Main logs as unchecked).
+	State string
+	// Users are the role ids the state directory's users.toml gives, or
+	// one user for every role without one.
+	Users layout.Users
+}
+
+// Accept is the uids the listener of s takes: the table's, with a user
+// per role (configured must then be empty or the same set), else
+// configured (empty: this daemon's own uid, package sockets' default).
+func (f Flags) Accept(s *wire.Socket, configured []uint32) ([]uint32, error) {
+	if f.State == "" || f.Users.Single() {
+		return configured, nil
+	}
+	want := layout.AcceptUIDs(f.Users, s)
+	if len(configured) > 0 && !sameSet(configured, want) {
+		return nil, Refuse(fmt.Errorf("config %s: %s accepts uids %v, but the layout says %v; see docs/runbook.md#layout-accept", f.Config, s.Name, configured, want))
+	}
+	return want, nil
+}
+
+// Listener is the uids the listener of s may run as, for a client that
+// checks who it reached: the table's listener with a user per role
+// (configured must then be empty or the same), else configured.
+func (f Flags) Listener(s *wire.Socket, configured []uint32) ([]uint32, error) {
+	if f.State == "" || f.Users.Single() {
+		return configured, nil
+	}
+	want := []uint32{f.Users.Of(layout.SocketFor(s).Owner).UID}
+	if len(configured) > 0 && !sameSet(configured, want) {
+		return nil, Refuse(fmt.Errorf("config %s: %s's listener may run as uids %v, but the layout says %v; see docs/runbook.md#layout-accept", f.Config, s.Name, configured, want))
+	}
+	return want, nil
+}
+
+func sameSet(a, b []uint32) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // Run is a daemon's body. It returns nil when ctx is cancelled.
@@ -56,6 +112,7 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 	fs.SetOutput(stderr)
 	var f Flags
 	fs.StringVar(&f.Config, "config", "/etc/boxmaker/"+name+".toml", "path to the `file` holding "+name+"'s TOML config")
+	fs.StringVar(&f.State, "state", "", "the state `directory` to check against the layout (default: the one holding the config's config/ directory)")
 	for _, d := range define {
 		d(fs)
 	}
@@ -70,7 +127,10 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("starting", "config", f.Config)
-	err := run(ctx, log, f)
+	err := checkLayout(name, &f, log)
+	if err == nil {
+		err = run(ctx, log, f)
+	}
 	switch {
 	case err == nil:
 		log.Info("stopped")
@@ -82,4 +142,30 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 		log.Error("failed", "err", err.Error())
 		return ExitFailed
 	}
+}
+
+// checkLayout finds the state directory, loads its users and checks the
+// role's entries (package layout); a mismatch is a refusal.
+func checkLayout(name string, f *Flags, log *slog.Logger) error {
+	if f.State == "" {
+		if cd := filepath.Dir(f.Config); filepath.Base(cd) == "config" && filepath.Base(f.Config) == name+".toml" {
+			f.State = filepath.Dir(cd)
+		}
+	}
+	var err error
+	if f.State == "" {
+		f.Users = layout.SingleUser(layout.ID{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())})
+		log.Warn("layout not checked: the config is not in a state directory and -state is not set")
+		return nil
+	}
+	if f.State, err = filepath.Abs(f.State); err != nil {
+		return Refuse(err)
+	}
+	if f.Users, err = layout.LoadUsers(f.State); err != nil {
+		return Refuse(err)
+	}
+	if err := layout.Check(f.State, f.Users, name); err != nil {
+		return Refuse(err)
+	}
+	return nil
 }

@@ -54,10 +54,14 @@ type Writer struct {
 
 // Open opens path for appending, creating it (0600) if needed. It counts
 // the existing lines and refuses a torn last line.
-func Open(path string) (*Writer, error) {
+func Open(path string) (*Writer, error) { return OpenMode(path, 0o600) }
+
+// OpenMode is [Open] creating the file with mode perm (0640 for a log
+// another role reads through its group, as memoryd reads loopd's).
+func OpenMode(path string, perm os.FileMode) (*Writer, error) {
 	_, statErr := os.Lstat(path)
 	created := errors.Is(statErr, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, perm)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}

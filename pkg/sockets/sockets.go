@@ -7,7 +7,7 @@
 //   - a socket file already there is removed only when nothing answers on
 //     it, and Listen refuses to start when something does;
 //   - the socket's mode is 0600, or 0660 where a pair of roles shares a
-//     group;
+//     group (the default in a setgid directory, whose group it inherits);
 //   - every accepted connection's peer is checked with SO_PEERCRED before
 //     any handler sees it, and a handler can only learn who its peer is
 //     through a [Peer], which nothing outside this package can build;
@@ -103,6 +103,11 @@ func Listen(cfg Config) (*Listener, error) {
 	}
 	if cfg.Mode == 0 {
 		cfg.Mode = 0o600
+		// A setgid directory is a pair's (package layout): the socket
+		// inherits the client's group, which must be able to connect.
+		if fi, err := os.Lstat(cfg.Dir); err == nil && fi.Mode()&fs.ModeSetgid != 0 {
+			cfg.Mode = 0o660
+		}
 	}
 	if cfg.Mode != 0o600 && cfg.Mode != 0o660 {
 		return nil, fmt.Errorf("listen: socket mode %04o is not 0600 or 0660", cfg.Mode)

@@ -20,7 +20,7 @@ func TestRefusesToStartOnATruncatedLog(t *testing.T) {
 	h := start(t, grants)
 	result(t, h.call(t, "read_file", `{"path":"/etc/shadow"}`))
 	h.stop()
-	auditDir := filepath.Join(h.cfg.StateDir, "audit")
+	auditDir := filepath.Join(h.cfg.StateDir, "broker", "audit")
 	files, _ := filepath.Glob(filepath.Join(auditDir, "*.jsonl"))
 	if len(files) != 1 {
 		t.Fatalf("audit files = %v", files)

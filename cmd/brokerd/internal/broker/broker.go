@@ -19,6 +19,8 @@
 package broker
 
 import (
+	"wntrmute.dev/boxmaker/pkg/layout"
+
 	"context"
 	"errors"
 	"fmt"
@@ -50,7 +52,7 @@ type Broker struct {
 // Run serves both sockets until ctx is cancelled. With acceptBreak it
 // first records the owner's acceptance of a broken audit chain.
 func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) error {
-	auditDir := filepath.Join(cfg.StateDir, "audit")
+	auditDir := layout.Audit.In(cfg.StateDir)
 	if acceptBreak {
 		ab, err := audit.AcceptBreak(auditDir, audit.Options{})
 		if err != nil {
@@ -135,7 +137,7 @@ func startRunner(ctx context.Context, log *slog.Logger, cfg Config) (runner.Runn
 // alone (brokerd -rebuild-state, with brokerd stopped: the ledger's lock
 // refuses it otherwise).
 func RebuildState(log *slog.Logger, cfg Config) error {
-	rep, err := ledger.Rebuild(filepath.Join(cfg.StateDir, "audit"), filepath.Join(cfg.StateDir, "broker", "sessions"))
+	rep, err := ledger.Rebuild(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"))
 	if err != nil {
 		return err
 	}
@@ -148,7 +150,7 @@ func RebuildState(log *slog.Logger, cfg Config) error {
 // the audit log as it is now is the log (after restoring what could be
 // restored; see docs/runbook.md#audit-truncated). brokerd must be stopped.
 func AdoptAuditHead(log *slog.Logger, cfg Config) error {
-	old, head, err := ledger.AdoptHead(filepath.Join(cfg.StateDir, "audit"), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
+	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
 	if err != nil {
 		return err
 	}

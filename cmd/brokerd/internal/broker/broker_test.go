@@ -54,7 +54,7 @@ func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
 	cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
 		BrokerSocketDir: filepath.Join(root, "run", "broker"), AdminSocketDir: filepath.Join(root, "run", "admin"), ApprovalTTLMS: 60000}
 	edit(&cfg)
-	for _, d := range []string{cfg.StateDir + "/audit", cfg.GrantsDir} {
+	for _, d := range []string{cfg.StateDir + "/broker/audit", cfg.GrantsDir} {
 		os.MkdirAll(d, 0o700)
 	}
 	os.WriteFile(filepath.Join(cfg.GrantsDir, "grants.toml"), []byte(grantText), 0o600)
@@ -107,7 +107,7 @@ func TestDecisions(t *testing.T) {
 		}
 	}
 	h.stop()
-	rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit"))
+	rep := audit.Verify(filepath.Join(h.cfg.StateDir, "broker", "audit"))
 	if !rep.OK() || rep.Records != 6 {
 		t.Errorf("audit after 6 requests: %s (%d records), want 6 decision records", rep.Summary(), rep.Records)
 	}
@@ -168,7 +168,7 @@ func TestApproveAndRefuse(t *testing.T) {
 		}
 	}
 	h.stop()
-	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); !rep.OK() || rep.Records != 4 {
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "broker", "audit")); !rep.OK() || rep.Records != 4 {
 		t.Errorf("audit: %s (%d records), want 2 asks and 2 answers", rep.Summary(), rep.Records)
 	}
 	log := readAudit(t, h.cfg.StateDir)
@@ -194,7 +194,7 @@ func TestSocketsRefuseEachOthersMessages(t *testing.T) {
 		t.Errorf("tool_request on admin.sock = %#v, want forbidden", e)
 	}
 	h.stop()
-	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); rep.Records != 0 {
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "broker", "audit")); rep.Records != 0 {
 		t.Errorf("refused messages made %d audit records, want none (they are no decisions)", rep.Records)
 	}
 }

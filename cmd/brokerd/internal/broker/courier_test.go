@@ -146,7 +146,7 @@ func TestCourierWithdrawsWhenAnsweredElsewhere(t *testing.T) {
 }
 
 func readAudit(t *testing.T, state string) string {
-	files, _ := filepath.Glob(filepath.Join(state, "audit", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(state, "broker", "audit", "*.jsonl"))
 	var b strings.Builder
 	for _, f := range files {
 		d, _ := os.ReadFile(f)

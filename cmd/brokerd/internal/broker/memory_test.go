@@ -47,7 +47,7 @@ func TestMemoryToolsForwarded(t *testing.T) {
 		t.Errorf("second call's state = %+v, want secret and untrusted after an untrusted secret hit", m)
 	}
 	h.stop()
-	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit")); !rep.OK() || rep.Records != 4 {
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "broker", "audit")); !rep.OK() || rep.Records != 4 {
 		t.Errorf("audit: %s (%d records), want 2 decisions and 2 results", rep.Summary(), rep.Records)
 	}
 	b, _ := os.ReadFile(filepath.Join(h.cfg.StateDir, "broker", "sessions", "s1.json"))

@@ -38,7 +38,7 @@ func TestGrantLinkedToAnotherUsersFileDeniesAll(t *testing.T) {
 		}
 	}
 	h.stop()
-	rep := audit.Verify(filepath.Join(h.cfg.StateDir, "audit"))
+	rep := audit.Verify(filepath.Join(h.cfg.StateDir, "broker", "audit"))
 	if !rep.OK() || rep.Records != 2 {
 		t.Fatalf("audit: %s", rep.Summary())
 	}

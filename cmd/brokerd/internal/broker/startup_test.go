@@ -30,7 +30,7 @@ func TestStartupChecksPodmanAndImage(t *testing.T) {
 			cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
 				BrokerSocketDir: filepath.Join(root, "broker"), AdminSocketDir: filepath.Join(root, "admin"),
 				Runner: &runner.Config{PodmanSocket: tt.socket, ToolImage: tt.image}}
-			os.MkdirAll(filepath.Join(cfg.StateDir, "audit"), 0o700)
+			os.MkdirAll(filepath.Join(cfg.StateDir, "broker", "audit"), 0o700)
 			for _, d := range []string{cfg.BrokerSocketDir, cfg.AdminSocketDir} {
 				sockets.MakeDir(d, 0o700)
 			}

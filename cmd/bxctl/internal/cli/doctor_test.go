@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
+
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
@@ -115,6 +118,11 @@ func newInstallation(t *testing.T, withPodman bool) *installation {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
+	// As root, makeState gives each role its own user (package layout),
+	// who must be able to pass the base as through roletest.Dir.
+	if err := os.Chmod(base, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	in := &installation{state: filepath.Join(base, "s"), anchors: filepath.Join(base, "anchors.jsonl")}
 	in.llama = fake.New(t, fake.Options{Slots: 2, NCtx: 8192})
 	addr := strings.TrimPrefix(in.llama.URL(), "http://")
@@ -145,6 +153,21 @@ func (in *installation) writeAudit(t *testing.T, anchoredAt time.Time) {
 	}
 	if err := errors.Join(err, w.Close()); err != nil {
 		t.Fatal(err)
+	}
+	// brokerd writes the log as its own user: as root, this test wrote it
+	// as root, so it hands the files to brokerd's ids as the table says.
+	u, err := layout.LoadUsers(in.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := u.Of(layout.Brokerd)
+	for _, p := range []string{audit.HeadPath(dir), dir} {
+		filepath.WalkDir(p, func(f string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				err = os.Lchown(f, int(b.UID), int(b.GID))
+			}
+			return err
+		})
 	}
 	if !anchoredAt.IsZero() {
 		in.anchorAt(t, anchoredAt)
@@ -180,9 +203,22 @@ func (in *installation) edit(t *testing.T, role string, f func(string) string) {
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(f(string(b))), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(f(string(b))), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	if os.IsNotExist(err) { // a new config: the owner's, its role's group, as the table has it
+		in.own(t, p, layout.Owner, role, 0o640)
+	}
+}
+
+// own gives p the ids of roles owner and group under the installation's
+// users, and mode, as the layout table has such a file.
+func (in *installation) own(t *testing.T, p, owner, group string, mode os.FileMode) {
+	t.Helper()
+	u, err := layout.LoadUsers(in.state)
+	require.NoError(t, err)
+	require.NoError(t, os.Lchown(p, int(u.Of(owner).UID), int(u.Of(group).GID)))
+	require.NoError(t, os.Chmod(p, mode))
 }
 
 func prepend(line string) func(string) string {
@@ -220,18 +256,19 @@ func TestDoctorPlanted(t *testing.T) {
 		id     string
 		sev    doctor.Severity
 		says   string
+		also   string // a second finding the plant rightly makes too
 	}{
 		{name: "config unreadable", id: "doctor-config", sev: doctor.Problem, says: "loopd.toml", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "loopd", prepend("state_dir = = broken"))
 		}},
-		{name: "a named pipe for a config", id: "doctor-config", sev: doctor.Problem, says: "not a regular file (named pipe)", plant: func(t *testing.T, in *installation) {
+		{name: "a named pipe for a config", id: "doctor-config", sev: doctor.Problem, says: "not a regular file (named pipe)", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
 			p := layout.ConfigPath(in.state, "memoryd")
 			os.Remove(p)
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "socket dir mode", id: "doctor-layout", sev: doctor.Problem, says: "run/loop has mode 0755, the table says 0700", plant: func(t *testing.T, in *installation) {
+		{name: "socket dir mode", id: "doctor-layout", sev: doctor.Problem, says: "run/loop has mode 0755, wider than the table's", plant: func(t *testing.T, in *installation) {
 			chmod(t, layout.LoopRun.In(in.state), 0o755)
 		}},
 		{name: "state dir a link", id: "doctor-layout", sev: doctor.Problem, says: "grants is a symbolic link", plant: func(t *testing.T, in *installation) {
@@ -241,7 +278,7 @@ func TestDoctorPlanted(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{name: "file where a directory goes", id: "doctor-layout", sev: doctor.Problem, says: "logs is a file, the table says directory", plant: func(t *testing.T, in *installation) {
+		{name: "file where a directory goes", id: "doctor-layout", sev: doctor.Problem, says: "logs is not a directory", plant: func(t *testing.T, in *installation) {
 			d := layout.Logs.In(in.state)
 			os.RemoveAll(d)
 			os.WriteFile(d, nil, 0o600)
@@ -260,11 +297,10 @@ func TestDoctorPlanted(t *testing.T) {
 			in.edit(t, "inferproxy", prepend("allow_uids = [0]"))
 		}},
 		{name: "grant invalid", id: "doctor-grants", sev: doctor.Problem, says: "brokerd denies every call", plant: func(t *testing.T, in *installation) {
-			os.WriteFile(filepath.Join(layout.Grants.In(in.state), "bad.toml"), []byte("[[grant]]\nid = \"x\"\ntool = \"read_file\"\nmode = \"sometimes\"\n"), 0o600)
+			in.grant(t, "bad.toml", "[[grant]]\nid = \"x\"\ntool = \"read_file\"\nmode = \"sometimes\"\n")
 		}},
-		{name: "grant others can write", id: "doctor-grants", sev: doctor.Problem, says: "problems in", plant: func(t *testing.T, in *installation) {
-			p := filepath.Join(layout.Grants.In(in.state), "ok.toml")
-			os.WriteFile(p, []byte("[[grant]]\nid = \"r\"\ntool = \"read_file\"\nmode = \"auto\"\npaths = [\"/srv/notes\"]\n"), 0o600)
+		{name: "grant others can write", id: "doctor-grants", sev: doctor.Problem, says: "problems in", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
+			p := in.grant(t, "ok.toml", "[[grant]]\nid = \"r\"\ntool = \"read_file\"\nmode = \"auto\"\npaths = [\"/srv/notes\"]\n")
 			chmod(t, p, 0o666)
 		}},
 		{name: "secret in the environment", id: "doctor-secrets", sev: doctor.Warn, says: "env:GH_TOKEN (plaintext in the environment)", plant: func(t *testing.T, in *installation) {
@@ -314,14 +350,14 @@ func TestDoctorPlanted(t *testing.T) {
 				return strings.Replace(s, fmt.Sprintf("grants_dir = %q", layout.Grants.In(in.state)), fmt.Sprintf("grants_dir = %q", filepath.Clean(p)), 1)
 			})
 		}},
-		{name: "a named pipe for the audit head", id: "doctor-audit-chain", sev: doctor.Problem, says: "not a regular file", plant: func(t *testing.T, in *installation) {
+		{name: "a named pipe for the audit head", id: "doctor-audit-chain", sev: doctor.Problem, says: "not a regular file", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
 			p := audit.HeadPath(layout.Audit.In(in.state))
 			os.Remove(p)
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{name: "a named pipe for an identity file", id: "doctor-identity", sev: doctor.Problem, says: "soul.md: not a regular file", plant: func(t *testing.T, in *installation) {
+		{name: "a named pipe for an identity file", id: "doctor-identity", sev: doctor.Problem, says: "soul.md: not a regular file", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
 			writeIdentity(t, in, "user.md", "likes tea\n")
 			if err := syscall.Mkfifo(filepath.Join(layout.Memory.In(in.state), "soul.md"), 0o600); err != nil {
 				t.Fatal(err)
@@ -363,7 +399,7 @@ func TestDoctorPlanted(t *testing.T) {
 			}
 			// Only the planted problem is found.
 			for _, g := range r.Findings {
-				if g.Severity != doctor.OK && g.ID != tt.id {
+				if g.Severity != doctor.OK && g.ID != tt.id && g.ID != tt.also {
 					t.Errorf("also %s %s: %s", g.Severity, g.ID, g.Message)
 				}
 			}
@@ -374,6 +410,16 @@ func TestDoctorPlanted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// grant writes a grant file as the table has it: the owner's, group
+// brokerd's, 0640.
+func (in *installation) grant(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(layout.Grants.In(in.state), name)
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o640))
+	in.own(t, p, layout.Owner, layout.Brokerd, 0o640)
+	return p
 }
 
 func chmod(t *testing.T, p string, mode os.FileMode) {
@@ -392,6 +438,7 @@ func writeIdentity(t *testing.T, in *installation, name, text string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	in.own(t, filepath.Join(dir, name), layout.Memoryd, layout.Memoryd, 0o600)
 }
 
 // TestDoctorUnansweringServices: a Podman service and a llama-server that

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -57,15 +58,15 @@ func TestMemoryLog(t *testing.T) {
 }
 
 // TestLayoutWiresMemoryd: the first configs connect loopd and brokerd to
-// memoryd's sockets, each in its own 0700 directory.
+// memoryd's sockets, each in its own directory (0700, or 0750 for its pair's group).
 func TestLayoutWiresMemoryd(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(roletest.Dir(t), "state")
 	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"run/memory", "run/memtool", "run/memadmin"} {
-		if fi, err := os.Stat(filepath.Join(state, d)); err != nil || fi.Mode().Perm() != 0o700 {
-			t.Errorf("%s: %v; want a 0700 directory", d, err)
+		if fi, err := os.Stat(filepath.Join(state, d)); err != nil || fi.Mode().Perm() != 0o700 && fi.Mode().Perm() != 0o750 {
+			t.Errorf("%s: %v; want a 0700 (or, a user per role, 0750) directory", d, err)
 		}
 	}
 	for file, want := range map[string]string{

@@ -44,3 +44,31 @@ func podmanRole(state, podman string) (*role, error) {
 	os.Remove(sock) // a stale socket from a killed run
 	return &role{name: "podman", socket: sock, argv: []string{podman, "system", "service", "--time=0", "unix://" + sock}}, nil
 }
+
+// hasRunner reports whether brokerd.toml has a [runner]: brokerd then
+// drives Podman, which as root is rootful.
+func hasRunner(state string) bool {
+	var c struct {
+		Runner *struct{} `toml:"runner"`
+	}
+	_, err := toml.DecodeFile(layout.ConfigPath(state, "brokerd"), &c)
+	return err == nil && c.Runner != nil
+}
+
+// podmanReady gives Podman's socket the table's group and mode once the
+// service made it (root:brokerd 0660, package layout): Podman checks no
+// peer, so the file's permissions are what keeps other roles out.
+func podmanReady(sock string, u layout.Users) error {
+	if u.Single() {
+		return nil
+	}
+	e := &layout.PodmanRun
+	uid, gid := e.IDs(u)
+	if err := os.Lchown(sock, int(uid), int(gid)); err != nil {
+		return fmt.Errorf("podman socket: %w", err)
+	}
+	if err := os.Chmod(sock, e.FilesFor(u)); err != nil {
+		return fmt.Errorf("podman socket: %w", err)
+	}
+	return nil
+}

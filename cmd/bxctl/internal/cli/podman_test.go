@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
@@ -29,7 +30,7 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 		{"owner's own socket", "", "[runner]\npodman_socket = \"/run/user/1000/podman/podman.sock\"\ntool_image = \"" + id + "\"\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			state := filepath.Join(t.TempDir(), "state")
+			state := filepath.Join(roletest.Dir(t), "state")
 			if tt.config != "" {
 				os.MkdirAll(filepath.Join(state, "config"), 0o700)
 				os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(tt.config), 0o600)
@@ -66,7 +67,7 @@ func TestUpStartsPodman(t *testing.T) {
 		}
 		t.Skipf("no Podman: %v", err)
 	}
-	tmp := t.TempDir()
+	tmp := roletest.Dir(t)
 	storage := filepath.Join(tmp, "storage.conf")
 	os.WriteFile(storage, []byte(fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n",
 		filepath.Join(tmp, "root"), filepath.Join(tmp, "run"))), 0o600)
@@ -81,7 +82,7 @@ func TestUpStartsPodman(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("podmanRole = %v, %v", r, err)
 	}
-	if err := start(r, "", state); err != nil {
+	if err := start(r, "", state, layout.SingleUser(layout.ID{})); err != nil {
 		t.Fatal(err)
 	}
 	defer stopAll([]*role{r})

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -70,6 +69,14 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}
+	users, err := layout.LoadUsers(state)
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	}
+	if users.Single() {
+		fmt.Fprintf(stdout, "bxctl up: not root, so every role runs as uid %d with the host's network: roles are kept apart by code and peer checks only, not by users or loopd's network namespace\n", os.Geteuid())
+	}
 	pr, err := podmanRole(state, *podman)
 	if err != nil {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
@@ -92,13 +99,19 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer stopAll(roles)
 	for _, r := range roles {
-		if err := start(r, bin, state); err != nil {
+		if err := start(r, bin, state, users); err != nil {
 			fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 			return ExitFailed
 		}
 		if err := waitReady(ctx, r, *readyWait); err != nil {
 			fmt.Fprintf(stderr, "bxctl up: %s did not start: %v\n%s", r.name, err, tail(r.log, 8))
 			return ExitFailed
+		}
+		if r.name == "podman" {
+			if err := podmanReady(r.socket, users); err != nil {
+				fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+				return ExitFailed
+			}
 		}
 		fmt.Fprintf(stdout, "bxctl up: %s ready (%s)\n", r.name, r.socket)
 	}
@@ -125,18 +138,14 @@ func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) e
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return err
 	}
-	for _, e := range layout.Table {
-		if !e.Up {
-			continue
-		}
-		var err error
-		switch e.Kind {
-		case layout.SocketDir:
-			err = sockets.MakeDir(e.In(state), e.Mode)
-		case layout.Dir:
-			err = os.MkdirAll(e.In(state), e.Mode)
-		}
-		if err != nil {
+	if err := os.MkdirAll(layout.Config.In(state), 0o700); err != nil {
+		return err
+	}
+	// As root, each role its own user: users.toml with the default ids
+	// unless the owner wrote one.
+	if os.Geteuid() == 0 {
+		def := layout.DefaultUsers(layout.ID{UID: 0, GID: 0})
+		if err := writeNew(layout.UsersFile.In(state), def.Text(), 0o644); err != nil {
 			return err
 		}
 	}
@@ -148,35 +157,55 @@ func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) e
 	}
 	p := layout.Params{State: state, Llama: llamaAddr, Model: model, ToolImage: toolImage}
 	for _, c := range layout.FirstConfigs {
-		f, err := os.OpenFile(c.Path(state), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		_, werr := f.WriteString(c.Text(p))
-		if err := errors.Join(werr, f.Close()); err != nil {
+		if err := writeNew(c.Path(state), c.Text(p), 0o600); err != nil {
 			return err
 		}
 	}
-	return nil
+	users, err := layout.LoadUsers(state)
+	if err != nil {
+		return err
+	}
+	if err := layout.Make(state, users); err != nil {
+		return err
+	}
+	return layout.Enterable(state, users)
 }
 
-func start(r *role, bin, state string) error {
+// writeNew writes a file that does not exist yet; an existing one is the
+// owner's and is left alone.
+func writeNew(path, text string, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(text)
+	return errors.Join(werr, f.Close())
+}
+
+func start(r *role, bin, state string, users layout.Users) error {
 	r.log = filepath.Join(layout.Logs.In(state), r.name+".log")
 	lf, err := os.OpenFile(r.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	r.cmd = exec.Command(filepath.Join(bin, r.name), "-config", layout.ConfigPath(state, r.name))
+	r.cmd = exec.Command(filepath.Join(bin, r.name), "-config", layout.ConfigPath(state, r.name), "-state", state)
 	if r.argv != nil {
 		r.cmd = exec.Command(r.argv[0], r.argv[1:]...)
 	}
 	r.cmd.Stdout, r.cmd.Stderr = lf, lf
 	// A child must not outlive bxctl, even if bxctl is killed outright.
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	isolate(r.cmd.SysProcAttr, r.name, users, hasRunner(state))
 	if err := r.cmd.Start(); err != nil {
+		lf.Close()
+		return fmt.Errorf("start %s: %w", r.name, err)
+	}
+	if err := afterStart(r.cmd, r.name, users); err != nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
 		lf.Close()
 		return fmt.Errorf("start %s: %w", r.name, err)
 	}

@@ -4,12 +4,12 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
@@ -17,7 +17,7 @@ func TestUpWithoutLlamaSaysHow(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close() // nothing answers there now
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(roletest.Dir(t), "state")
 	code, _, stderr := run("up", "--state", state, "--llama", addr)
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if code != ExitFailed || len(lines) != 1 || !strings.Contains(stderr, "no llama-server answers at "+addr) || !strings.Contains(stderr, "llama-server -m MODEL.gguf") {
@@ -29,14 +29,14 @@ func TestUpWithoutLlamaSaysHow(t *testing.T) {
 }
 
 func TestLayoutWritesConfigsOnce(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(roletest.Dir(t), "state")
 	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"run/infer", "run/loop"} {
 		fi, err := os.Stat(filepath.Join(state, d))
-		if err != nil || fi.Mode().Perm() != 0o700 {
-			t.Errorf("%s: %v, %v; want a 0700 directory", d, fi.Mode(), err)
+		if err != nil || fi.Mode().Perm() != 0o700 && fi.Mode().Perm() != 0o750 {
+			t.Errorf("%s: %v, %v; want a 0700 (or, a user per role, 0750) directory", d, fi.Mode(), err)
 		}
 	}
 	p := filepath.Join(state, "config", "loopd.toml")
@@ -56,48 +56,36 @@ func TestLayoutWritesConfigsOnce(t *testing.T) {
 // directory is exactly package layout's entries marked Up, each with its
 // mode, plus one config per first config, and nothing else.
 func TestMakeStateIsTheTable(t *testing.T) {
-	state := filepath.Join(t.TempDir(), "state")
+	state := filepath.Join(roletest.Dir(t), "state")
 	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", "sha256:"+strings.Repeat("ab", 32)); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]fs.FileMode{}
+	users, err := layout.LoadUsers(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := layout.Verify(state, users); len(ps) != 0 {
+		t.Errorf("bxctl up made a state directory the table does not describe: %v", ps)
+	}
 	for _, e := range layout.Table {
-		if e.Up {
-			want[e.Path] = fs.ModeDir | e.Mode
-			for d := path.Dir(e.Path); d != "."; d = path.Dir(d) {
-				if _, ok := want[d]; !ok {
-					want[d] = fs.ModeDir | 0o700 // a parent such as run/
-				}
-			}
+		if _, err := os.Lstat(e.In(state)); e.Up && err != nil {
+			t.Errorf("%s: bxctl up did not make it: %v", e.Path, err)
 		}
 	}
-	for _, c := range layout.FirstConfigs {
-		rel, _ := filepath.Rel(state, c.Path(state))
-		want[filepath.ToSlash(rel)] = 0o600
+	entry := map[string]bool{}
+	for _, e := range layout.Table {
+		entry[e.Path] = true
 	}
-	got := map[string]fs.FileMode{}
 	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == state {
 			return err
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
 		rel, _ := filepath.Rel(state, p)
-		got[filepath.ToSlash(rel)] = fi.Mode().Type() | fi.Mode().Perm()
+		if !entry[filepath.ToSlash(rel)] {
+			t.Errorf("%s: bxctl up made it, but it is no entry of package layout's table", rel)
+		}
 		return nil
 	})
-	for p, mode := range want {
-		if got[p] != mode {
-			t.Errorf("%s: made %v, the table says %v", p, got[p], mode)
-		}
-	}
-	for p, mode := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s (%v): bxctl up made it, but it is no entry of package layout's table", p, mode)
-		}
-	}
 	// start writes each role's log there.
 	if fi, err := os.Stat(layout.Logs.In(state)); err != nil || !fi.IsDir() {
 		t.Errorf("no %s after bxctl up: %v", layout.Logs.Path, err)

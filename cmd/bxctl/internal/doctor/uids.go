@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
-// roleUIDs checks that no uid is named for two roles. Until bxctl up
-// gives each role a uid of its own (issue 14 item 2), there is no role-uid
-// config to read: what exists are the lists of peers each listener
-// accepts (allow_uids and friends, SO_PEERCRED) and brokerd's owner_uid,
-// and each names the uid of a known role. A uid that one list names as
+// roleUIDs checks that no uid is named for two roles: in
+// config/users.toml (package layout refuses a shared id as it loads it),
+// in the lists of peers each listener accepts (allow_uids and friends,
+// SO_PEERCRED) and in brokerd's owner_uid, each of which names the uid of
+// a known role. A uid that one list names as
 // loopd's and another as the owner's would let that role through the
 // owner's door (admin.sock, memadmin.sock). Empty lists mean each
 // listener's own user: the single-user mode of bxctl up run as a normal
@@ -21,6 +23,18 @@ func (a *auditor) roleUIDs(in *install) {
 	add := func(roles, key string, uids []uint32) {
 		for _, u := range uids {
 			named[u] = append(named[u], naming{roles, key})
+		}
+	}
+	users, err := layout.LoadUsers(in.state)
+	if err != nil {
+		a.add("doctor-role-uids", Problem, "%v", err)
+		return
+	}
+	if !users.Single() {
+		// config/users.toml: each role's own uid, which no allow list may
+		// name for another role (the owner may be root; no role may).
+		for _, r := range layout.Daemons {
+			add(r, "config/users.toml", []uint32{users.Of(r).UID})
 		}
 	}
 	if in.has("inferproxy") {
@@ -46,7 +60,7 @@ func (a *auditor) roleUIDs(in *install) {
 		add("brokerd", "gatewayd.toml allow_uids", in.gateway.AllowUIDs)
 	}
 	if len(named) == 0 {
-		a.add("doctor-role-uids", OK, "single-user mode: no config names a role's uid, so every listener accepts only its own user and the roles are kept apart by code and directory checks alone (no role-uid config exists yet: bxctl up as root will give each role its own)")
+		a.add("doctor-role-uids", OK, "single-user mode: no config/users.toml and no allow list names a role's uid, so every listener accepts only its own user and the roles are kept apart by code and directory checks alone (bxctl up as root gives each role its own)")
 		return
 	}
 	uids := make([]uint32, 0, len(named))
@@ -73,7 +87,7 @@ func (a *auditor) roleUIDs(in *install) {
 		a.add("doctor-role-uids", Problem, "%s", strings.Join(problems, "; "))
 		return
 	}
-	a.add("doctor-role-uids", OK, "%d uids named in the allow lists, each for one role (the lists are all there is to check until each role has a uid of its own in config)", len(uids))
+	a.add("doctor-role-uids", OK, "%d uids named in config/users.toml and the allow lists, each for one role", len(uids))
 }
 
 // compatible is whether the roles one uid is named for can be one role:

@@ -45,7 +45,9 @@ func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, err
 		return nil, fmt.Errorf("open session: %w", err)
 	}
 	dir := Dir(state, id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// 0750 and 0640 under sessions/, whose setgid group is memoryd's
+	// (package layout): memoryd reads session logs to reindex them.
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
 	bpath := filepath.Join(dir, fmt.Sprintf("%d.baseline.json", Epoch))
@@ -58,7 +60,7 @@ func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, err
 	if err != nil {
 		return nil, err
 	}
-	w, err := jsonl.Open(lpath)
+	w, err := jsonl.OpenMode(lpath, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
@@ -91,7 +93,7 @@ func loadBaseline(path string, mk func() (Baseline, error)) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("encode baseline: %w", err)
 	}
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return Baseline{}, fmt.Errorf("write baseline: %w", err)
 	}
