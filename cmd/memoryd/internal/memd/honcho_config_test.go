@@ -61,3 +61,32 @@ func TestHonchoTable(t *testing.T) {
 		}
 	}
 }
+
+// The commented [honcho] example in deploy/memoryd.toml, uncommented,
+// loads: the documented keys are the code's.
+func TestHonchoExample(t *testing.T) {
+	b, err := os.ReadFile("../../../../deploy/memoryd.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, ok := strings.Cut(string(b), "#[honcho]\n")
+	if !ok {
+		t.Fatal("deploy/memoryd.toml has no #[honcho] example")
+	}
+	var lines []string
+	for _, l := range strings.Split(example, "\n") {
+		if strings.HasPrefix(l, "#[") || strings.Contains(l, " = ") && strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "# ") {
+			lines = append(lines, l[1:])
+		}
+	}
+	if len(lines) < 9 {
+		t.Fatalf("only %d example lines found: %q", len(lines), lines)
+	}
+	c, err := Load(writeConfig(t, "[honcho]\n"+strings.Join(lines, "\n")+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := c.Fleet(); !ok || s.Untrusted.String() != "host1-untrusted" || len(s.Others) != 1 {
+		t.Fatalf("Fleet = %+v", s)
+	}
+}
