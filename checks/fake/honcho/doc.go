@@ -14,7 +14,8 @@
 // file and line or function it copies (paths under src/). Where upstream
 // could not be read to the end (a database query, a model call) the
 // comment says "fake:" and what was chosen instead. Every request, in
-// order, is kept for [Server.Requests], headers but the key included.
+// order, is kept for [Server.Requests]: method, path, query, body and
+// whether it carried the right key (never the key itself).
 //
 // # What it models
 //

@@ -44,8 +44,14 @@ func TestRefusedBeforeSending(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"too long", func() error { _, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "ok"}, {Peer: p, Content: long}}); return err }},
-		{"nul", func() error { _, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "a\x00b"}}); return err }},
+		{"too long", func() error {
+			_, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "ok"}, {Peer: p, Content: long}})
+			return err
+		}},
+		{"nul", func() error {
+			_, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "a\x00b"}})
+			return err
+		}},
 		{"utf8", func() error { _, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "\xff"}}); return err }},
 		{"no peer", func() error { _, err := c.AddMessages(ctx, w, s, []NewMessage{{Content: "x"}}); return err }},
 		{"none", func() error { _, err := c.AddMessages(ctx, w, s, nil); return err }},
@@ -57,7 +63,10 @@ func TestRefusedBeforeSending(t *testing.T) {
 		{"empty query", func() error { _, err := c.Search(ctx, Search{Workspace: w}, "", 5); return err }},
 		{"two scopes", func() error { _, err := c.Search(ctx, Search{Workspace: w, Session: s, Peer: p}, "q", 5); return err }},
 		{"chat empty", func() error { _, err := c.Chat(ctx, w, p, Question{}); return err }},
-		{"chat long", func() error { _, err := c.Chat(ctx, w, p, Question{Query: strings.Repeat("q", MaxQuery+1)}); return err }},
+		{"chat long", func() error {
+			_, err := c.Chat(ctx, w, p, Question{Query: strings.Repeat("q", MaxQuery+1)})
+			return err
+		}},
 		{"chat level", func() error { _, err := c.Chat(ctx, w, p, Question{Query: "q", Reasoning: "huge"}); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
