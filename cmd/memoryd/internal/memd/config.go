@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/config"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 )
@@ -28,7 +29,21 @@ type Config struct {
 	// (bxctl memory review) instead of applying them. Default off.
 	StageIdentityWrites bool `toml:"stage_identity_writes"`
 
+	// Honcho is the optional [honcho] table: fleet memory. The client is
+	// built and checked, but no turn is routed to it yet (issue 17's
+	// later part); absent, memoryd has no network.
+	Honcho *honcho.Config `toml:"honcho"`
+
 	maxClass dataclass.Class
+	fleet    *honcho.Settings
+}
+
+// Fleet is the checked [honcho] table, if the config has one.
+func (c Config) Fleet() (honcho.Settings, bool) {
+	if c.fleet == nil {
+		return honcho.Settings{}, false
+	}
+	return *c.fleet, true
 }
 
 // Load reads and checks memoryd.toml.
@@ -61,6 +76,13 @@ func Load(path string) (Config, error) {
 			return Config{}, fmt.Errorf("config %s: index_max_class: %v", path, err)
 		}
 		c.maxClass = mc
+	}
+	if c.Honcho != nil {
+		s, err := honcho.Parse(*c.Honcho)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		c.fleet = &s
 	}
 	return c, nil
 }

@@ -1,0 +1,29 @@
+// Package honcho is memoryd's client for Honcho v3, the owner's fleet
+// memory service, over net/http and the standard library (no SDK). The
+// wire is the one read from Honcho's source in shared/reference/honcho.md;
+// checks/fake/honcho is its double, and conformance_test.go runs one suite
+// against both.
+//
+// Nothing calls this package yet: routing finished turns into the two
+// workspaces, the outbox, the clean-turn gate and the recall merge land
+// with a later part of issue 17.
+//
+// Invariants:
+//   - every request carries a deadline ([Settings.Timeout]) on top of its
+//     caller's context, follows no redirect and uses no proxy from the
+//     environment: memoryd's one egress is the configured Honcho URL;
+//   - every id sent is an [ID], which holds only what Honcho's
+//     RESOURCE_NAME_PATTERN accepts (1 to 512 of A-Z a-z 0-9 _ -), and a
+//     batch of messages is split at Honcho's limit ([MaxBatch]) with each
+//     message's content checked against [MaxContent] before anything is
+//     sent;
+//   - every 2xx response is decoded with pkg/strict into the exact shape
+//     Honcho's schemas serialise: a body that does not decode (an unknown
+//     or missing field, a wrong type, trailing data, more than
+//     [MaxResponse] bytes) is an error, and the caller gets no data from it;
+//   - every other status is an [*APIError] carrying Honcho's "detail"
+//     (a string, or FastAPI's list of validation errors, whose echoed
+//     "input" is dropped unread so that message text never reaches a log);
+//   - the key, if any, is a [secret.Value] and leaves the process only in
+//     the Authorization header.
+package honcho
