@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func Up(t *testing.T, bin, state, llamaHost string, env []string, extra ...strin
 	t.Helper()
 	cmd := exec.Command(filepath.Join(bin, "bxctl"), append([]string{"up", "--state", state, "--llama", llamaHost, "--bin", bin}, extra...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // read while exec's copier may still write
 	cmd.Stderr = &stderr
 	out, _ := cmd.StdoutPipe()
 	require.NoError(t, cmd.Start())
@@ -98,4 +99,23 @@ func Up(t *testing.T, bin, state, llamaHost string, env []string, extra ...strin
 		t.Fatalf("bxctl up not ready after %v:\n%s", ReadyWait, stderr.String())
 	}
 	return exited
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while another goroutine
+// writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -204,14 +205,31 @@ func SocketFor(s *wire.Socket) *Entry {
 	panic("layout: no socket directory for " + s.Name) // every socket has one: TestEverySocketHasADir
 }
 
-// In is the absolute path of every entry in state directory state, in
-// table order: what no tool container may mount (brokerd's runner).
+// In is the absolute paths in state directory state that cover every
+// entry of the table but the state directory itself: each entry that no
+// other such entry holds (memory/, not memory/edits/journal.jsonl), in
+// table order. It is what no tool container may mount (brokerd's
+// runner, which refuses any path in or over one): a nested entry needs
+// no line of its own, and brokerd, which may not enter memory/ or
+// gateway/, could not look at one anyway.
 func In(state string) []string {
-	out := make([]string, len(Table))
-	for i, e := range Table {
-		out[i] = e.In(state)
+	var out []string
+	for _, e := range Table {
+		if e != &State && !inside(e) {
+			out = append(out, e.In(state))
+		}
 	}
 	return out
+}
+
+// inside is whether another entry than the state directory holds e.
+func inside(e *Entry) bool {
+	for _, o := range Table {
+		if o != &State && o != e && strings.HasPrefix(e.Path, o.Path+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Socket is the path of socket s in state directory state.
