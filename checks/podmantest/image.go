@@ -64,7 +64,7 @@ func (s *Service) toolImage(t testing.TB, tags string) string {
 		return id
 	}
 	id, err := func() (string, error) {
-		root, err := repoRoot()
+		root, err := RepoRoot()
 		if err != nil {
 			return "", err
 		}

@@ -338,7 +338,7 @@ var requireRE = regexp.MustCompile(`(?m)^(?:require)?\s*github\.com/containers/p
 // Version is the bindings' version in go.mod, which the podman binary is
 // built at.
 func Version() (string, error) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -353,7 +353,9 @@ func Version() (string, error) {
 	return string(m[1]), nil
 }
 
-func repoRoot() (string, error) {
+// RepoRoot is the module's directory: the nearest directory above the
+// working directory (a test's package directory) holding go.mod.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -28,18 +28,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
 // Image is a bootable guest: the files [Boot] gives qemu.
@@ -62,7 +62,7 @@ var Tools = []string{"qemu-system-x86_64", "mmdebstrap", "mke2fs", "go"}
 // take turns on a lock in the cache directory.
 func Build(ctx context.Context, log io.Writer) (Image, error) {
 	start := time.Now()
-	root, err := repoRoot()
+	root, err := podmantest.RepoRoot()
 	if err != nil {
 		return Image{}, fmt.Errorf("build: %w", err)
 	}
@@ -75,9 +75,9 @@ func Build(ctx context.Context, log io.Writer) (Image, error) {
 		}
 		cache = filepath.Join(home, ".cache", "boxmaker")
 	}
-	podman, err := podmanBinary(root, cache)
+	podman, _, err := podmantest.Find() // the Podman checks/podman-setup built at go.mod's bindings version
 	if err != nil {
-		return Image{}, err
+		return Image{}, fmt.Errorf("build: %v; see docs/runbook.md#vm-host-unavailable", err)
 	}
 	dir := filepath.Join(cache, "vm")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -174,7 +174,7 @@ func tagFlag(tags []string) []string {
 }
 
 func goTool(ctx context.Context, verb, out, pkg string, flags []string) error {
-	root, err := repoRoot()
+	root, err := podmantest.RepoRoot()
 	if err != nil {
 		return fmt.Errorf("go %s %s: %w", verb, pkg, err)
 	}
@@ -186,26 +186,6 @@ func goTool(ctx context.Context, verb, out, pkg string, flags []string) error {
 		return fmt.Errorf("go %s %s: %v: %s", verb, pkg, err, b)
 	}
 	return nil
-}
-
-var podmanVersionRE = regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/containers/podman/v5 (v\S+)`)
-
-// podmanBinary is the Podman that checks/podman-setup built at the version
-// go.mod pins for brokerd's bindings.
-func podmanBinary(root, cache string) (string, error) {
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		return "", fmt.Errorf("build: %w", err)
-	}
-	m := podmanVersionRE.FindSubmatch(mod)
-	if m == nil {
-		return "", errors.New("build: go.mod does not require github.com/containers/podman/v5")
-	}
-	p := filepath.Join(cache, "podman-"+string(m[1]), "bin", "podman")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("build: no podman %s at %s; run checks/podman-setup; see docs/runbook.md#vm-host-unavailable", m[1], p)
-	}
-	return p, nil
 }
 
 // script runs one of the build scripts, its output going to log.
@@ -292,22 +272,5 @@ func prune(dir string, keep ...string) {
 		if !kept {
 			os.RemoveAll(filepath.Join(dir, n))
 		}
-	}
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
 	}
 }
