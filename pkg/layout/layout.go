@@ -64,7 +64,7 @@ var (
 	Memory   = Entry{Path: "memory", Kind: Dir, Mode: 0o700, Writer: "memoryd", Doc: "identity files, notes.md, edits/ (the journal and undo copies)"}
 	Journal  = Entry{Path: "memory/edits/journal.jsonl", Kind: File, Mode: 0o600, Writer: "memoryd", Doc: "every write to memory/, in order (bxctl memory log)"}
 	Index    = Entry{Path: "index", Kind: Dir, Mode: 0o700, Writer: "memoryd", Doc: "the recall index (disposable: rebuilt from sessions/ and notes.md)"}
-	Gateway  = Entry{Path: "gateway", Kind: Dir, Mode: 0o700, Writer: "gatewayd", Doc: "gatewayd's record of approval posts to mark dead (approvals.jsonl) and its cursor of handled posts (cursor.json)"}
+	Gateway  = Entry{Path: "gateway", Kind: Dir, Mode: 0o700, Writer: "gatewayd", Doc: "gatewayd's record of approval posts to mark dead (approvals.jsonl) and its cursor of handled posts (cursor.json) and the answers delivered per session (delivered.json)"}
 	Jobs     = Entry{Path: "jobs", Kind: Dir, Mode: 0o700, Writer: "owner", Up: true, Doc: "the owner's scheduled jobs, *.toml; loopd reads them and never writes them"}
 
 	InferRun    = socketDir("infer", "inferproxy", &wire.Infer)
