@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -16,7 +17,8 @@ import (
 // answersSince serves [wire.AnswersSince]: the outcomes of the session's
 // finished turns (those with a turn_end record) after AfterTurn, read
 // from its log, capped by [wire.MaxAnswers] and [wire.MaxAnswersBytes].
-// A session that does not exist has none; asking never creates one.
+// A session that does not exist has none; asking never creates one. A
+// turn a previous loopd left open is closed as interrupted first.
 func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.AnswersSince) strict.Variant {
 	if err := wire.CheckSessionID(a.Session); err != nil {
 		return &wire.Error{Op: "answers_since", Kind: wire.Invalid, Msg: err.Error()}
@@ -30,6 +32,15 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 		return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "the session log could not be read: " + err.Error()}
 	}
 	l.mu.Lock()
+	if !l.running {
+		// A turn a previous loopd left open is over: closed as
+		// interrupted now (as the next message would), so its stop
+		// message is an outcome the owner is shown.
+		if err := turn.Interrupted(l.s); err != nil {
+			l.mu.Unlock()
+			return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "closing the interrupted turn failed: " + err.Error()}
+		}
+	}
 	recs := l.s.Records()
 	l.mu.Unlock()
 	out.Items, out.More = finished(recs, a.AfterTurn)

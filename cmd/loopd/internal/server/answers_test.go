@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -95,5 +96,35 @@ func TestFinishedCapsAndStops(t *testing.T) {
 	items, more = finished(recs, 0)
 	if len(items) != 1 || !more || len(items[0].Text) > wire.MaxAnswersBytes || !strings.HasPrefix(big, items[0].Text) {
 		t.Fatalf("byte cap: %d items, %d bytes, more %v", len(items), len(items[0].Text), more)
+	}
+}
+
+// TestAnswersSinceClosesInterrupted: a turn left open by a stopped loopd
+// is closed as interrupted when its outcomes are asked for, and its stop
+// message is one of them.
+func TestAnswersSinceClosesInterrupted(t *testing.T) {
+	srv := fake.New(t, fake.Options{})
+	srv.Script(fake.Reply{Reasoning: "Time first.", ToolCalls: []fake.ToolCall{{Name: "clock", Arguments: `{}`}}},
+		fake.Reply{Content: "never sent", StallAfter: 1, Stall: 10 * time.Minute})
+	state := t.TempDir()
+	h := start(t, srv, state)
+	c := dial(t, h)
+	c.send("mm-s2", "slow one")
+	if _, ok := c.next().(*wire.Accepted); !ok {
+		t.Fatal("not accepted")
+	}
+	for i := 0; len(srv.Requests(0)) < 2; i++ {
+		if i > 500 {
+			t.Fatal("the turn never reached its second model call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.stop()
+	h = start(t, srv, state)
+	c = dial(t, h)
+	c.Send(&wire.AnswersSince{Session: "mm-s2", AfterTurn: 0})
+	got, ok := c.next().(*wire.Answers)
+	if !ok || len(got.Items) != 1 || got.Items[0].Reason != wire.StopInterrupted {
+		t.Fatalf("answers_since after an interrupted turn = %#v", got)
 	}
 }

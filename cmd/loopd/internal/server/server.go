@@ -8,7 +8,7 @@
 //     for the next turn and sent to the model together, in that turn;
 //   - a turn left open by a stopped or failed loopd is closed (its missing
 //     tool results marked interrupted, never re-run) before the session's
-//     next message is logged;
+//     next message is logged or its outcomes are read (answers_since);
 //   - every frame is decoded strictly (package rpc's server loop);
 //     anything but a [wire.Send], a [wire.Stop] or a [wire.AnswersSince]
 //     (answers.go) is refused with
