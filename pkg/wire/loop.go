@@ -60,10 +60,48 @@ type StopDone struct {
 // Tag implements strict.Variant.
 func (*StopDone) Tag() string { return "stop_done" }
 
+// AnswersSince asks for the final answers (and stop messages) of a
+// session's finished turns after AfterTurn, oldest first: gatewayd posts
+// what finished while it was down. loopd answers [Answers].
+type AnswersSince struct {
+	Session   string `json:"session"`
+	AfterTurn int64  `json:"after_turn"`
+}
+
+// Tag implements strict.Variant.
+func (*AnswersSince) Tag() string { return "answers_since" }
+
+// Caps on one [Answers]: at most MaxAnswers items and MaxAnswersBytes of
+// text (an item's text is cut to it), so it fits one loop.sock frame; a
+// client asks again after the last turn it got.
+const (
+	MaxAnswers      = 16
+	MaxAnswersBytes = MaxMessage
+)
+
+// FinishedTurn is one finished turn's outcome: its answer, or, when
+// Reason is set, the one-line message of its stop.
+type FinishedTurn struct {
+	Turn   int64      `json:"turn"`
+	Text   string     `json:"text"`
+	Reason StopReason `json:"reason,omitempty"`
+}
+
+// Answers answers AnswersSince. More says the caps left later turns out.
+type Answers struct {
+	Session string         `json:"session"`
+	Items   []FinishedTurn `json:"items"`
+	More    bool           `json:"more"`
+}
+
+// Tag implements strict.Variant.
+func (*Answers) Tag() string { return "answers" }
+
 // LoopRequests is every message a client may send on loop.sock.
 var LoopRequests = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Send) },
 	func() strict.Variant { return new(Stop) },
+	func() strict.Variant { return new(AnswersSince) },
 )
 
 // Accepted: the message is logged. Queued is true when a turn was running
@@ -114,6 +152,7 @@ type ToolDenied struct {
 // Clients escape it before display.
 type Answer struct {
 	Session string `json:"session"`
+	Turn    int64  `json:"turn,omitempty"` // the turn it ends (0 from an older loopd)
 	Text    string `json:"text"`
 }
 
@@ -145,6 +184,7 @@ func (r *StopReason) UnmarshalText(b []byte) error {
 // Stopped: runaway control ended the turn. Msg is for the owner.
 type Stopped struct {
 	Session string     `json:"session"`
+	Turn    int64      `json:"turn,omitempty"` // the turn it ends
 	Reason  StopReason `json:"reason"`
 	Msg     string     `json:"msg"`
 }
@@ -170,6 +210,7 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Answer) },
 	func() strict.Variant { return new(Stopped) },
 	func() strict.Variant { return new(StopDone) },
+	func() strict.Variant { return new(Answers) },
 	func() strict.Variant { return new(Error) },
 )
 

@@ -50,7 +50,8 @@ func (s *Socket) Final(v strict.Variant) bool { return !slices.Contains(s.Interi
 var (
 	// Loop is loopd's loop.sock, for gatewayd and bxctl: a [Send] is
 	// answered with the turn's events until an [Answer], [Stopped] or
-	// [*Error]; a [Stop] with one [StopDone]. A connection takes one
+	// [*Error]; a [Stop] with one [StopDone]; an [AnswersSince] with
+	// one [Answers]. A connection takes one
 	// message after another.
 	Loop = Socket{Name: "loop.sock", Server: "loopd", Requests: LoopRequests, Answers: LoopEvents,
 		Interim:  []string{"accepted", "working", "reasoning", "tool_running", "approval_pending", "tool_denied"},

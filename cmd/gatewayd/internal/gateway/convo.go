@@ -223,7 +223,13 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 			}
 		}
 	}()
-	out, err := g.loopTurn(ctx, SessionPrefix+root, text)
+	session := SessionPrefix + root
+	if err := g.delivery.known(channel, root); err != nil {
+		// Sent anyway: only an answer that ends while gatewayd is down
+		// would be lost, as before the record.
+		g.log.Error("recording the session failed; see docs/runbook.md#gateway-delivered", "session", session, "err", err.Error())
+	}
+	out, turnNo, err := g.loopTurn(ctx, session, text)
 	stop()
 	if ctx.Err() != nil {
 		return
@@ -233,12 +239,32 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 		g.reply(ctx, channel, root, "Boxmaker could not answer: "+render.Plain(err.Error()))
 		return
 	}
-	for _, part := range out {
-		if _, err := g.mm.CreatePost(ctx, channel, root, part); err != nil {
+	g.postOutcome(ctx, channel, root, session, turnNo, out, nil)
+}
+
+// postOutcome posts a turn's parts in its thread, each marked with
+// [PropTurn] (when the turn is known) and none whose mark is in posted,
+// then records the turn delivered. It reports whether all were posted.
+func (g *Gateway) postOutcome(ctx context.Context, channel, root, session string, turnNo int64, out []string, posted map[string]bool) bool {
+	for i, part := range out {
+		key, value := "", ""
+		if turnNo > 0 {
+			key, value = PropTurn, turnProp(session, turnNo, i+1, len(out))
+		}
+		if posted[value] && value != "" {
+			continue
+		}
+		if _, err := g.mm.CreatePostProp(ctx, channel, root, part, key, value); err != nil {
 			g.log.Error("posting the answer failed", "thread", root, "err", err.Error())
-			return
+			return false
 		}
 	}
+	if turnNo > 0 {
+		if err := g.delivery.mark(session, turnNo); err != nil {
+			g.log.Error("recording a delivered answer failed; see docs/runbook.md#gateway-delivered", "session", session, "turn", turnNo, "err", err.Error())
+		}
+	}
+	return true
 }
 
 // reply posts Boxmaker's own text in a thread.
@@ -251,21 +277,26 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 // loopTurn is one turn on loop.sock (as bxctl chat does it): it returns
 // the posts to make, or an error whose text is for the owner. The turn's
 // interim events show nothing in the chat.
-func (g *Gateway) loopTurn(ctx context.Context, session, text string) ([]string, error) {
+func (g *Gateway) loopTurn(ctx context.Context, session, text string) ([]string, int64, error) {
 	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: text}, func(strict.Variant) error { return nil })
 	if err != nil {
-		return nil, loopFailed(err)
+		return nil, 0, loopFailed(err)
 	}
 	switch e := v.(type) {
 	case *wire.Answer:
 		if e.Session != session {
-			return nil, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
+			return nil, 0, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
 		}
-		return render.Answer(e.Text), nil
+		return render.Answer(e.Text), e.Turn, nil
 	case *wire.Stopped:
-		return []string{"The turn was stopped (" + render.Plain(string(e.Reason)) + "): " + render.Plain(e.Msg)}, nil
+		return stoppedPosts(e.Reason, e.Msg), e.Turn, nil
 	}
-	return nil, loopFailed(rpc.NotExpected(&wire.Loop, v))
+	return nil, 0, loopFailed(rpc.NotExpected(&wire.Loop, v))
+}
+
+// stoppedPosts is what the thread reads for a stopped turn.
+func stoppedPosts(reason wire.StopReason, msg string) []string {
+	return []string{"The turn was stopped (" + render.Plain(string(reason)) + "): " + render.Plain(msg)}
 }
 
 // loopFailed is what the thread reads when loop.sock failed.

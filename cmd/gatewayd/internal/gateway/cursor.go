@@ -82,33 +82,36 @@ func (c *cursor) mark(id string, createAt int64) error {
 	if err != nil {
 		return fmt.Errorf("write cursor: %v", err)
 	}
-	return writeAtomic(c.path, b)
+	if err := writeAtomic(c.path, b); err != nil {
+		return fmt.Errorf("write cursor: %v", err)
+	}
+	return nil
 }
 
 // writeAtomic replaces path with b: all of it or none, durable on return.
 func writeAtomic(path string, b []byte) error {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".cursor-*")
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
 	if err != nil {
-		return fmt.Errorf("write cursor: %v", err)
+		return fmt.Errorf("replace %s: %v", path, err)
 	}
 	tmp := f.Name()
 	_, werr := f.Write(b)
 	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write cursor: %v", err)
+		return fmt.Errorf("replace %s: %v", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("write cursor: %v", err)
+		return fmt.Errorf("replace %s: %v", path, err)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("write cursor: %v", err)
+		return fmt.Errorf("replace %s: %v", path, err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write cursor: %v", err)
+		return fmt.Errorf("replace %s: %v", path, err)
 	}
 	return nil
 }

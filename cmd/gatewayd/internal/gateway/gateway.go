@@ -10,6 +10,8 @@
 //     arrive while its turn runs go together as the next turn; every
 //     post is handled at most once, whether it came over the WebSocket
 //     or from a gap fetched after a lost connection;
+//   - every turn's outcome is posted in its thread once: when it ends,
+//     or, if gatewayd was down then, at its next start (delivery.go);
 //   - everything posted that Boxmaker did not write passes through
 //     package render: no mention, no embedded image, nothing hidden;
 //   - an approval is answered only by an approver, only in its thread,
@@ -47,7 +49,8 @@ type Gateway struct {
 	life      context.Context // the daemon's life: turns outlive a WebSocket connection
 	approvers map[string]bool
 	dead      *deadLog
-	cursor    *cursor // the posts handled, durable across restarts
+	cursor    *cursor   // the posts handled, durable across restarts
+	delivery  *delivery // the answers posted per session, durable across restarts
 
 	// Test knobs: how often typing is refreshed, and the stream's backoff.
 	typingEvery   time.Duration
@@ -121,6 +124,9 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 	if g.cursor, err = openCursor(dir); err != nil {
 		return nil, err
 	}
+	if g.delivery, err = openDelivery(dir); err != nil {
+		return nil, err
+	}
 	// A previous run's handled posts pass the seen-set gate no more;
 	// what arrived since the newest of them is fetched once connected
 	// (at most MaxCatchUp back).
@@ -150,6 +156,9 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	defer l.Close()
 	g.log.Info("serving", "gateway", l.Path(), "mattermost", g.cfg.URL, "bot", g.me.Username)
 	g.life = ctx
+	// Before any new post is handled: the answers of turns that ended
+	// while gatewayd was down (catchup.go).
+	g.deliverMissed(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); g.stream.Run(ctx) }()

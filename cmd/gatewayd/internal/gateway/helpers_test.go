@@ -31,10 +31,38 @@ type fakeLoop struct {
 	sends  []wire.Send
 	delay  time.Duration
 	answer func(text string) string
+	ended  map[string][]wire.FinishedTurn // each session's finished turns, turn 1 first
+	asked  int                            // answers_since requests
 }
 
 func (f *fakeLoop) serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	rpc.NewServer(&wire.Loop, slog.New(slog.DiscardHandler), rpc.On(f.stop), rpc.Stream(f.send)).Serve(ctx, peer, c)
+	rpc.NewServer(&wire.Loop, slog.New(slog.DiscardHandler), rpc.On(f.stop), rpc.On(f.answersSince), rpc.Stream(f.send)).Serve(ctx, peer, c)
+}
+
+// finish records a turn of session that ended with answer text (as one
+// that ends while gatewayd is down) and returns its number.
+func (f *fakeLoop) finish(session, text string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ended == nil {
+		f.ended = map[string][]wire.FinishedTurn{}
+	}
+	n := int64(len(f.ended[session]) + 1)
+	f.ended[session] = append(f.ended[session], wire.FinishedTurn{Turn: n, Text: text})
+	return n
+}
+
+func (f *fakeLoop) answersSince(_ context.Context, _ sockets.Peer, a *wire.AnswersSince) strict.Variant {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked++
+	out := &wire.Answers{Session: a.Session, Items: []wire.FinishedTurn{}}
+	for _, it := range f.ended[a.Session] {
+		if it.Turn > a.AfterTurn {
+			out.Items = append(out.Items, it)
+		}
+	}
+	return out
 }
 
 func (f *fakeLoop) stop(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant {
@@ -66,16 +94,22 @@ func (f *fakeLoop) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, s *wir
 		&wire.Reasoning{Session: s.Session, Text: "secret thinking"}} {
 		c.Send(ev)
 	}
-	var end strict.Variant = &wire.Answer{Session: s.Session, Text: out}
+	var end strict.Variant
 	select {
 	case <-time.After(delay):
+		end = &wire.Answer{Session: s.Session, Turn: f.finish(s.Session, out), Text: out}
 		f.mu.Lock()
 		if f.stops[s.Session] == stop {
 			delete(f.stops, s.Session)
 		}
 		f.mu.Unlock()
 	case <-stop:
-		end = &wire.Stopped{Session: s.Session, Reason: wire.StopInterrupted, Msg: "the turn was stopped on request"}
+		const msg = "the turn was stopped on request"
+		n := f.finish(s.Session, msg)
+		f.mu.Lock()
+		f.ended[s.Session][n-1].Reason = wire.StopInterrupted
+		f.mu.Unlock()
+		end = &wire.Stopped{Session: s.Session, Turn: n, Reason: wire.StopInterrupted, Msg: msg}
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -217,9 +217,19 @@ const PropUnsafeLinks = "unsafe_links"
 // may quote the model, so the server must fetch no URL in it. The
 // message must be within [MaxRunes]; use [Split].
 func (c *Client) CreatePost(ctx context.Context, channel, root, message string) (*Post, error) {
+	return c.CreatePostProp(ctx, channel, root, message, "", "")
+}
+
+// CreatePostProp is [Client.CreatePost] with one more string prop, key
+// (none if key is empty): gatewayd's mark of what a post delivers.
+func (c *Client) CreatePostProp(ctx context.Context, channel, root, message, key, value string) (*Post, error) {
+	props := map[string]any{PropUnsafeLinks: "true"}
+	if key != "" && key != PropUnsafeLinks {
+		props[key] = value
+	}
 	var p Post
 	err := c.do(ctx, "create post", http.MethodPost, "/posts", nil,
-		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: map[string]any{PropUnsafeLinks: "true"}, FileIDs: []string{}}, &p)
+		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: props, FileIDs: []string{}}, &p)
 	if err != nil {
 		return nil, err
 	}

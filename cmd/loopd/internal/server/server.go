@@ -8,9 +8,10 @@
 //     for the next turn and sent to the model together, in that turn;
 //   - a turn left open by a stopped or failed loopd is closed (its missing
 //     tool results marked interrupted, never re-run) before the session's
-//     next message is logged;
+//     next message is logged or its outcomes are read (answers_since);
 //   - every frame is decoded strictly (package rpc's server loop);
-//     anything but a [wire.Send] or a [wire.Stop] is refused with
+//     anything but a [wire.Send], a [wire.Stop] or a [wire.AnswersSince]
+//     (answers.go) is refused with
 //     forbidden, and a refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
 //     followers hear [wire.Stopped] (stop.go).
@@ -76,7 +77,8 @@ func (m *Manager) Start(ctx context.Context) {
 	m.ctx = ctx
 	m.sessions = map[string]*live{}
 	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
-		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }))
+		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }),
+		rpc.On(m.answersSince))
 }
 
 // Wait waits for running turns to stop (after the daemon's ctx ends).
@@ -166,7 +168,8 @@ func (m *Manager) run(l *live) {
 }
 
 // Serve is the loop.sock handler: package rpc's server loop over
-// [wire.Loop], with a route for each of [wire.Send] and [wire.Stop].
+// [wire.Loop], with a route for each of [wire.Send], [wire.Stop] and
+// [wire.AnswersSince].
 func (m *Manager) Serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
 	m.srv.Serve(ctx, peer, c)
 }

@@ -124,7 +124,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 				return err
 			}
 			e.ended(s.ID, t)
-			emit(&wire.Answer{Session: s.ID, Text: comp.Message.Content})
+			emit(&wire.Answer{Session: s.ID, Turn: t, Text: comp.Message.Content})
 			return nil
 		}
 		for _, c := range calls {
@@ -220,7 +220,7 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolC
 		return err
 	}
 	e.ended(s.ID, t)
-	emit(&wire.Stopped{Session: s.ID, Reason: why, Msg: msg})
+	emit(&wire.Stopped{Session: s.ID, Turn: t, Reason: why, Msg: msg})
 	return nil
 }
 

@@ -1,0 +1,116 @@
+package stack
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	llama "wntrmute.dev/boxmaker/checks/fake/llama"
+	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// TestStackOutcomeAfterGatewayDies: gatewayd is killed (SIGKILL) while a
+// DM's turn waits on the model, so bxctl up stops the stack; at the next
+// start the turn's outcome (closed as interrupted) is posted in the DM's
+// thread, marked with its turn, and a further restart posts it no more.
+func TestStackOutcomeAfterGatewayDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the stack")
+	}
+	bin := Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
+	root, err := os.MkdirTemp("", "bxd")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	state := filepath.Join(root, "s")
+	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
+	selftestReplies(srv)
+	srv.Script(
+		llama.Reply{Reasoning: "Time first.", ToolCalls: []llama.ToolCall{{Name: "clock", Arguments: `{}`}}},
+		llama.Reply{Reasoning: "Slow.", Content: "never sent", StallAfter: 1, Stall: 10 * time.Minute},
+	)
+	fmm := mm.New(t)
+	bot := fmm.AddUser("boxmaker", true)
+	owner := fmm.AddUser("owner", false)
+	dm := fmm.Direct(bot.ID, owner.ID)
+	preconfigure(t, state, srv)
+	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n",
+		fmm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"), owner.ID)
+	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "gatewayd.toml"), []byte(cfg), 0o600))
+	u, _ := url.Parse(srv.URL())
+	env := []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token}
+	logs := func() string {
+		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
+		return string(b)
+	}
+	connected := func(n int) {
+		t.Helper()
+		for i := 0; fmm.Connections() < n; i++ {
+			if i > 1500 {
+				t.Fatalf("gatewayd never connected:\n%s", logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	botPosts := func(root string) []mm.Post {
+		var got []mm.Post
+		for _, p := range fmm.Thread(root) {
+			if p.UserID == bot.ID {
+				got = append(got, p)
+			}
+		}
+		return got
+	}
+
+	exited := Up(t, bin, state, u.Host, env)
+	connected(1)
+	hello, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "what time is it?"})
+	require.NoError(t, err)
+	for i := 0; len(srv.Requests(0)) < 2; i++ {
+		if i > 1500 {
+			t.Fatalf("the turn never reached its second model call:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(pidOf(t, bin+"/gatewayd"), syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		t.Fatal("bxctl up did not stop after gatewayd died")
+	}
+	if n := len(botPosts(hello.ID)); n != 0 {
+		t.Fatalf("%d bot posts before the restart, want 0", n)
+	}
+
+	selftestReplies(srv)
+	exited = Up(t, bin, state, u.Host, env)
+	var got []mm.Post
+	for i := 0; len(got) == 0; i++ {
+		if i > 1500 {
+			t.Fatalf("the outcome was not posted after the restart:\n%s", logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+		got = botPosts(hello.ID)
+	}
+	if !strings.Contains(got[0].Message, "loopd stopped during this turn") || got[0].Props["boxmaker_turn"] != "mm-"+hello.ID+":1:1/1" {
+		t.Fatalf("outcome post = %q, props %v", got[0].Message, got[0].Props)
+	}
+	pid := pidOf(t, bin+"/bxctl", "up", state)
+	syscall.Kill(pid, syscall.SIGTERM)
+	<-exited
+	selftestReplies(srv)
+	Up(t, bin, state, u.Host, env)
+	time.Sleep(time.Second)
+	connected(1) // the start-up delivery runs before the WebSocket
+	if n := len(botPosts(hello.ID)); n != 1 {
+		t.Errorf("after a second restart the thread has %d bot posts, want 1", n)
+	}
+}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// answersSince serves [wire.AnswersSince]: the outcomes of the session's
+// finished turns (those with a turn_end record) after AfterTurn, read
+// from its log, capped by [wire.MaxAnswers] and [wire.MaxAnswersBytes].
+// A session that does not exist has none; asking never creates one. A
+// turn a previous loopd left open is closed as interrupted first.
+func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.AnswersSince) strict.Variant {
+	if err := wire.CheckSessionID(a.Session); err != nil {
+		return &wire.Error{Op: "answers_since", Kind: wire.Invalid, Msg: err.Error()}
+	}
+	out := &wire.Answers{Session: a.Session, Items: []wire.FinishedTurn{}}
+	if _, err := os.Stat(session.Dir(m.State, a.Session)); errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	l, err := m.open(a.Session)
+	if err != nil {
+		return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "the session log could not be read: " + err.Error()}
+	}
+	l.mu.Lock()
+	if !l.running {
+		// A turn a previous loopd left open is over: closed as
+		// interrupted now (as the next message would), so its stop
+		// message is an outcome the owner is shown.
+		if err := turn.Interrupted(l.s); err != nil {
+			l.mu.Unlock()
+			return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "closing the interrupted turn failed: " + err.Error()}
+		}
+	}
+	recs := l.s.Records()
+	l.mu.Unlock()
+	out.Items, out.More = finished(recs, a.AfterTurn)
+	return out
+}
+
+// finished lists the outcomes of the turns after after that have ended:
+// a turn's stop message if it was stopped, else its last assistant
+// message's content, in turn order, within the caps.
+func finished(recs []session.Record, after int64) ([]wire.FinishedTurn, bool) {
+	last := map[int64]wire.FinishedTurn{}
+	var order []int64
+	for _, r := range recs {
+		switch r := r.(type) {
+		case *session.Assistant:
+			if r.Turn > after && len(r.Message.ToolCalls) == 0 {
+				if _, ok := last[r.Turn]; !ok || last[r.Turn].Reason == "" {
+					last[r.Turn] = wire.FinishedTurn{Turn: r.Turn, Text: r.Message.Content}
+				}
+			}
+		case *session.Stopped:
+			if r.Turn > after {
+				last[r.Turn] = wire.FinishedTurn{Turn: r.Turn, Text: r.Msg, Reason: r.Reason}
+			}
+		case *session.TurnEnd:
+			if _, ok := last[r.Turn]; ok && r.Turn > after {
+				order = append(order, r.Turn)
+			}
+		}
+	}
+	items := []wire.FinishedTurn{}
+	size := 0
+	for _, t := range order {
+		it := last[t]
+		if len(items) == wire.MaxAnswers || (len(items) > 0 && size+len(it.Text) > wire.MaxAnswersBytes) {
+			return items, true
+		}
+		it.Text = cut(it.Text, wire.MaxAnswersBytes-size)
+		size += len(it.Text)
+		items = append(items, it)
+	}
+	return items, false
+}
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
