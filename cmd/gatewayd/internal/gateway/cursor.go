@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/strict"
 )
@@ -42,17 +43,40 @@ const maxCursorIDs = 512
 // (since 0: nothing is fetched).
 func openCursor(dir string) (*cursor, error) {
 	c := &cursor{path: filepath.Join(dir, "cursor.json")}
-	b, err := os.ReadFile(c.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return c, nil
-	case err != nil:
-		return nil, fmt.Errorf("read cursor: %v; see docs/runbook.md#gateway-cursor", err)
+	if err := readOwn(c.path, "cursor", "gateway-cursor", &c.state); err != nil {
+		return nil, err
 	}
-	if err := strict.Unmarshal(b, &c.state); err != nil || len(c.state.Handled) > maxCursorIDs {
-		return nil, fmt.Errorf("read cursor %s: not a cursor gatewayd wrote (%v); see docs/runbook.md#gateway-cursor", c.path, err)
+	if len(c.state.Handled) > maxCursorIDs {
+		return nil, fmt.Errorf("read cursor %s: not a cursor gatewayd wrote (%d ids, over %d); see docs/runbook.md#gateway-cursor", c.path, len(c.state.Handled), maxCursorIDs)
 	}
 	return c, nil
+}
+
+// readOwn decodes path, one of gatewayd's own records (what names it,
+// anchor is its runbook entry), strictly into v; a missing file leaves v
+// as it is. It refuses a file that is not regular, not gatewayd's user's,
+// or writable by group or others: a record someone else could have
+// written is not believed.
+func readOwn(path, what, anchor string, v any) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read %s: %v; see docs/runbook.md#%s", what, err, anchor)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || !ok || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("read %s %s: not a regular file owned by gatewayd's user and writable only by it (mode %v); see docs/runbook.md#%s", what, path, fi.Mode(), anchor)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %v; see docs/runbook.md#%s", what, err, anchor)
+	}
+	if err := strict.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("read %s %s: not a record gatewayd wrote (%v); see docs/runbook.md#%s", what, path, err, anchor)
+	}
+	return nil
 }
 
 // since is the newest create_at handled (0 before the first post).

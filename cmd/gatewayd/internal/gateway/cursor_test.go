@@ -49,6 +49,18 @@ func TestCursorRefusedWhenNotOurs(t *testing.T) {
 	if _, err := openCursor(dir); err == nil || !strings.Contains(err.Error(), "gateway-cursor") {
 		t.Fatalf("openCursor = %v, want a refusal naming gateway-cursor", err)
 	}
+	// A well-formed cursor others could have written is not believed.
+	loose := t.TempDir()
+	p := filepath.Join(loose, "cursor.json")
+	if err := os.WriteFile(p, []byte(`{"since":1,"handled":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o622); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openCursor(loose); err == nil || !strings.Contains(err.Error(), "writable only by it") {
+		t.Fatalf("openCursor of a 0622 cursor = %v, want a refusal", err)
+	}
 	c, err := openCursor(t.TempDir())
 	if err != nil || c.since() != 0 {
 		t.Fatalf("a first start: %v, since %d", err, c.since())

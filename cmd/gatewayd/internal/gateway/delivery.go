@@ -1,14 +1,10 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -62,23 +58,8 @@ func turnProp(session string, turn int64, part, parts int) string {
 // session.
 func openDelivery(dir string) (*delivery, error) {
 	d := &delivery{path: filepath.Join(dir, "delivered.json")}
-	fi, err := os.Lstat(d.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return d, nil
-	case err != nil:
-		return nil, fmt.Errorf("read deliveries: %v; see docs/runbook.md#gateway-delivered", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || !ok || int(st.Uid) != os.Geteuid() {
-		return nil, fmt.Errorf("read deliveries %s: not a regular file owned by gatewayd's user and writable only by it (mode %v); see docs/runbook.md#gateway-delivered", d.path, fi.Mode())
-	}
-	b, err := os.ReadFile(d.path)
-	if err != nil {
-		return nil, fmt.Errorf("read deliveries: %v; see docs/runbook.md#gateway-delivered", err)
-	}
-	if err := strict.Unmarshal(b, &d.state); err != nil {
-		return nil, fmt.Errorf("read deliveries %s: not a record gatewayd wrote (%v); see docs/runbook.md#gateway-delivered", d.path, err)
+	if err := readOwn(d.path, "deliveries", "gateway-delivered", &d.state); err != nil {
+		return nil, err
 	}
 	if err := d.state.check(); err != nil {
 		return nil, fmt.Errorf("read deliveries %s: not a record gatewayd wrote (%v); see docs/runbook.md#gateway-delivered", d.path, err)
