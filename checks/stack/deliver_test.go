@@ -27,11 +27,7 @@ func TestStackOutcomeAfterGatewayDies(t *testing.T) {
 		t.Skip("builds and runs the stack")
 	}
 	bin := Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
-	root, err := os.MkdirTemp("", "bxd")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o711)) // the role users pass it
-	state := filepath.Join(root, "s")
+	state := ShortState(t)
 	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
 	selftestReplies(srv)
 	srv.Script(

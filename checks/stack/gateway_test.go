@@ -41,12 +41,7 @@ func TestStackGateway(t *testing.T) {
 		t.Skip("builds and runs the stack")
 	}
 	bin := Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
-	// Socket paths must stay short: a temp dir of its own.
-	root, err := os.MkdirTemp("", "bxs")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(root) })
-	require.NoError(t, os.Chmod(root, 0o711)) // the role users pass it
-	state := filepath.Join(root, "s")
+	state := ShortState(t)
 
 	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
 	srv.Script(

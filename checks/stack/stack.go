@@ -119,3 +119,16 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// ShortState is a state directory (not yet made) under a temp root of
+// its own with a short path, since a Unix socket path holds at most 107
+// bytes; the root is passable by the role users (as root, bxctl up runs
+// each role as its own user) and removed when the test ends.
+func ShortState(t *testing.T) string {
+	t.Helper()
+	root, err := os.MkdirTemp("", "bx")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(root) })
+	require.NoError(t, os.Chmod(root, 0o711))
+	return filepath.Join(root, "s")
+}
