@@ -88,10 +88,14 @@ type FinishedTurn struct {
 }
 
 // Answers answers AnswersSince. More says the caps left later turns out.
+// Running says a turn of the session is still in flight: its outcome is
+// not among Items yet, so a client that missed its start (gatewayd
+// restarted while it ran) asks again later.
 type Answers struct {
 	Session string         `json:"session"`
 	Items   []FinishedTurn `json:"items"`
 	More    bool           `json:"more"`
+	Running bool           `json:"running"`
 }
 
 // Tag implements strict.Variant.

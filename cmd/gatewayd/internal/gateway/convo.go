@@ -237,9 +237,27 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 	if err != nil {
 		g.log.Warn("turn failed", "thread", root, "err", err.Error())
 		g.reply(ctx, channel, root, "Boxmaker could not answer: "+render.Plain(err.Error()))
+		// The connection may have failed while loopd goes on with the
+		// turn: its outcome is posted if it ever ends.
+		g.watch(session, true)
 		return
 	}
-	g.postOutcome(ctx, channel, root, session, turnNo, out, nil)
+	if turnNo == 0 {
+		g.postOutcome(ctx, channel, root, session, 0, out, nil)
+		return
+	}
+	l := g.postLock(session)
+	l.Lock()
+	defer l.Unlock()
+	if e, ok := g.delivery.get(session); ok && e.Turn < turnNo-1 {
+		// Earlier turns are not posted yet (one a previous gatewayd sent
+		// was still running at its start): they go first, in order, and
+		// this one with them if loopd has it.
+		g.deliverLocked(ctx, session)
+	}
+	if e, ok := g.delivery.get(session); !ok || e.Turn < turnNo {
+		g.postOutcome(ctx, channel, root, session, turnNo, out, nil)
+	}
 }
 
 // postOutcome posts a turn's parts in its thread, each marked with

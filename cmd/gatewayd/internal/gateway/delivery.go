@@ -88,6 +88,17 @@ func (d *delivery) list() []delivered {
 	return slices.Clone(d.state.Sessions)
 }
 
+// get returns session's mark.
+func (d *delivery) get(session string) (delivered, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i := slices.IndexFunc(d.state.Sessions, func(e delivered) bool { return e.Session == session })
+	if i < 0 {
+		return delivered{}, false
+	}
+	return d.state.Sessions[i], true
+}
+
 // known records the session of thread root in channel, durably, if it is
 // not yet recorded.
 func (d *delivery) known(channel, root string) error {

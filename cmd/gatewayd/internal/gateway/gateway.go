@@ -52,8 +52,12 @@ type Gateway struct {
 	cursor    *cursor   // the posts handled, durable across restarts
 	delivery  *delivery // the answers posted per session, durable across restarts
 
-	// Test knobs: how often typing is refreshed, and the stream's backoff.
+	postLocks [64]sync.Mutex // per session, by hash (catchup.go)
+
+	// Test knobs: how often typing is refreshed, how often watched
+	// sessions are asked again, and the stream's backoff.
 	typingEvery   time.Duration
+	sweepEvery    time.Duration
 	stream        *mattermost.Stream
 	lookupRetries []time.Duration // waits before judging a post again after a failed thread lookup
 
@@ -65,6 +69,7 @@ type Gateway struct {
 	mineFIFO []string
 	channels map[string]bool     // channels whose gaps are fetched
 	pending  map[int64]*approval // approvals posted, by id
+	watched  map[string]bool     // sessions that may still have an outcome to post (catchup.go)
 	since    int64               // newest create_at seen, for gap fetches
 }
 
@@ -99,9 +104,9 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 	if err != nil {
 		return nil, fmt.Errorf("who am I: %v; see docs/runbook.md#gateway-mattermost", err)
 	}
-	g := &Gateway{cfg: cfg, log: log, mm: mm, me: me, typingEvery: 4 * time.Second, lookupRetries: lookupRetries,
+	g := &Gateway{cfg: cfg, log: log, mm: mm, me: me, typingEvery: 4 * time.Second, sweepEvery: DefaultSweepEvery, lookupRetries: lookupRetries,
 		seen: map[string]bool{}, convos: map[string]*convo{}, mine: map[string]bool{},
-		channels: map[string]bool{}, pending: map[int64]*approval{}, approvers: map[string]bool{},
+		channels: map[string]bool{}, pending: map[int64]*approval{}, approvers: map[string]bool{}, watched: map[string]bool{},
 		since: time.Now().UnixMilli()}
 	g.hear = &hearer{me: me.ID, name: lower(me.Username), users: set(cfg.Allow.Users), channels: set(cfg.Allow.Channels)}
 	for _, id := range cfg.approvers() {
@@ -160,8 +165,9 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	// while gatewayd was down (catchup.go).
 	g.deliverMissed(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); g.stream.Run(ctx) }()
+	go func() { defer wg.Done(); g.sweep(ctx) }()
 	err = l.Serve(ctx, rpc.NewServer(&wire.Gateway, g.log, rpc.Stream(g.serveApproval)).Serve)
 	wg.Wait()
 	if errors.Is(err, context.Canceled) {

@@ -33,6 +33,26 @@ type fakeLoop struct {
 	answer func(text string) string
 	ended  map[string][]wire.FinishedTurn // each session's finished turns, turn 1 first
 	asked  int                            // answers_since requests
+	// running are the sessions whose turn answers_since reports in
+	// flight (one a previous gatewayd sent).
+	running map[string]bool
+}
+
+// setRunning says whether session has a turn in flight.
+func (f *fakeLoop) setRunning(session string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running == nil {
+		f.running = map[string]bool{}
+	}
+	f.running[session] = on
+}
+
+// askedCount is how many answers_since requests were served.
+func (f *fakeLoop) askedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.asked
 }
 
 func (f *fakeLoop) serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
@@ -56,7 +76,7 @@ func (f *fakeLoop) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answe
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked++
-	out := &wire.Answers{Session: a.Session, Items: []wire.FinishedTurn{}}
+	out := &wire.Answers{Session: a.Session, Items: []wire.FinishedTurn{}, Running: f.running[a.Session]}
 	for _, it := range f.ended[a.Session] {
 		if it.Turn > a.AfterTurn {
 			out.Items = append(out.Items, it)
@@ -138,6 +158,7 @@ type rig struct {
 	connect chan string
 
 	lookupRetries []time.Duration // if set, replaces the gateway's
+	sweepEvery    time.Duration   // if set, replaces the rig's 50 ms
 	gaps          atomic.Int64    // gap fetches the stream asked for
 }
 
@@ -201,6 +222,10 @@ func (r *rig) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.typingEvery = 50 * time.Millisecond
+	g.sweepEvery = 50 * time.Millisecond
+	if r.sweepEvery != 0 {
+		g.sweepEvery = r.sweepEvery
+	}
 	if r.lookupRetries != nil {
 		g.lookupRetries = r.lookupRetries
 	}

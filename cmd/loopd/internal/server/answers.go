@@ -18,7 +18,8 @@ import (
 // finished turns (those with a turn_end record) after AfterTurn, read
 // from its log, capped by [wire.MaxAnswers] and [wire.MaxAnswersBytes].
 // A session that does not exist has none; asking never creates one. A
-// turn a previous loopd left open is closed as interrupted first.
+// turn a previous loopd left open is closed as interrupted first; one
+// this loopd runs is reported as running.
 func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.AnswersSince) strict.Variant {
 	if err := wire.CheckSessionID(a.Session); err != nil {
 		return &wire.Error{Op: "answers_since", Kind: wire.Invalid, Msg: err.Error()}
@@ -41,9 +42,10 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 			return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "closing the interrupted turn failed: " + err.Error()}
 		}
 	}
-	recs := l.s.Records()
+	recs, running := l.s.Records(), l.running
 	l.mu.Unlock()
 	out.Items, out.More = finished(recs, a.AfterTurn)
+	out.Running = running
 	return out
 }
 

@@ -99,9 +99,10 @@ func TestFinishedCapsAndStops(t *testing.T) {
 	}
 }
 
-// TestAnswersSinceClosesInterrupted: a turn left open by a stopped loopd
-// is closed as interrupted when its outcomes are asked for, and its stop
-// message is one of them.
+// TestAnswersSinceClosesInterrupted: a turn in flight is reported as
+// running, with no outcome; a turn left open by a stopped loopd is closed
+// as interrupted when its outcomes are asked for, and its stop message is
+// one of them, no longer running.
 func TestAnswersSinceClosesInterrupted(t *testing.T) {
 	srv := fake.New(t, fake.Options{})
 	srv.Script(fake.Reply{Reasoning: "Time first.", ToolCalls: []fake.ToolCall{{Name: "clock", Arguments: `{}`}}},
@@ -119,12 +120,17 @@ func TestAnswersSinceClosesInterrupted(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	side := dial(t, h)
+	side.Send(&wire.AnswersSince{Session: "mm-s2", AfterTurn: 0})
+	if got, ok := side.next().(*wire.Answers); !ok || len(got.Items) != 0 || !got.Running {
+		t.Fatalf("answers_since while the turn runs = %#v, want no items and running", got)
+	}
 	h.stop()
 	h = start(t, srv, state)
 	c = dial(t, h)
 	c.Send(&wire.AnswersSince{Session: "mm-s2", AfterTurn: 0})
 	got, ok := c.next().(*wire.Answers)
-	if !ok || len(got.Items) != 1 || got.Items[0].Reason != wire.StopInterrupted {
+	if !ok || len(got.Items) != 1 || got.Items[0].Reason != wire.StopInterrupted || got.Running {
 		t.Fatalf("answers_since after an interrupted turn = %#v", got)
 	}
 }
