@@ -160,8 +160,8 @@ in
     binaries = mkOption {
       description = "The Go binaries, by name, for @bin:<name>@.";
       type = types.attrsOf types.package;
-      default = import ../nix { inherit pkgs; };
-      defaultText = lib.literalExpression "import ../nix { inherit pkgs; }";
+      default = (import ../nix { inherit pkgs; }).binaries;
+      defaultText = lib.literalExpression "(import ../nix { inherit pkgs; }).binaries";
     };
   };
 
