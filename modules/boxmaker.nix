@@ -28,7 +28,6 @@ let
   # by brokerd, the one role that drives tool containers (design card).
   loaderOf = role: if userOf role != null then role else "brokerd";
 
-  runbook = anchor: "see docs/runbook.md#${anchor}";
   storePrefix = builtins.storeDir + "/";
 
   # The role configs: one TOML file per role in one store directory, which
@@ -169,31 +168,31 @@ in
     assertions = [
       {
         assertion = deployment.version == 1;
-        message = "services.boxmaker: deployment.json is version ${toString deployment.version}, this module reads version 1; ${runbook "nix-deployment-version"}";
+        message = "services.boxmaker: deployment.json is version ${toString deployment.version}, this module reads version 1; see docs/runbook.md#nix-deployment-version";
       }
       {
         assertion = badSecrets == [ ];
-        message = "services.boxmaker: a secret in plain config (${lib.concatMapStringsSep ", " (s: lib.concatStringsSep "." s.path) badSecrets}): the role configs are in the world-readable Nix store, so a secret key must be \"credential:NAME\" with services.boxmaker.credentials.NAME the encrypted file; ${runbook "nix-secret-in-config"}";
+        message = "services.boxmaker: a secret in plain config (${lib.concatMapStringsSep ", " (s: lib.concatStringsSep "." s.path) badSecrets}): the role configs are in the world-readable Nix store, so a secret key must be \"credential:NAME\" with services.boxmaker.credentials.NAME the encrypted file; see docs/runbook.md#nix-secret-in-config";
       }
       {
         assertion = envFileUnits == [ ] && envSecretUnits == [ ];
-        message = "services.boxmaker: an environment-file secret (${lib.concatStringsSep ", " (envFileUnits ++ envSecretUnits)}): a Boxmaker unit takes its secrets only through LoadCredentialEncrypted, never EnvironmentFile= or a secret variable; ${runbook "nix-secret-in-environment"}";
+        message = "services.boxmaker: an environment-file secret (${lib.concatStringsSep ", " (envFileUnits ++ envSecretUnits)}): a Boxmaker unit takes its secrets only through LoadCredentialEncrypted, never EnvironmentFile= or a secret variable; see docs/runbook.md#nix-secret-in-environment";
       }
       {
         assertion = lib.all (n: lib.elem n credentialNames) (builtins.attrNames cfg.credentials);
-        message = "services.boxmaker.credentials: ${lib.concatStringsSep ", " (lib.subtractLists credentialNames (builtins.attrNames cfg.credentials))} is not a credential of the deployment (${lib.concatStringsSep ", " credentialNames}); ${runbook "nix-credential-path"}";
+        message = "services.boxmaker.credentials: ${lib.concatStringsSep ", " (lib.subtractLists credentialNames (builtins.attrNames cfg.credentials))} is not a credential of the deployment (${lib.concatStringsSep ", " credentialNames}); see docs/runbook.md#nix-credential-path";
       }
       {
         assertion = lib.all (p: !(lib.hasPrefix storePrefix p)) (builtins.attrValues cfg.credentials);
-        message = "services.boxmaker.credentials: a credential in the Nix store is readable by every user; keep the .cred file outside it (e.g. /etc/credstore.encrypted); ${runbook "nix-credential-path"}";
+        message = "services.boxmaker.credentials: a credential in the Nix store is readable by every user; keep the .cred file outside it (e.g. /etc/credstore.encrypted); see docs/runbook.md#nix-credential-path";
       }
       {
         assertion = lib.all (n: cfg.credentials ? ${n}) refs;
-        message = "services.boxmaker: the settings refer to credential ${lib.concatStringsSep ", " (lib.filter (n: !(cfg.credentials ? ${n})) refs)} but services.boxmaker.credentials does not say where it is; ${runbook "nix-credential-path"}";
+        message = "services.boxmaker: the settings refer to credential ${lib.concatStringsSep ", " (lib.filter (n: !(cfg.credentials ? ${n})) refs)} but services.boxmaker.credentials does not say where it is; see docs/runbook.md#nix-credential-path";
       }
       {
         assertion = left == [ ];
-        message = "services.boxmaker: deployment.json holds a placeholder this module does not substitute (${lib.concatMapStringsSep ", " (m: builtins.elemAt m 0) left}); ${runbook "nix-deployment-version"}";
+        message = "services.boxmaker: deployment.json holds a placeholder this module does not substitute (${lib.concatMapStringsSep ", " (m: builtins.elemAt m 0) left}); see docs/runbook.md#nix-deployment-version";
       }
     ];
 
