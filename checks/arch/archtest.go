@@ -47,7 +47,11 @@ const MaxLines = 500
 
 // goFiles lists the .go files under root, skipping hidden directories and
 // testdata (fixtures are not code of ours).
-func goFiles(root string) ([]string, error) {
+func goFiles(root string) ([]string, error) { return sourceFiles(root, ".go") }
+
+// sourceFiles lists the files under root whose names end in ext, leaving
+// out hidden and testdata directories.
+func sourceFiles(root, ext string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -56,7 +60,7 @@ func goFiles(root string) ([]string, error) {
 		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && strings.HasSuffix(p, ".go") {
+		if !d.IsDir() && strings.HasSuffix(p, ext) {
 			files = append(files, p)
 		}
 		return nil
@@ -242,6 +246,12 @@ func Runbook(root string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
+	// The NixOS module's assertions point at entries too.
+	nixFiles, err := sourceFiles(root, ".nix")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	files = append(files, nixFiles...)
 	var out []string
 	pointed := map[string]bool{}
 	for _, f := range files {

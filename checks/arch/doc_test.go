@@ -82,8 +82,11 @@ func TestPlantedTop(t *testing.T) {
 	got := Top(dir)
 	expect(t, got, "scripts: not one of the top level's entries")
 	expect(t, got, "internal: not one of the top level's entries")
-	if len(got) != 2 {
-		t.Errorf("Top = %q, want exactly scripts and internal (bin/ is ignored build output)", got)
+	expect(t, got, "flake.nix: missing from the top level")
+	expect(t, got, "modules: missing from the top level")
+	// cmd and go.mod (plant writes one) are there; every other required entry is missing.
+	if want := 2 + len(Required) - 2; len(got) != want {
+		t.Errorf("Top = %q, want %d lines: scripts, internal and each missing entry (bin/ is ignored build output)", got, want)
 	}
 }
 
