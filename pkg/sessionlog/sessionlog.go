@@ -138,6 +138,8 @@ var Records = strict.NewUnion[Record]("type",
 	func() Record { return new(Approval) },
 	func() Record { return new(Stopped) },
 	func() Record { return new(TurnEnd) },
+	func() Record { return new(Head) },
+	func() Record { return new(Summary) },
 )
 
 var statuses = []ResultStatus{StatusOK, StatusError, StatusDenied, StatusNotRun, StatusInterrupted}
