@@ -110,6 +110,9 @@ func (c *Changer) Change(ctx context.Context, s *session.Session, mu sync.Locker
 		sum.CacheN, sum.PromptN, sum.PredictedN = t.CacheN, t.PromptN, t.PredictedN
 	}
 	ns, err := s.Change(base, sum, upTo)
+	if err == nil {
+		swap(ns)
+	}
 	mu.Unlock()
 	if err != nil {
 		return nil, err
