@@ -301,6 +301,12 @@ func TestStackEpochKill(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("bxctl up did not stop after loopd died")
 			}
+			// inferproxy drains the stalled stream before it goes and
+			// takes its socket with it.
+			waitFor(t, "the old inferproxy did not stop", time.Minute, func() bool {
+				_, err := os.Stat(layout.InferRun.SocketIn(state))
+				return os.IsNotExist(err)
+			})
 			selftestReplies(srv)
 			srv.Script(fake.Reply{Reasoning: "Recall.", Content: "You said 7."})
 			up(t, bin, state, srv)
