@@ -69,6 +69,9 @@ type Changer struct {
 	Warm Model
 	// MaxTokens caps the summary request (the server's max_tokens).
 	MaxTokens int
+	// NCtx is the slot's context (0: unknown), to leave out of the
+	// summary request the turns that would not fit (covered).
+	NCtx int
 	// Baseline builds epoch's baseline for session id.
 	Baseline func(ctx context.Context, id string, epoch int64) (session.Baseline, error)
 	Log      *slog.Logger
@@ -89,17 +92,26 @@ type Result struct {
 // summary covers, so they move to the new epoch unchanged and become its
 // first turn. On an error s stays current.
 func (c *Changer) Change(ctx context.Context, s *session.Session, mu sync.Locker, swap func(*session.Session)) (*Result, error) {
-	upTo := session.StateOf(s.Records()).NextTurn - 1
-	msgs := append(s.Messages(upTo), chat.Message{Role: chat.RoleUser, Content: Instruction})
+	recs := s.Records()
+	upTo := session.StateOf(recs).NextTurn - 1
 	maxTokens := c.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultSummaryMaxTokens
 	}
-	comp, err := c.Summarise.Complete(ctx, llama.Request{Messages: msgs, Tools: s.Baseline.Tools, MaxTokens: maxTokens}, llama.SlotState{})
-	if err != nil {
-		return nil, fmt.Errorf("change epoch: summary: %w", err)
+	covered := upTo
+	if c.NCtx > 0 {
+		covered = Covered(recs, upTo, c.NCtx-maxTokens-InstructionTokens)
 	}
-	text := Text(comp.Message.Content, s.Epoch)
+	comp := &llama.Completion{}
+	if covered > 0 {
+		msgs := append(s.Messages(covered), chat.Message{Role: chat.RoleUser, Content: Instruction})
+		var err error
+		comp, err = c.Summarise.Complete(ctx, llama.Request{Messages: msgs, Tools: s.Baseline.Tools, MaxTokens: maxTokens}, llama.SlotState{})
+		if err != nil {
+			return nil, fmt.Errorf("change epoch: summary: %w", err)
+		}
+	}
+	text := Text(comp.Message.Content+uncovered(recs, covered, upTo, s.Epoch), s.Epoch)
 	base, err := c.Baseline(ctx, s.ID, s.Epoch+1)
 	if err != nil {
 		return nil, fmt.Errorf("change epoch: baseline: %w", err)
@@ -125,6 +137,62 @@ func (c *Changer) Change(ctx context.Context, s *session.Session, mu sync.Locker
 		res.Warm = c.warm(ctx, ns)
 	}
 	return res, nil
+}
+
+// InstructionTokens is room for the instruction (and its chat-template
+// wrapping) in the summary request: it is under 100 tokens in any of the
+// served tokenizers; the rest is margin.
+const InstructionTokens = 256
+
+// Covered is the last turn the summary request can hold within budget
+// tokens: the whole epoch (upTo) if it fits, else the last turn that
+// ended with the model's answer (so its last usage record counts every
+// message up to it) within the budget, else 0 (nothing fits: no summary
+// is asked). Only what the server reported counts: no tokenising here.
+// The request stays a prefix of the epoch's array, what the server has
+// cached.
+func Covered(recs []session.Record, upTo int64, budget int) int64 {
+	total := map[int64]int{}     // the context after each turn's last completion
+	answered := map[int64]bool{} // the turn's last message is an answer
+	var last int
+	for _, r := range recs {
+		switch r := r.(type) {
+		case *session.Assistant:
+			answered[r.Turn] = len(r.Message.ToolCalls) == 0
+		case *session.ToolResult, *session.User:
+			answered[r.TurnOf()] = false
+		case *session.Usage:
+			last = r.CacheN + r.PromptN + r.PredictedN
+			total[r.Turn] = last
+		}
+	}
+	if st := session.StateOf(recs); !st.Full && st.Slot.Total <= budget {
+		return upTo
+	}
+	for t := upTo; t > 0; t-- {
+		if answered[t] && total[t] > 0 && total[t] <= budget {
+			return t
+		}
+	}
+	return 0
+}
+
+// uncovered says which turns the summary leaves out (they did not fit
+// its request) and quotes the owner's messages in them, so what was
+// asked is not lost.
+func uncovered(recs []session.Record, covered, upTo, epoch int64) string {
+	if covered >= upTo {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n(Turns %d to %d of epoch %d did not fit in the summary request, so they are not summarised; their full log is kept. The owner's messages in them were:", covered+1, upTo, epoch)
+	for _, r := range recs {
+		if u, ok := r.(*session.User); ok && u.Turn > covered && u.Turn <= upTo {
+			fmt.Fprintf(&b, "\n- turn %d: %s", u.Turn, u.Text)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // Text is the summary as logged: the model's text, trimmed, neutralised

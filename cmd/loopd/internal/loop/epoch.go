@@ -58,8 +58,8 @@ func (c Config) policy() server.Policy {
 // changer builds the epoch changer: the summary on the background slot,
 // the warm start (if on) on the main slot, the baseline built as a new
 // session's is, for the next epoch.
-func (c Config) changer(ctx context.Context, log *slog.Logger, main, bg *llama.Client, system string, mem *memory.Client) *epoch.Changer {
-	ch := &epoch.Changer{Summarise: bg, MaxTokens: c.Epoch.SummaryMaxTokens, Log: log,
+func (c Config) changer(log *slog.Logger, main, bg *llama.Client, nCtx int, system string, mem *memory.Client) *epoch.Changer {
+	ch := &epoch.Changer{Summarise: bg, MaxTokens: c.Epoch.SummaryMaxTokens, NCtx: nCtx, Log: log,
 		Baseline: func(ctx context.Context, id string, n int64) (session.Baseline, error) {
 			return Baseline(ctx, system, mem, id, n)
 		}}

@@ -85,7 +85,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 			return Baseline(ctx, system, mem, id, 0)
 		},
 		Log:    log,
-		Epoch:  cfg.changer(ctx, log, main, bg, system, mem),
+		Epoch:  cfg.changer(log, main, bg, nCtx, system, mem),
 		Policy: cfg.policy(),
 	}
 	m.Start(ctx)
