@@ -86,7 +86,7 @@ func (m *Manager) claim(l *live) bool {
 
 func (m *Manager) idleFired(l *live) {
 	l.mu.Lock()
-	if l.running || l.tried || !m.over(l.s) || !m.claim(l) {
+	if m.ctx.Err() != nil || l.running || l.tried || !m.over(l.s) || !m.claim(l) {
 		l.mu.Unlock()
 		return
 	}
