@@ -33,7 +33,7 @@ func base(_ context.Context, _ string, n int64) (session.Baseline, error) {
 // conversation writes a session of turns turns, each a message, a tool
 // call, its 2 KiB result and an answer, with usage records.
 func conversation(tb testing.TB, state string, turns int) {
-	s, err := session.Open(state, "s1", func() (session.Baseline, error) { return base(nil, "s1", 0) })
+	s, err := session.Open(state, "s1", func() (session.Baseline, error) { return base(context.Background(), "s1", 0) })
 	if err != nil {
 		tb.Fatal(err)
 	}
