@@ -39,7 +39,7 @@ var baselineCount = regexp.MustCompile(`the baseline \(system message, tools, a 
 // turn whose tool results overflow it mid-turn ends with session_full
 // (bxctl chat shows one line with the runbook pointer, never an internal
 // error), every tool call has its result in the log, what was sent only
-// ever grew, and the next message is kept in the log with the same stop.
+// ever grew, and the next message lands in a new epoch and is answered.
 func TestStackFullContext(t *testing.T) {
 	bin, state, srv := stack(t, 2048)
 	smallConfig(t, state)
@@ -96,22 +96,31 @@ func TestStackFullContext(t *testing.T) {
 	}
 	answered(t, state, "s1", 1)
 
-	chatOut = chatStopped(t, bin, state, "s1", "Are you there?")
-	if !strings.Contains(chatOut, "(session_full)") || !strings.Contains(chatOut, "kept in the log") || !strings.Contains(chatOut, "see docs/runbook.md#session-full") {
-		t.Fatalf("bxctl chat to the full session:\n%s", chatOut)
+	// The next message changes the epoch first (the full turn did not
+	// end with an answer, so no summary request can hold it: the new
+	// epoch says so and quotes the owner's message), then runs in the new
+	// epoch, nothing lost.
+	srv.Script(fake.Reply{Content: "warm"}, fake.Reply{Reasoning: "Here.", Content: "I am here."})
+	if out := chat(t, bin, state, "s1", "Are you there?"); !strings.Contains(out, "I am here.") {
+		t.Fatalf("bxctl chat to the full session: %q", out)
 	}
-	if len(srv.Requests(0)) != 2 {
-		t.Errorf("the full session asked the server again")
+	recs, _ := epochRecords(t, state, "s1", 1)
+	if len(recs) < 3 {
+		t.Fatalf("epoch 1 = %v, want head, summary and the message", recs)
 	}
-	recs := answered(t, state, "s1", 2)
-	kept := false
-	for _, r := range recs {
-		if u, ok := r.(*session.User); ok && u.Turn == 2 && u.Text == "Are you there?" {
-			kept = true
-		}
+	sum, ok := recs[1].(*session.Summary)
+	if !ok || !strings.Contains(sum.Text, "Turns 1 to 1 of epoch 0 did not fit") || !strings.Contains(sum.Text, "turn 1: Hello.") {
+		t.Errorf("epoch 1's summary = %+v", recs[1])
 	}
-	if !kept {
-		t.Error("the message to the full session is not in its log")
+	if u, ok := recs[2].(*session.User); !ok || u.Turn != 2 || u.Text != "Are you there?" {
+		t.Errorf("epoch 1's third record = %+v, want the message that waited", recs[2])
+	}
+	reqs := srv.Requests(0)
+	if last := messagesOf(t, reqs[len(reqs)-1]); len(last) != 3 {
+		t.Errorf("epoch 1's first request has %d messages, want baseline, summary and the message", len(last))
+	}
+	if len(summaryRequests(t, srv, 1)) != 0 {
+		t.Errorf("a summary request was sent that could not fit the slot")
 	}
 }
 

@@ -16,7 +16,12 @@
 // keeps injected text out of identity is which sessions may write it, not
 // this list.
 //
-// Check is a pure function; any caller may use it.
+// [Neutralise] is the other half, for text that must be kept whatever it
+// holds (the model's summary of an epoch): it rewrites the markup instead
+// of refusing it, and its result holds no special token and none of the
+// markup list's tags.
+//
+// Check and Neutralise are pure functions; any caller may use them.
 package sanitize
 
 import (

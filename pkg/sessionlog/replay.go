@@ -19,9 +19,10 @@ type Baseline struct {
 // the records: the system message, then the messages of turns up to upTo,
 // ordered by turn (stably, so log order holds within a turn). Messages
 // already queued for a later turn are left out: they join the prompt when
-// their turn runs, after everything of this one. Records that are not
-// messages (usage, cache loss, approvals, stops, turn ends) contribute
-// nothing.
+// their turn runs, after everything of this one. A summary (the first
+// message of an epoch after 0) is a user message. Records that are not
+// messages (heads, usage, cache loss, approvals, stops, turn ends)
+// contribute nothing.
 func Replay(b Baseline, recs []Record, upTo int64) []chat.Message {
 	ordered := make([]Record, 0, len(recs))
 	for _, r := range recs {
@@ -33,14 +34,15 @@ func Replay(b Baseline, recs []Record, upTo int64) []chat.Message {
 	msgs := []chat.Message{{Role: chat.RoleSystem, Content: b.System}}
 	for _, r := range ordered {
 		switch r.(type) {
-		case *User, *Assistant, *ToolResult:
+		case *User, *Assistant, *ToolResult, *Summary:
 			msgs = append(msgs, message(r))
 		}
 	}
 	return msgs
 }
 
-// message is the chat message of a user, assistant or tool result record.
+// message is the chat message of a user, assistant, tool result or
+// summary record.
 func message(r Record) chat.Message {
 	switch r := r.(type) {
 	case *User:
@@ -49,6 +51,8 @@ func message(r Record) chat.Message {
 		return r.Message
 	case *ToolResult:
 		return chat.Message{Role: chat.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)}
+	case *Summary:
+		return chat.Message{Role: chat.RoleUser, Content: SummaryMessage(r)}
 	}
 	panic("sessionlog: message of a record that is not a message")
 }

@@ -39,7 +39,7 @@ type Replayer struct {
 func (p *Replayer) Add(recs ...Record) {
 	for _, r := range recs {
 		switch r.(type) {
-		case *User, *Assistant, *ToolResult:
+		case *User, *Assistant, *ToolResult, *Summary:
 			p.recs = append(p.recs, r)
 		}
 	}

@@ -5,7 +5,9 @@
 //
 // Invariant: every record is decoded strictly through [Records]; an
 // unknown record type, field or tool result status is an error, never
-// skipped.
+// skipped. An epoch after 0 starts with a [Head] whose taint and
+// untrusted flag every reader starts from ([TrustOf]), so trust never
+// goes down across epochs (epoch.go).
 package sessionlog
 
 import (
@@ -138,6 +140,8 @@ var Records = strict.NewUnion[Record]("type",
 	func() Record { return new(Approval) },
 	func() Record { return new(Stopped) },
 	func() Record { return new(TurnEnd) },
+	func() Record { return new(Head) },
+	func() Record { return new(Summary) },
 )
 
 var statuses = []ResultStatus{StatusOK, StatusError, StatusDenied, StatusNotRun, StatusInterrupted}

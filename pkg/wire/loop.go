@@ -101,11 +101,35 @@ type Answers struct {
 // Tag implements strict.Variant.
 func (*Answers) Tag() string { return "answers" }
 
+// Compact asks loopd to change the session's epoch now (bxctl compact):
+// the model summarises the epoch on the background slot and the session
+// goes on in a new epoch whose prefix is the baseline and the summary.
+// loopd answers [Compacted] once the new epoch is on disk, or an
+// [*Error] (a turn is running, nothing to summarise, the change failed).
+type Compact struct {
+	Session string `json:"session"`
+}
+
+// Tag implements strict.Variant.
+func (*Compact) Tag() string { return "compact" }
+
+// Compacted answers Compact: the session's new epoch and the summary it
+// starts from (model text: clients escape it before display).
+type Compacted struct {
+	Session string `json:"session"`
+	Epoch   int64  `json:"epoch"`
+	Summary string `json:"summary"`
+}
+
+// Tag implements strict.Variant.
+func (*Compacted) Tag() string { return "compacted" }
+
 // LoopRequests is every message a client may send on loop.sock.
 var LoopRequests = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Send) },
 	func() strict.Variant { return new(Stop) },
 	func() strict.Variant { return new(AnswersSince) },
+	func() strict.Variant { return new(Compact) },
 )
 
 // Accepted: the message is logged. Queued is true when a turn was running
@@ -215,6 +239,7 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Stopped) },
 	func() strict.Variant { return new(StopDone) },
 	func() strict.Variant { return new(Answers) },
+	func() strict.Variant { return new(Compacted) },
 	func() strict.Variant { return new(Error) },
 )
 

@@ -31,6 +31,7 @@ type Config struct {
 	Serving  ServingConfig  `toml:"serving"`
 	Turn     TurnConfig     `toml:"turn"`
 	SelfTest SelfTestConfig `toml:"selftest"`
+	Epoch    EpochConfig    `toml:"epoch"`
 }
 
 // ModelConfig is how loopd calls the model. Sampling values are in
@@ -94,6 +95,9 @@ func Load(path string) (Config, error) {
 	if c.Model.BackgroundSlot == nil {
 		one := 1
 		c.Model.BackgroundSlot = &one
+	}
+	if err := c.Epoch.check(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %v", path, err)
 	}
 	if c.Model.MainSlot < 0 || *c.Model.BackgroundSlot < 0 {
 		return Config{}, fmt.Errorf("config %s: slots must not be negative", path)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -28,6 +29,9 @@ func TestConfigRefusals(t *testing.T) {
 		{"float temperature", good + "temperature = 0.6\n", "unknown key model.temperature"},
 		{"bad skip", good + "[selftest]\nskip = [\"server\"]\n", `"server" is not a check that may be skipped`},
 		{"negative slot", good + "main_slot = -1\n", "must not be negative"},
+		{"epoch percent", good + "[epoch]\ncompact_at_percent = 101\n", "epoch.compact_at_percent is 101"},
+		{"epoch tokens", good + "[epoch]\nsummary_max_tokens = -1\n", "epoch.summary_max_tokens is -1"},
+		{"epoch key", good + "[epoch]\ncompact_at = 5\n", "unknown key epoch.compact_at"},
 	} {
 		p := filepath.Join(t.TempDir(), "loopd.toml")
 		os.WriteFile(p, []byte(tt.body), 0o600)
@@ -43,6 +47,13 @@ func TestConfigRefusals(t *testing.T) {
 	}
 	if *c.Model.BackgroundSlot != 1 {
 		t.Errorf("background_slot defaults to %d, want 1", *c.Model.BackgroundSlot)
+	}
+	if p := c.policy(); p.IdleAfter != 10*time.Minute || p.CompactAt != 60 {
+		t.Errorf("epoch policy defaults to %+v, want 10m and 60%%", p)
+	}
+	c.Epoch.IdleAfterMS = -1
+	if p := c.policy(); p.IdleAfter != 0 {
+		t.Errorf("idle_after_ms = -1 gives %v, want the idle trigger off", p.IdleAfter)
 	}
 	cl, err := c.client(0)
 	if err != nil || cl == nil {

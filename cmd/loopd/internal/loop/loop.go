@@ -52,7 +52,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	base, _ := Baseline(ctx, system, nil, "")
+	base, _ := Baseline(ctx, system, nil, "", 0)
 	nCtx, err := startupCheck(ctx, log, cfg, bg, base)
 	if err != nil {
 		return err
@@ -70,11 +70,11 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	var mem *memory.Client
 	if cfg.MemorySocket != "" {
 		mem = &memory.Client{Path: cfg.MemorySocket}
-		engine.Ended = func(id string, t int64) {
+		engine.Ended = func(s *session.Session, t int64) {
 			// Indexing is memoryd's; a failure never fails the turn (the
 			// index catches up from the log when memoryd restarts).
-			if err := mem.TurnDone(ctx, id, session.Epoch, t); err != nil {
-				log.Warn("turn not indexed", "session", id, "turn", t, "err", err.Error())
+			if err := mem.TurnDone(ctx, s.ID, s.Epoch, t); err != nil {
+				log.Warn("turn not indexed", "session", s.ID, "turn", t, "err", err.Error())
 			}
 		}
 	}
@@ -82,9 +82,11 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		State:  cfg.StateDir,
 		Engine: engine,
 		Baseline: func(id string) (session.Baseline, error) {
-			return Baseline(ctx, system, mem, id)
+			return Baseline(ctx, system, mem, id, 0)
 		},
-		Log: log,
+		Log:    log,
+		Epoch:  cfg.changer(log, main, bg, nCtx, system, mem),
+		Policy: cfg.policy(),
 	}
 	m.Start(ctx)
 	log.Info("serving", "socket", ln.Path(), "state", cfg.StateDir)
@@ -93,16 +95,16 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	return err
 }
 
-// Baseline builds a new epoch's baseline: the system prompt, then the
+// Baseline builds epoch's baseline for session id: the system prompt, then the
 // identity block from memoryd (when one is configured), then the core
 // tools. A block memoryd refuses, or no answer, refuses the session: it
 // must not start without its identity.
-func Baseline(ctx context.Context, system string, mem *memory.Client, id string) (session.Baseline, error) {
+func Baseline(ctx context.Context, system string, mem *memory.Client, id string, epoch int64) (session.Baseline, error) {
 	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core()}
 	if mem == nil {
 		return b, nil
 	}
-	block, err := mem.Identity(ctx, id, session.Epoch)
+	block, err := mem.Identity(ctx, id, epoch)
 	if err != nil {
 		return session.Baseline{}, err
 	}

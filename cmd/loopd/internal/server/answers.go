@@ -42,11 +42,34 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 			return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "closing the interrupted turn failed: " + err.Error()}
 		}
 	}
-	recs, running := l.s.Records(), l.running
+	recs, cur, running := l.s.Records(), l.s.Epoch, l.running
 	l.mu.Unlock()
+	recs, err = m.withEarlier(a.Session, cur, recs, a.AfterTurn)
+	if err != nil {
+		return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "an earlier epoch of the session log could not be read: " + err.Error()}
+	}
 	out.Items, out.More = finished(recs, a.AfterTurn)
 	out.Running = running
 	return out
+}
+
+// withEarlier puts before recs (epoch cur's) the records of the earlier
+// epochs that may hold turns after after: turn numbers go on across
+// epochs, so answers that finished before an epoch change are in an
+// older file. Old epochs are only read.
+func (m *Manager) withEarlier(id string, cur int64, recs []session.Record, after int64) ([]session.Record, error) {
+	for n := cur; n > 0 && len(recs) > 0; n-- {
+		h, ok := recs[0].(*session.Head)
+		if !ok || h.Turn <= after {
+			break
+		}
+		prev, err := session.EpochRecords(m.State, id, n-1)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(prev, recs...)
+	}
+	return recs, nil
 }
 
 // finished lists the outcomes of the turns after after that have ended:

@@ -10,11 +10,13 @@
 //     tool results marked interrupted, never re-run) before the session's
 //     next message is logged or its outcomes are read (answers_since);
 //   - every frame is decoded strictly (package rpc's server loop);
-//     anything but a [wire.Send], a [wire.Stop] or a [wire.AnswersSince]
-//     (answers.go) is refused with
+//     anything but a [wire.Send], a [wire.Stop], a [wire.AnswersSince]
+//     (answers.go) or a [wire.Compact] (epoch.go) is refused with
 //     forbidden, and a refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
-//     followers hear [wire.Stopped] (stop.go).
+//     followers hear [wire.Stopped] (stop.go);
+//   - an epoch changes only while no turn runs in the session, and at
+//     most once between two turns (epoch.go).
 package server
 
 import (
@@ -24,7 +26,9 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/rpc"
@@ -39,6 +43,9 @@ type Manager struct {
 	Engine   *turn.Engine
 	Baseline func(id string) (session.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
+	// Epoch changes epochs (epoch.go); nil: a session keeps its epoch.
+	Epoch  *epoch.Changer
+	Policy Policy
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -57,6 +64,8 @@ type live struct {
 	cur     []*subscriber // following the running turn
 	next    []*subscriber // following the next turn
 	stop    turnStop      // cancels the running turn (package-level stop.go)
+	idle    *time.Timer   // fires the idle trigger (epoch.go); nil while running
+	tried   bool          // an epoch change was tried since the last turn
 }
 
 type subscriber struct {
@@ -78,7 +87,7 @@ func (m *Manager) Start(ctx context.Context) {
 	m.sessions = map[string]*live{}
 	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
 		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }),
-		rpc.On(m.answersSince))
+		rpc.On(m.answersSince), rpc.On(m.compact))
 }
 
 // Wait waits for running turns to stop (after the daemon's ctx ends).
@@ -122,15 +131,19 @@ func (m *Manager) Submit(id, text string, sub *subscriber) (bool, error) {
 	if err := l.s.Append(&session.User{Turn: t, Text: text}); err != nil {
 		return false, err
 	}
-	l.running, l.turn, l.cur = true, t, []*subscriber{sub}
+	l.stopIdle()
+	l.running, l.tried, l.turn, l.cur = true, false, t, []*subscriber{sub}
 	m.wg.Add(1)
-	go m.run(l)
+	go func() {
+		defer m.wg.Done()
+		m.run(l)
+	}()
 	return false, nil
 }
 
-// run runs turns until no message waits.
+// run runs turns until no message waits, then starts the idle period.
+// The caller has added to m.wg for it.
 func (m *Manager) run(l *live) {
-	defer m.wg.Done()
 	for {
 		l.mu.Lock()
 		t, subs := l.turn, l.cur
@@ -140,8 +153,13 @@ func (m *Manager) run(l *live) {
 				sub.send(v)
 			}
 		}
+		m.beforeTurn(l, emit)
+		l.mu.Lock()
+		s := l.s
+		l.tried = false
+		l.mu.Unlock()
 		ctx := l.stop.begin(&l.mu, m.ctx)
-		err := m.Engine.Run(ctx, l.s, t, emit)
+		err := m.Engine.Run(ctx, s, t, emit)
 		if stopped := l.stop.end(&l.mu); stopped && err != nil {
 			err = m.stopped(l, t, emit)
 		}
@@ -159,6 +177,9 @@ func (m *Manager) run(l *live) {
 				sub.send(&wire.Error{Op: "turn", Kind: wire.Unavailable, Msg: "loopd is stopping; your message is logged and goes with the session's next turn"})
 			}
 			l.running, l.cur, l.next = false, nil, nil
+			if m.ctx.Err() == nil {
+				m.armIdle(l)
+			}
 			l.mu.Unlock()
 			return
 		}

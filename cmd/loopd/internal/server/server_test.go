@@ -32,7 +32,7 @@ type harness struct {
 	done   chan struct{}
 }
 
-func start(t *testing.T, srv *fake.Server, state string) *harness {
+func start(t *testing.T, srv *fake.Server, state string, opts ...func(*Manager)) *harness {
 	t.Helper()
 	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "fake-model", IDSlot: 0})
 	if err != nil {
@@ -51,6 +51,9 @@ func start(t *testing.T, srv *fake.Server, state string) *harness {
 		Baseline: func(string) (session.Baseline, error) {
 			return session.Baseline{System: "test", Tools: tools.Core()}, nil
 		}}
+	for _, o := range opts {
+		o(m)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Start(ctx)
 	h := &harness{sock: ln.Path(), state: state, cancel: cancel, done: make(chan struct{})}

@@ -86,7 +86,7 @@ func (m *Manager) stopped(l *live, t int64, emit func(strict.Variant)) error {
 		return err
 	}
 	if m.Engine != nil && m.Engine.Ended != nil {
-		m.Engine.Ended(l.s.ID, t) // memoryd indexes the stopped turn too
+		m.Engine.Ended(l.s, t) // memoryd indexes the stopped turn too
 	}
 	emit(&wire.Stopped{Session: l.s.ID, Turn: t, Reason: wire.StopInterrupted, Msg: msg})
 	return nil

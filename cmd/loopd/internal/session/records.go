@@ -13,7 +13,13 @@
 //     [Session.Messages], which the turn engine uses, equals it while
 //     costing only the records appended since the last call;
 //   - a torn or undecodable log is refused, never appended to, until the
-//     owner acts (docs/runbook.md#torn-log, #session-log-damaged).
+//     owner acts (docs/runbook.md#torn-log, #session-log-damaged);
+//   - a session is a chain of epochs (epoch.go): only the current one is
+//     ever written; an epoch after 0 starts with a head record that names
+//     the hash of the previous epoch's last line and carries the
+//     session's trust, which never goes down; a change is committed by
+//     one rename, so a crash leaves the old epoch current or the new one
+//     complete.
 package session
 
 import "wntrmute.dev/boxmaker/pkg/sessionlog"

@@ -16,17 +16,20 @@ import (
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// Epoch is the only epoch until compaction lands: every session is epoch 0.
-const Epoch = 0
-
-// Session is one open session log. Its methods are safe for concurrent use.
+// Session is one open epoch of a session log (epoch.go): the current
+// one, the highest complete epoch on disk. Its methods are safe for
+// concurrent use.
 type Session struct {
 	ID       string
+	Epoch    int64
 	Baseline Baseline
 
-	mu      sync.Mutex // guards w, records, replay, slot and full
+	state string
+
+	mu      sync.Mutex // guards w, records, last, replay, slot and full
 	w       *jsonl.Writer
 	records []Record
+	last    []byte // the file's last line, without its newline (a next Head names its hash)
 	// replay and slot follow records as they are appended, so a model
 	// call costs the new records, not the whole log.
 	replay sessionlog.Replayer
@@ -37,9 +40,10 @@ type Session struct {
 // Dir is sessions/<id> under the state directory.
 func Dir(state, id string) string { return filepath.Join(state, "sessions", id) }
 
-// Open opens (or creates) session id under state. A new session snapshots
-// newBaseline; an existing one keeps the baseline it started with. A torn
-// or undecodable log is refused.
+// Open opens (or creates) session id under state, at its current epoch.
+// A new session snapshots newBaseline as epoch 0's; an existing one keeps
+// the baseline its epoch started with. A torn or undecodable log, or an
+// epoch whose head does not follow the epoch before it, is refused.
 func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, error) {
 	if err := wire.CheckSessionID(id); err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
@@ -50,21 +54,37 @@ func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, err
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	bpath := filepath.Join(dir, fmt.Sprintf("%d.baseline.json", Epoch))
-	base, err := loadBaseline(bpath, newBaseline)
+	epoch, err := Current(dir)
 	if err != nil {
 		return nil, err
 	}
-	lpath := filepath.Join(dir, fmt.Sprintf("%d.jsonl", Epoch))
-	recs, err := readRecords(lpath)
+	mk := newBaseline
+	if epoch > 0 {
+		// A later epoch's baseline was written before its log: missing,
+		// the directory was tampered with.
+		mk = func() (Baseline, error) {
+			return Baseline{}, fmt.Errorf("%s has no baseline; see docs/runbook.md#session-log-damaged", logPath(dir, epoch))
+		}
+	}
+	base, err := loadBaseline(baselinePath(dir, epoch), mk)
 	if err != nil {
 		return nil, err
+	}
+	lpath := logPath(dir, epoch)
+	recs, last, err := readRecords(lpath)
+	if err != nil {
+		return nil, err
+	}
+	if epoch > 0 {
+		if err := checkHead(dir, epoch, recs); err != nil {
+			return nil, err
+		}
 	}
 	w, err := jsonl.OpenMode(lpath, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
-	s := &Session{ID: id, Baseline: base, w: w}
+	s := &Session{ID: id, Epoch: epoch, Baseline: base, state: state, w: w, last: last}
 	for _, r := range recs {
 		s.add(r)
 	}
@@ -88,42 +108,67 @@ func loadBaseline(path string, mk func() (Baseline, error)) (Baseline, error) {
 	if b, err = mk(); err != nil {
 		return Baseline{}, fmt.Errorf("build baseline: %w", err)
 	}
-	data, err = strict.Marshal(b)
-	if err != nil {
-		return Baseline{}, fmt.Errorf("encode baseline: %w", err)
+	if err := writeBaseline(path, b); err != nil {
+		return Baseline{}, err
 	}
+	return b, nil
+}
+
+func writeBaseline(path string, b Baseline) error {
+	data, err := strict.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("encode baseline: %w", err)
+	}
+	if err := writeFile(path, data); err != nil {
+		return fmt.Errorf("write baseline: %w", err)
+	}
+	return nil
+}
+
+// writeFile writes path atomically: a temp file beside it, fsync,
+// rename, fsync of the directory. A crash leaves the old file (or none)
+// or the new one, never part of it.
+func writeFile(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
-		return Baseline{}, fmt.Errorf("write baseline: %w", err)
+		return err
 	}
 	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		return Baseline{}, fmt.Errorf("write baseline: %w", err)
+		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return Baseline{}, fmt.Errorf("write baseline: %w", err)
+		return err
 	}
-	return b, nil
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
-// readRecords decodes every line strictly; a missing file is an empty log.
-func readRecords(path string) ([]Record, error) {
+// readRecords decodes every line strictly and returns the records and
+// the last line; a missing file is an empty log.
+func readRecords(path string) ([]Record, []byte, error) {
 	var recs []Record
+	var last []byte
 	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
 		r, err := Records.Decode(b)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v; see docs/runbook.md#session-log-damaged", path, n, err)
 		}
 		recs = append(recs, r)
+		last = append(last[:0], b...)
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return recs, err
+	return recs, last, err
 }
 
 // Append logs r durably and only then adds it to the session's records.
@@ -137,6 +182,7 @@ func (s *Session) Append(r Record) error {
 	if _, err := s.w.AppendEncoded(line); err != nil {
 		return fmt.Errorf("session %s: %w", s.ID, err)
 	}
+	s.last = line
 	s.add(r)
 	return nil
 }
@@ -232,6 +278,8 @@ func StateOf(recs []Record) State {
 		case *User:
 			maxUser = max(maxUser, t)
 			continue
+		case *Head, *Summary:
+			continue // the previous epoch's last turn, ended there
 		case *Assistant:
 			calls[t] = append(calls[t], r.Message.ToolCalls...)
 		case *ToolResult:

@@ -22,7 +22,8 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: "[1] source=memory-tainted", Class: dataclass.Private, Untrusted: true}}
 	var ended []int64
 	s := openSession(t, stateDir(t))
-	e := &Engine{Model: c, Broker: b, Ended: func(id string, turn int64) {
+	e := &Engine{Model: c, Broker: b, Ended: func(s *session.Session, turn int64) {
+		id := s.ID
 		recs := s.Records()
 		if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok || id != "s1" {
 			t.Errorf("Ended before the turn's end was logged")

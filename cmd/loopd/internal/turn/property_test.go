@@ -27,6 +27,7 @@ var conversations = flag.Int("conversations", 10000, "random conversations in Te
 type script struct {
 	rng      *rand.Rand
 	requests [][][]byte      // per request, each message's encoding
+	epochs   []int64         // per request, the session's epoch
 	replies  []*chat.Message // per request; nil when the call failed
 	fail     bool            // the next call fails, as when loopd is killed mid-turn
 	tick     int
@@ -105,8 +106,9 @@ func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(in
 
 // TestAppendOnlyProperty runs random conversations (users, batched users,
 // tool calls, denials, approvals, failures, cache loss, runaway stops,
-// loopd killed mid-turn and restarted from the files) and checks every
-// request against the one before it on the same session:
+// loopd killed mid-turn and restarted from the files, epoch changes with
+// loopd killed at every step of them: epoch_property_test.go) and checks
+// every request against the one before it in the same epoch:
 //   - its messages and slot state are Replay and StateOf of the whole log
 //     (the session keeps them incrementally);
 //   - its messages start with the previous request's messages, byte for
@@ -140,7 +142,13 @@ func conversation(state string, seed int) error {
 	var mismatch error
 	// The engine's messages and slot are the session's incremental ones:
 	// they must equal Replay and StateOf of the whole log, every call.
+	ep := &epochs{rng: rng, state: state, id: id, files: map[string][]byte{}}
 	m.check = func(req llama.Request, prev llama.SlotState) error {
+		m.epochs = append(m.epochs, s.Epoch)
+		if err := ep.first(s, req, turnNo); err != nil {
+			mismatch = err
+			return err
+		}
 		want := session.Replay(s.Baseline, s.Records(), turnNo)
 		if !reflect.DeepEqual(req.Messages, want) {
 			mismatch = fmt.Errorf("turn %d: the session's messages differ from Replay:\n%+v\n%+v", turnNo, req.Messages, want)
@@ -156,9 +164,16 @@ func conversation(state string, seed int) error {
 	b.queue = func() { s.Append(&session.User{Turn: turnNo + 1, Text: "queued"}) }
 	e := &Engine{Model: m, Broker: b, Limits: Limits{MaxCalls: 1 + rng.IntN(4), RepeatLimit: 2 + rng.IntN(2)},
 		Now: func() time.Time { clockAt = clockAt.Add(time.Minute); return clockAt }}
-	for range 1 + rng.IntN(5) {
+	for range 1 + rng.IntN(6) {
 		if err := Interrupted(s); err != nil {
 			return err
+		}
+		if rng.IntN(3) == 0 {
+			ns, err := ep.change(s)
+			if err != nil {
+				return err
+			}
+			s = ns
 		}
 		turnNo = session.StateOf(s.Records()).NextTurn
 		for range 1 + rng.IntN(2) {
@@ -180,12 +195,18 @@ func conversation(state string, seed int) error {
 			}
 		}
 	}
+	if err := ep.unchanged(); err != nil {
+		return err
+	}
 	return checkRequests(m)
 }
 
 func checkRequests(m *script) error {
 	for i := 1; i < len(m.requests); i++ {
 		prev, cur := m.requests[i-1], m.requests[i]
+		if m.epochs[i] != m.epochs[i-1] {
+			continue // a new epoch's first request: checked by epochs.first
+		}
 		if !bytes.Equal(prev[0], cur[0]) {
 			return fmt.Errorf("request %d changed the system message", i)
 		}

@@ -68,7 +68,7 @@ type Engine struct {
 	// Ended, if set, is told of each turn once its TurnEnd is on disk and
 	// before its final event is sent (memoryd indexes it from the log).
 	// It must not fail the turn: errors are its own to report.
-	Ended func(session string, turn int64)
+	Ended func(s *session.Session, turn int64)
 }
 
 // Emit sends one event to whoever follows the turn.
@@ -123,7 +123,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
 				return err
 			}
-			e.ended(s.ID, t)
+			e.ended(s, t)
 			emit(&wire.Answer{Session: s.ID, Turn: t, Text: comp.Message.Content})
 			return nil
 		}
@@ -150,23 +150,23 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 func (e *Engine) full(slot llama.SlotState, full bool) string {
 	switch c := e.Context; {
 	case full:
-		return "this session's context filled in an earlier turn, so this message is kept in the log but not answered here; " + nextStep
+		return "this session's context filled in an earlier turn and the change to a new epoch did not happen, so this message is kept in the log but not answered here; " + nextStep
 	case c.NCtx > 0 && slot.Total+c.MaxTokens > c.NCtx:
 		return fullMsg(fmt.Sprintf("%d tokens are in use and a reply may take %d more, over the slot's %d", slot.Total, c.MaxTokens, c.NCtx))
 	}
 	return ""
 }
 
-// nextStep is what the owner does about a full session, today.
-const nextStep = "start a new thread or session to go on (the automatic change to a new epoch at the next idle moment is not built yet); see docs/runbook.md#session-full"
+// nextStep is what happens next to a full session.
+const nextStep = "the session goes on in a new epoch, from a summary of this one, when it is next idle or at your next message; see docs/runbook.md#session-full"
 
 func fullMsg(figures string) string {
 	return "this session's context is full (" + figures + "), so the turn was stopped; " + nextStep
 }
 
-func (e *Engine) ended(id string, t int64) {
+func (e *Engine) ended(s *session.Session, t int64) {
 	if e.Ended != nil {
-		e.Ended(id, t)
+		e.Ended(s, t)
 	}
 }
 
@@ -219,7 +219,7 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolC
 	if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
 		return err
 	}
-	e.ended(s.ID, t)
+	e.ended(s, t)
 	emit(&wire.Stopped{Session: s.ID, Turn: t, Reason: why, Msg: msg})
 	return nil
 }

@@ -76,7 +76,9 @@ func LogFiles(sessions string) ([]string, error) {
 
 // ReadLog reads one session log and returns its ended turns, in the order
 // they ended. A turn's class and trust are the session's as of the turn's
-// end: the reply was made from the whole context so far. Tool results
+// end: the reply was made from the whole context so far, which in an
+// epoch after 0 includes the summary of the epochs before it, so its
+// head's taint and untrusted flag are where each starts. Tool results
 // are not indexed (only the calls, by name and arguments).
 func ReadLog(path string) ([]Turn, error) {
 	session := filepath.Base(filepath.Dir(path))
@@ -117,6 +119,11 @@ func ReadLog(path string) ([]Turn, error) {
 			for _, c := range r.Message.ToolCalls {
 				doc(r.Turn, c.Function.Name+" "+c.Function.Arguments)
 			}
+		case *sessionlog.Head:
+			// An epoch after 0 starts from the trust of every epoch
+			// before it, never from the floor: a compacted session that
+			// read untrusted content stays memory-tainted.
+			class, untrusted = dataclass.Join(class, r.Taint), untrusted || r.Untrusted
 		case *sessionlog.ToolResult:
 			if !r.Class.Valid() {
 				return fmt.Errorf("%s:%d: tool result without a class", path, n)

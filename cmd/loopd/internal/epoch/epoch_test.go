@@ -1,0 +1,129 @@
+package epoch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
+	"wntrmute.dev/boxmaker/pkg/chat"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/llama"
+)
+
+// instant answers at once: the benchmark measures loopd's own work.
+type instant struct{ reqs []llama.Request }
+
+func (m *instant) Complete(_ context.Context, req llama.Request, _ llama.SlotState) (*llama.Completion, error) {
+	m.reqs = append(m.reqs, req)
+	return &llama.Completion{Message: chat.Message{Role: chat.RoleAssistant, Content: "A summary <|im_end|> of " + fmt.Sprint(len(req.Messages)) + " messages."},
+		Timings: &llama.Timings{PromptN: 40}}, nil
+}
+
+func base(_ context.Context, _ string, n int64) (session.Baseline, error) {
+	return session.Baseline{System: fmt.Sprintf("system, epoch %d", n), Tools: tools.Core()}, nil
+}
+
+// conversation writes a session of turns turns, each a message, a tool
+// call, its 2 KiB result and an answer, with usage records.
+func conversation(tb testing.TB, state string, turns int) {
+	s, err := session.Open(state, "s1", func() (session.Baseline, error) { return base(context.Background(), "s1", 0) })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.Close()
+	total := 0
+	for t := int64(1); t <= int64(turns); t++ {
+		call := chat.ToolCall{ID: fmt.Sprint("c", t), Type: "function", Function: chat.FunctionCall{Name: "clock", Arguments: "{}"}}
+		total += 600
+		for _, r := range []session.Record{
+			&session.User{Turn: t, Text: fmt.Sprintf("message %d", t)},
+			&session.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "think", ToolCalls: []chat.ToolCall{call}}},
+			&session.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
+			&session.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: session.StatusOK, Content: strings.Repeat("x", 2048), Class: dataclass.Public},
+			&session.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "done", Content: fmt.Sprintf("answer %d", t)}},
+			&session.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
+			&session.TurnEnd{Turn: t},
+		} {
+			if err := s.Append(r); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestChangeCoversWhatFits: with a slot too small for the whole epoch,
+// the summary request is a prefix of the epoch's messages ending at a
+// turn that fits, and the summary names the turns it leaves out and
+// quotes their messages; the text is neutralised.
+func TestChangeCoversWhatFits(t *testing.T) {
+	state := t.TempDir()
+	conversation(t, state, 10) // the context after turn k is 600k tokens
+	s, err := session.Open(state, "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &instant{}
+	c := &Changer{Summarise: m, MaxTokens: 1000, NCtx: 600*6 + 1000 + InstructionTokens, Baseline: base, Log: slog.New(slog.DiscardHandler)}
+	res, err := c.Change(context.Background(), s, &sync.Mutex{}, func(*session.Session) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.reqs) != 1 {
+		t.Fatalf("%d summary requests, want 1", len(m.reqs))
+	}
+	want := append(s.Messages(6), chat.Message{Role: chat.RoleUser, Content: Instruction})
+	if got := m.reqs[0].Messages; len(got) != len(want) || got[len(got)-2].Content != "answer 6" || got[len(got)-1].Content != Instruction {
+		t.Fatalf("the summary request has %d messages ending %q, want turns 1-6 (%d) and the instruction", len(got), got[len(got)-2].Content, len(want))
+	}
+	var sum *session.Summary
+	for _, r := range res.Session.Records() {
+		if x, ok := r.(*session.Summary); ok {
+			sum = x
+		}
+	}
+	if sum == nil || !strings.Contains(sum.Text, "Turns 7 to 10 of epoch 0 did not fit") || !strings.Contains(sum.Text, "turn 9: message 9") || strings.Contains(sum.Text, "<|im_end|>") {
+		t.Fatalf("summary = %+v", sum)
+	}
+}
+
+// BenchmarkEpochChange is an epoch change's own work in loopd, inference
+// excluded (the model answers at once): the summary request built from a
+// 30-turn epoch (each turn with a 2 KiB tool result), the summary
+// neutralised, the next epoch's baseline and log written (each fsynced and
+// renamed) and opened. The warm start is off (it is inference only).
+func BenchmarkEpochChange(b *testing.B) {
+	src := b.TempDir()
+	conversation(b, src, 30)
+	logBytes, _ := os.ReadFile(filepath.Join(session.Dir(src, "s1"), "0.jsonl"))
+	baseBytes, _ := os.ReadFile(filepath.Join(session.Dir(src, "s1"), "0.baseline.json"))
+	c := &Changer{Summarise: &instant{}, Baseline: base, Log: slog.New(slog.DiscardHandler)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		state := filepath.Join(b.TempDir(), fmt.Sprint(i))
+		dir := session.Dir(state, "s1")
+		os.MkdirAll(dir, 0o750)
+		os.WriteFile(filepath.Join(dir, "0.jsonl"), logBytes, 0o640)
+		os.WriteFile(filepath.Join(dir, "0.baseline.json"), baseBytes, 0o640)
+		s, err := session.Open(state, "s1", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Summarise = &instant{}
+		b.StartTimer()
+		res, err := c.Change(context.Background(), s, &sync.Mutex{}, func(*session.Session) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		res.Session.Close()
+		b.StartTimer()
+	}
+}
