@@ -44,7 +44,7 @@ var commands = map[string]command{
 	"grants":    {"check a grant directory offline", runGrants},
 	"up":        {"run the local stack from a state directory", runUp},
 	"chat":      {"talk to Boxmaker from the terminal", runChat},
-	"memory":    {"memory writes: log, undo FILE, check (stdin), review", runMemory},
+	"memory":    {"memory: status (the fleet outbox), resync, log, undo FILE, check (stdin), review", runMemory},
 	"reindex":   {"rebuild memoryd's recall index from the files", runReindex},
 	"doctor":    {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 }

@@ -3,9 +3,9 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
@@ -40,29 +40,43 @@ func (f *Fleet) Search(ctx context.Context, query string, k int) ([]recall.Hit, 
 	defer cancel()
 	srcs := f.sources()
 	type answer struct {
+		i    int
 		hits []recall.Hit
 		err  error
 	}
-	answers := make([]answer, len(srcs))
-	var wg sync.WaitGroup
+	// Buffered: a search still running at the bound finishes into it and
+	// is dropped; nothing waits for it.
+	answers := make(chan answer, len(srcs))
 	for i, src := range srcs {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
 			msgs, err := f.client.Search(ctx, honcho.Search{Workspace: src.ID}, query, k)
-			answers[i].err = err
+			a := answer{i: i, err: err}
 			for _, m := range msgs {
-				answers[i].hits = append(answers[i].hits, fleetHit(src, m))
+				a.hits = append(a.hits, fleetHit(src, m))
 			}
+			answers <- a
 		}()
 	}
-	wg.Wait()
+	got := make([]*answer, len(srcs))
+	for n := 0; n < len(srcs); n++ {
+		select {
+		case a := <-answers:
+			got[a.i] = &a
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
 	r := Reach{Asked: len(srcs)}
 	var out []recall.Hit
-	for i, a := range answers {
-		if a.err != nil {
+	for i, a := range got {
+		if a == nil || a.err != nil {
+			why := "no answer within the read bound"
+			if a != nil {
+				why = a.err.Error()
+			}
 			r.Failed = append(r.Failed, srcs[i].ID.String())
-			f.log.Warn("fleet memory: a workspace was not reached; see docs/runbook.md#fleet-memory-unreached", "workspace", srcs[i].ID.String(), "err", a.err.Error())
+			f.log.Warn("fleet memory: a workspace was not reached; see docs/runbook.md#fleet-memory-unreached", "workspace", srcs[i].ID.String(), "err", why)
 			continue
 		}
 		r.Answered++
@@ -155,17 +169,32 @@ func (f *Fleet) Ask(ctx context.Context, question string) Asked {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Honcho.ReadBound)
 	defer cancel()
 	srcs := f.sources()
-	res := make([]honcho.Answer, len(srcs))
-	errs := make([]error, len(srcs))
-	var wg sync.WaitGroup
+	type answer struct {
+		i   int
+		ans honcho.Answer
+		err error
+	}
+	answers := make(chan answer, len(srcs))
 	for i, src := range srcs {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			res[i], errs[i] = f.client.Chat(ctx, src.ID, f.cfg.Honcho.Speaker, honcho.Question{Query: question})
+			a, err := f.client.Chat(ctx, src.ID, f.cfg.Honcho.Speaker, honcho.Question{Query: question})
+			answers <- answer{i, a, err}
 		}()
 	}
-	wg.Wait()
+	res := make([]honcho.Answer, len(srcs))
+	errs := make([]error, len(srcs))
+	for i := range errs {
+		errs[i] = errors.New("no answer within the read bound")
+	}
+	for n := 0; n < len(srcs); n++ {
+		select {
+		case a := <-answers:
+			res[a.i], errs[a.i] = a.ans, a.err
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
 	a := Asked{Class: dataclass.Floor, Reach: Reach{Asked: len(srcs)}}
 	for i, src := range srcs {
 		if errs[i] != nil {

@@ -102,7 +102,10 @@ func ReadTurns(path string) ([]Turn, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // openLog opens a log without following a symlink, only if it is a
