@@ -90,3 +90,14 @@ func TestHonchoExample(t *testing.T) {
 		t.Fatalf("Fleet = %+v", s)
 	}
 }
+
+func TestGateConfig(t *testing.T) {
+	if c, err := Load(writeConfig(t, "gate_socket = \"/run/boxmaker/gate/gate.sock\"\ngate_timeout_ms = 500\n")); err != nil || c.GateSocket != "/run/boxmaker/gate/gate.sock" {
+		t.Fatalf("gate config: %+v, %v", c, err)
+	}
+	for _, bad := range []string{"gate_socket = \"gate.sock\"\n", "gate_timeout_ms = 20000\n", "gate_timeout_ms = -1\n"} {
+		if _, err := Load(writeConfig(t, bad)); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
