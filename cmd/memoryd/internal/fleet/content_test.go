@@ -88,9 +88,38 @@ func TestCatchUpFilesTurnsEndedWhileDown(t *testing.T) {
 	writeLog(t, r.sessions, "c1", turnSpec{said: "C-1", reply: "C-1R"}, turnSpec{said: "C-2", reply: "C-2R"})
 	r.fleet.TurnEnded(context.Background(), "c1", 0)
 	writeLog(t, r.sessions, "c2", turnSpec{said: "C-3", reply: "C-3R"})
-	if err := r.fleet.CatchUp(context.Background(), []string{r.sessions + "/c1/0.jsonl", r.sessions + "/c2/0.jsonl"}); err != nil {
-		t.Fatal(err)
+	if n, err := r.fleet.CatchUp(context.Background(), []string{r.sessions + "/c1/0.jsonl", r.sessions + "/c2/0.jsonl"}); err != nil || n != 0 {
+		t.Fatal(n, err)
 	}
 	r.drain()
 	once(t, r.honcho, []string{"C-1", "C-1R", "C-2", "C-2R", "C-3", "C-3R"})
+}
+
+// TestCatchUpWaitsForBroker: at start brokerd may not listen yet; a turn
+// found then is not filed (untrusted for good) but waits until brokerd
+// answers, and is then filed by its answer.
+func TestCatchUpWaitsForBroker(t *testing.T) {
+	r := newRig(t, brokerSays(clean))
+	sock := r.gate.Socket
+	r.gate.Socket = sock + ".absent"
+	r.fleet.Close()
+	r.open()
+	writeLog(t, r.sessions, "c1", turnSpec{said: "W-1", reply: "W-1R"})
+	logs := []string{r.sessions + "/c1/0.jsonl"}
+	if n, err := r.fleet.CatchUp(context.Background(), logs); err != nil || n != 1 {
+		t.Fatalf("catch-up with brokerd away = %d deferred, %v; want 1", n, err)
+	}
+	if s, _ := r.fleet.Status(); s.Trusted+s.Untrusted+s.Withheld != 0 {
+		t.Fatalf("a turn was filed while brokerd did not answer: %+v", s)
+	}
+	r.gate.Socket = sock
+	r.fleet.Close()
+	r.open()
+	if n, err := r.fleet.CatchUp(context.Background(), logs); err != nil || n != 0 {
+		t.Fatalf("catch-up with brokerd back = %d, %v", n, err)
+	}
+	r.drain()
+	if got := where(t, r.honcho); got["W-1"] != "host1-trusted" {
+		t.Errorf("after brokerd answered the turn went to %q", got["W-1"])
+	}
 }

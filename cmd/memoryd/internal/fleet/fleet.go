@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -101,10 +102,17 @@ func (f *Fleet) TurnEnded(ctx context.Context, session string, epoch int64) (map
 	if err != nil {
 		return nil, err
 	}
-	return f.fileTurns(ctx, session, turns)
+	return f.fileTurns(ctx, session, turns, false)
 }
 
-func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn) (map[Filing]int, error) {
+// errDeferred is a catch-up's filing put off: brokerd did not answer.
+var errDeferred = errors.New("fleet: filing deferred until brokerd answers")
+
+// fileTurns files turns of one session. With deferring, a gate that is
+// configured but does not answer files nothing (errDeferred): a turn
+// found at start, when brokerd may not be listening yet, waits for an
+// answer instead of being filed untrusted for good.
+func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, deferring bool) (map[Filing]int, error) {
 	f.fileMu.Lock()
 	defer f.fileMu.Unlock()
 	var todo []Turn
@@ -122,6 +130,9 @@ func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn) (ma
 		return counts, nil
 	}
 	gate, gateErr := f.cfg.Gate.Ask(ctx, session)
+	if gateErr != nil && deferring && f.cfg.Gate.Socket != "" {
+		return counts, errDeferred
+	}
 	if gateErr != nil {
 		f.log.Warn("gate unanswered: the turn is filed untrusted; see docs/runbook.md#fleet-gate-unanswered", "session", session, "err", gateErr.Error())
 	}
@@ -215,8 +226,10 @@ func (f *Fleet) Notes(moved []Moved) error {
 
 // CatchUp files every ended turn of every session log not filed yet
 // (turns that ended while memoryd was down): brokerd's answer now is at
-// least as restrictive as it was then, since taint only rises.
-func (f *Fleet) CatchUp(ctx context.Context, logs []string) error {
+// least as restrictive as it was then, since taint only rises. A session
+// brokerd does not answer for (it may start after memoryd) is left for
+// the next catch-up; CatchUp returns how many were.
+func (f *Fleet) CatchUp(ctx context.Context, logs []string) (deferred int, err error) {
 	for _, p := range logs {
 		turns, err := ReadTurns(p)
 		if err != nil {
@@ -226,11 +239,15 @@ func (f *Fleet) CatchUp(ctx context.Context, logs []string) error {
 		if len(turns) == 0 {
 			continue
 		}
-		if _, err := f.fileTurns(ctx, turns[0].Session, turns); err != nil {
-			return err
+		_, err = f.fileTurns(ctx, turns[0].Session, turns, true)
+		switch {
+		case errors.Is(err, errDeferred):
+			deferred++
+		case err != nil:
+			return deferred, err
 		}
 	}
-	return nil
+	return deferred, nil
 }
 
 // Resync makes Honcho hold what the outbox says it should: every

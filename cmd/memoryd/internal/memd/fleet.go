@@ -58,26 +58,47 @@ func (m *Memd) openFleet() error {
 }
 
 // runFleet files what ended while memoryd was down and sends the outbox
-// until ctx ends.
+// until ctx ends. Sessions brokerd did not answer for (brokerd starts
+// after memoryd) are filed again every catchUpRetry until it does.
 func (m *Memd) runFleet(ctx context.Context) {
 	if m.fleet == nil {
 		return
 	}
-	if err := m.fleetCatchUp(ctx); err != nil {
-		m.log.Error("fleet memory catch-up", "err", err.Error())
-	}
+	go func() {
+		for {
+			deferred, err := m.fleetCatchUp(ctx)
+			if err != nil {
+				m.log.Error("fleet memory catch-up", "err", err.Error())
+			}
+			if deferred == 0 && err == nil {
+				return
+			}
+			if deferred > 0 {
+				m.log.Info("fleet memory: turns wait for brokerd's gate before they are filed", "sessions", deferred)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(catchUpRetry):
+			}
+		}
+	}()
 	m.fleet.Run(ctx)
 }
 
-func (m *Memd) fleetCatchUp(ctx context.Context) error {
+// catchUpRetry is how often a catch-up brokerd did not answer is tried.
+const catchUpRetry = 2 * time.Second
+
+func (m *Memd) fleetCatchUp(ctx context.Context) (int, error) {
 	logs, err := recall.LogFiles(filepath.Join(m.cfg.StateDir, "sessions"))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := m.fleet.CatchUp(ctx, logs); err != nil {
-		return err
+	deferred, err := m.fleet.CatchUp(ctx, logs)
+	if err != nil {
+		return deferred, err
 	}
-	return m.fleetNotes()
+	return deferred, m.fleetNotes()
 }
 
 // fleetNotes files the entries consolidate moved out of identity.
@@ -200,7 +221,8 @@ func (m *Memd) fleetResync(ctx context.Context, _ sockets.Peer, _ *wire.FleetRes
 	if m.fleet == nil {
 		return &wire.Error{Op: "fleet_resync", Kind: wire.Unavailable, Msg: "memoryd.toml has no [honcho] table: there is no fleet memory to resync; see docs/runbook.md#fleet-not-configured"}
 	}
-	if err := m.fleetCatchUp(ctx); err != nil {
+	deferred, err := m.fleetCatchUp(ctx)
+	if err != nil {
 		m.log.Error("fleet resync", "err", err.Error())
 		return &wire.Error{Op: "fleet_resync", Kind: wire.Internal, Msg: "resync could not file the session logs; see docs/runbook.md#fleet-outbox-stuck"}
 	}
@@ -209,5 +231,9 @@ func (m *Memd) fleetResync(ctx context.Context, _ sockets.Peer, _ *wire.FleetRes
 		m.log.Error("fleet resync", "err", err.Error())
 		return &wire.Error{Op: "fleet_resync", Kind: wire.Internal, Msg: "resync could not reset the outbox; see docs/runbook.md#fleet-outbox-stuck"}
 	}
-	return &wire.MemoryDone{Msg: fmt.Sprintf("fleet memory resync: %d messages queued; each is sent unless Honcho already holds it (bxctl memory shows the outbox)", n)}
+	msg := fmt.Sprintf("fleet memory resync: %d messages queued; each is sent unless Honcho already holds it (bxctl memory shows the outbox)", n)
+	if deferred > 0 {
+		msg += fmt.Sprintf("; %d sessions wait for brokerd's gate to answer and were not filed yet; see docs/runbook.md#fleet-gate-unanswered", deferred)
+	}
+	return &wire.MemoryDone{Msg: msg}
 }
