@@ -169,6 +169,19 @@ func (o *Outbox) Failed(ids []string, why string, next time.Time) error {
 	return o.update(`UPDATE outbox SET next_at = ?, last_error = ?`, ids, next.UnixMilli(), why)
 }
 
+// NextDue is when the earliest unsent message is due; ok is false when
+// nothing is unsent.
+func (o *Outbox) NextDue() (at time.Time, ok bool, err error) {
+	var next sql.NullInt64
+	if err := o.db.QueryRow(`SELECT min(next_at) FROM outbox WHERE sent = 0`).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("outbox next due: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(next.Int64), true, nil
+}
+
 // Resync marks every message unsent and due, each to be looked for in
 // Honcho before it is sent (bxctl memory resync): Honcho ends up holding
 // every message once, whether it lost them or not.

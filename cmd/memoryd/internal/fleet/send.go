@@ -34,7 +34,12 @@ func (f *Fleet) Run(ctx context.Context) {
 		}
 		wait := delay
 		if wait == 0 {
+			// Nothing due now: sleep until the earliest message waiting
+			// on its retry time, or until a new filing wakes us.
 			wait = f.cfg.BackoffMax
+			if at, ok, err := f.outbox.NextDue(); err == nil && ok {
+				wait = min(wait, max(time.Until(at), time.Millisecond))
+			}
 		}
 		t := time.NewTimer(wait)
 		select {

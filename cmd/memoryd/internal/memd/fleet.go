@@ -140,10 +140,14 @@ func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolR
 		reach fleet.Reach
 	}
 	fc := make(chan fleetAnswer, 1)
-	go func() {
-		h, r := m.fleet.Search(ctx, query, k)
-		fc <- fleetAnswer{h, r}
-	}()
+	if strings.TrimSpace(query) == "" {
+		fc <- fleetAnswer{} // Honcho refuses an empty search; the index answers it
+	} else {
+		go func() {
+			h, r := m.fleet.Search(ctx, query, k)
+			fc <- fleetAnswer{h, r}
+		}()
+	}
 	local, err := m.retriever.Recall(ctx, query, k)
 	fa := <-fc
 	if err != nil {
