@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
@@ -19,6 +20,9 @@ func (f *Fleet) sources() []honcho.Source {
 	s := f.cfg.Honcho
 	return append([]honcho.Source{{ID: s.Trusted, Trusted: true}, {ID: s.Untrusted}}, s.Others...)
 }
+
+// ReadBound is how long a read waits on Honcho.
+func (f *Fleet) ReadBound() time.Duration { return f.cfg.Honcho.ReadBound }
 
 // Reach is how far a read got.
 type Reach struct {

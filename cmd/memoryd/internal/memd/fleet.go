@@ -143,8 +143,11 @@ func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolR
 	if strings.TrimSpace(query) == "" {
 		fc <- fleetAnswer{} // Honcho refuses an empty search; the index answers it
 	} else {
+		// The bound runs from the call, not from when the goroutine runs.
+		sctx, cancel := context.WithTimeout(ctx, m.fleet.ReadBound())
 		go func() {
-			h, r := m.fleet.Search(ctx, query, k)
+			defer cancel()
+			h, r := m.fleet.Search(sctx, query, k)
 			fc <- fleetAnswer{h, r}
 		}()
 	}
