@@ -29,6 +29,9 @@ func main() {
 		if cfg.AdminAllowUIDs, err = f.Accept(&wire.Admin, cfg.AdminAllowUIDs); err != nil {
 			return err
 		}
+		if cfg.GateAllowUIDs, err = f.Accept(&wire.Gate, cfg.GateAllowUIDs); err != nil {
+			return err
+		}
 		if cfg.GatewayAllowUIDs, err = f.Listener(&wire.Gateway, cfg.GatewayAllowUIDs); err != nil {
 			return err
 		}

@@ -29,6 +29,9 @@ func main() {
 				return err
 			}
 		}
+		if cfg.GateListenerUIDs, err = f.Listener(&wire.Gate, cfg.GateListenerUIDs); err != nil {
+			return err
+		}
 		return memd.Run(ctx, log, cfg)
 	}))
 }

@@ -42,12 +42,12 @@ var FirstConfigs = []FirstConfig{
 	{"brokerd", func(p Params) string {
 		// gateway_socket is a top-level key: before any table.
 		return fmt.Sprintf("# brokerd's courier posts pending approvals to gatewayd here.\ngateway_socket = %q\n", GatewayRun.SocketIn(p.State)) +
-			fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n",
-				p.State, Grants.In(p.State), BrokerRun.In(p.State), AdminRun.In(p.State), MemtoolRun.SocketIn(p.State)) + runnerTable(p)
+			fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n# memoryd asks each session's state here (the clean-turn gate).\ngate_socket_dir = %q\n",
+				p.State, Grants.In(p.State), BrokerRun.In(p.State), AdminRun.In(p.State), MemtoolRun.SocketIn(p.State), GateRun.In(p.State)) + runnerTable(p)
 	}},
 	{"memoryd", func(p Params) string {
-		return fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/memoryd.toml explains every key).\nstate_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\n",
-			p.State, MemoryRun.In(p.State), MemtoolRun.In(p.State), MemadminRun.In(p.State))
+		return fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/memoryd.toml explains every key).\nstate_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\n# brokerd's gate.sock: each session's state, for the clean-turn gate.\ngate_socket = %q\n",
+			p.State, MemoryRun.In(p.State), MemtoolRun.In(p.State), MemadminRun.In(p.State), GateRun.SocketIn(p.State))
 	}},
 }
 

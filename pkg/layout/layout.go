@@ -146,6 +146,9 @@ var (
 	MemoryRun   = socketDir("memory", Memoryd, &wire.Memory, Loopd)
 	MemtoolRun  = socketDir("memtool", Memoryd, &wire.Memtool, Brokerd)
 	MemadminRun = socketDir("memadmin", Memoryd, &wire.Memadmin, Owner)
+	// GateRun is brokerd's read-only session-state query for memoryd
+	// (the clean-turn gate, P23): memoryd alone may connect.
+	GateRun = socketDir("gate", Brokerd, &wire.Gate, Memoryd)
 	// PodmanRun holds the Podman API service bxctl up runs for brokerd's
 	// tool containers (Podman's socket, not one of ours). Rootful Podman
 	// runs as root, so the directory is root's, its group brokerd's, and
@@ -193,7 +196,7 @@ var configFiles = func() []*Entry {
 var Table = append([]*Entry{&State, &Run, &Config, &UsersFile}, append(configFiles,
 	&Logs, &Sessions, &Grants, &Broker, &Audit, &Memory, &Journal, &Index, &Gateway, &Jobs,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
-	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &PodmanRun)...)
+	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 
 // SocketFor is the socket directory entry that holds s.
 func SocketFor(s *wire.Socket) *Entry {

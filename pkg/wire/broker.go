@@ -137,8 +137,11 @@ func (*Refuse) Tag() string        { return "refuse" }
 func (*Approvals) Tag() string     { return "approvals" }
 func (*Approval) Tag() string      { return "approval" }
 func (*Answered) Tag() string      { return "answered" }
+func (*SessionQuery) Tag() string  { return "session_query" }
+func (*SessionState) Tag() string  { return "session_state" }
 
-// BrokerMessages is every message of broker.sock and admin.sock.
+// BrokerMessages is every message of broker.sock, admin.sock and
+// gate.sock.
 var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(ToolRequest) },
 	func() strict.Variant { return new(ToolPending) },
@@ -150,6 +153,8 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Approvals) },
 	func() strict.Variant { return new(Approval) },
 	func() strict.Variant { return new(Answered) },
+	func() strict.Variant { return new(SessionQuery) },
+	func() strict.Variant { return new(SessionState) },
 	func() strict.Variant { return new(Error) },
 )
 

@@ -145,6 +145,9 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(ReviewItems) },
 	func() strict.Variant { return new(ReviewDecide) },
 	func() strict.Variant { return new(MemoryDone) },
+	func() strict.Variant { return new(FleetStatus) },
+	func() strict.Variant { return new(FleetState) },
+	func() strict.Variant { return new(FleetResync) },
 	func() strict.Variant { return new(Error) },
 )
 

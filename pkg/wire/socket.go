@@ -98,10 +98,18 @@ var (
 	Memadmin = Socket{Name: "memadmin.sock", Server: "memoryd", Requests: MemorydMessages, Answers: MemorydMessages,
 		FrameMax: MemoryFrameMax, OnePerConn: true, Idle: 5 * time.Minute, Wait: 5 * time.Minute}
 
+	// Gate is brokerd's gate.sock, for memoryd: one [SessionQuery] per
+	// connection, answered with one [SessionState]. It answers nothing
+	// else (the clean-turn gate, P23): memoryd asks when a turn has
+	// ended, and a late answer files the turn untrusted, so the wait is
+	// short.
+	Gate = Socket{Name: "gate.sock", Server: "brokerd", Requests: BrokerMessages, Answers: BrokerMessages,
+		FrameMax: GateFrameMax, OnePerConn: true, Idle: 10 * time.Second, Wait: 5 * time.Second}
+
 	// Infer is inferproxy's infer.sock, for loopd. It is not framed: it
 	// carries llama-server's HTTP bytes, so only its name is here.
 	Infer = Socket{Name: "infer.sock", Server: "inferproxy"}
 )
 
 // Sockets is every socket, for tests and for package layout.
-var Sockets = []*Socket{&Loop, &Broker, &Admin, &Gateway, &Memory, &Memtool, &Memadmin, &Infer}
+var Sockets = []*Socket{&Loop, &Broker, &Admin, &Gateway, &Memory, &Memtool, &Memadmin, &Gate, &Infer}

@@ -15,7 +15,9 @@
 //   - an approval re-decides against the grants and taint of that moment,
 //     and runs only if the outcome is still ask or auto;
 //   - loopd's word is taken for nothing but the request itself: the
-//     session's taint is brokerd's own (package ledger).
+//     session's taint is brokerd's own (package ledger);
+//   - gate.sock answers a session's state and nothing else (memoryd's
+//     clean-turn gate): it can neither run a tool nor answer an approval.
 package broker
 
 import (
@@ -88,14 +90,28 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	defer al.Close()
+	gl, err := b.listenGate()
+	if err != nil {
+		return daemon.Refuse(err)
+	}
 	log.Info("serving", "broker", bl.Path(), "admin", al.Path(), "grants", cfg.GrantsDir)
 	if cfg.GatewaySocket != "" {
 		go b.courier(ctx)
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool)).Serve) }()
 	go func() { errc <- al.Serve(ctx, b.adminServer().Serve) }()
-	return errors.Join(<-errc, <-errc)
+	n := 2
+	if gl != nil {
+		defer gl.Close()
+		n++
+		go func() { errc <- gl.Serve(ctx, b.gateServer().Serve) }()
+	}
+	var errs []error
+	for range n {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
 }
 
 // startRunner makes the runner brokerd.toml asks for: with a [runner]

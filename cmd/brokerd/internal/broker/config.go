@@ -32,6 +32,12 @@ type Config struct {
 	AdminSocketDir  string   `toml:"admin_socket_dir"` // holds admin.sock (bxctl connects)
 	AdminAllowUIDs  []uint32 `toml:"admin_allow_uids"`
 
+	// GateSocketDir holds gate.sock (memoryd connects): the read-only
+	// session-state query of the clean-turn gate. Empty: no gate.sock,
+	// and memoryd files every turn it writes to Honcho as untrusted.
+	GateSocketDir string   `toml:"gate_socket_dir"`
+	GateAllowUIDs []uint32 `toml:"gate_allow_uids"`
+
 	// MemtoolSocket is memoryd's memtool.sock, where decided memory tool
 	// calls go. Empty: memory tools fail with a runbook pointer.
 	MemtoolSocket string `toml:"memtool_socket"`
@@ -68,6 +74,9 @@ type Config struct {
 // approve its own calls.
 func (c Config) protected() []string {
 	list := []string{c.StateDir, c.GrantsDir, c.BrokerSocketDir, c.AdminSocketDir}
+	if c.GateSocketDir != "" {
+		list = append(list, c.GateSocketDir)
+	}
 	// Every role's state and config, and the owner's jobs, by the layout
 	// table's own paths: the state directory already covers them, but a
 	// path named here stays protected even if state_dir's own entry is
@@ -112,6 +121,18 @@ func Load(path string) (Config, error) {
 	}
 	if c.MemtoolSocket != "" && !filepath.IsAbs(c.MemtoolSocket) {
 		return Config{}, fmt.Errorf("config %s: memtool_socket must be an absolute path, got %q", path, c.MemtoolSocket)
+	}
+	if c.GateSocketDir != "" {
+		if !filepath.IsAbs(c.GateSocketDir) {
+			return Config{}, fmt.Errorf("config %s: gate_socket_dir must be an absolute path, got %q", path, c.GateSocketDir)
+		}
+		for _, other := range []string{c.BrokerSocketDir, c.AdminSocketDir} {
+			if filepath.Clean(c.GateSocketDir) == filepath.Clean(other) {
+				// memoryd reaching broker.sock could run tools; admin.sock
+				// could answer approvals.
+				return Config{}, fmt.Errorf("config %s: gate_socket_dir must differ from broker_socket_dir and admin_socket_dir", path)
+			}
+		}
 	}
 	if c.GatewaySocket != "" && !filepath.IsAbs(c.GatewaySocket) {
 		return Config{}, fmt.Errorf("config %s: gateway_socket must be an absolute path, got %q", path, c.GatewaySocket)

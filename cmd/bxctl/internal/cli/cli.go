@@ -45,7 +45,7 @@ var commands = map[string]command{
 	"up":            {"run the local stack from a state directory", runUp},
 	"chat":          {"talk to Boxmaker from the terminal", runChat},
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},
-	"memory":        {"memory writes: log, undo FILE, check (stdin), review", runMemory},
+	"memory":        {"memory: status (the fleet outbox), resync, log, undo FILE, check (stdin), review", runMemory},
 	"reindex":       {"rebuild memoryd's recall index from the files", runReindex},
 	"doctor":        {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/dataclass"
@@ -17,11 +18,10 @@ import (
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// runMemory is `bxctl memory log|undo|check|review`.
+// runMemory is `bxctl memory [status]|resync|log|undo|check|review`.
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID] [--state DIR]")
-		return ExitUsage
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		args = append([]string{"status"}, args...)
 	}
 	sub, args := args[0], args[1:]
 	fs := flags("memory "+sub, stderr)
@@ -40,6 +40,8 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return ExitFailed
 	}
 	switch {
+	case (sub == "status" || sub == "resync") && len(rest) == 0:
+		return memoryFleet(ctx, state, sub, stdout, stderr)
 	case sub == "check" && len(rest) <= 1:
 		file := ""
 		if len(rest) == 1 {
@@ -78,9 +80,11 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stdout, escape.Line(d.Msg))
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "usage: bxctl memory log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID] [--state DIR]")
+	fmt.Fprintln(stderr, memoryUsage)
 	return ExitUsage
 }
+
+const memoryUsage = "usage: bxctl memory [status]|resync|log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID] [--state DIR]"
 
 // printReview lists review items, each with its data class: a note above
 // private cannot be promoted, and the owner sees that before trying.

@@ -49,6 +49,7 @@ type brokerCfg struct {
 	BrokerAllowUIDs  []uint32 `toml:"broker_allow_uids"`
 	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
 	GatewayAllowUIDs []uint32 `toml:"gateway_allow_uids"`
+	GateAllowUIDs    []uint32 `toml:"gate_allow_uids"`
 	Runner           *struct {
 		PodmanSocket string `toml:"podman_socket"`
 		ToolImage    string `toml:"tool_image"`
@@ -61,6 +62,7 @@ type memCfg struct {
 	MemoryAllowUIDs  []uint32 `toml:"memory_allow_uids"`
 	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
 	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
+	GateListenerUIDs []uint32 `toml:"gate_listener_uids"`
 }
 
 type gatewayCfg struct {

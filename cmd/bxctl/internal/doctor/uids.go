@@ -47,6 +47,7 @@ func (a *auditor) roleUIDs(in *install) {
 		add("loopd", "brokerd.toml broker_allow_uids", in.broker.BrokerAllowUIDs)
 		add("owner", "brokerd.toml admin_allow_uids", in.broker.AdminAllowUIDs)
 		add("gatewayd", "brokerd.toml gateway_allow_uids", in.broker.GatewayAllowUIDs)
+		add("memoryd", "brokerd.toml gate_allow_uids", in.broker.GateAllowUIDs)
 		if in.broker.OwnerUID != nil {
 			add("owner", "brokerd.toml owner_uid", []uint32{*in.broker.OwnerUID})
 		}
@@ -55,6 +56,7 @@ func (a *auditor) roleUIDs(in *install) {
 		add("loopd", "memoryd.toml memory_allow_uids", in.mem.MemoryAllowUIDs)
 		add("brokerd", "memoryd.toml memtool_allow_uids", in.mem.MemtoolAllowUIDs)
 		add("owner", "memoryd.toml admin_allow_uids", in.mem.AdminAllowUIDs)
+		add("brokerd", "memoryd.toml gate_listener_uids", in.mem.GateListenerUIDs)
 	}
 	if in.gateway != nil {
 		add("brokerd", "gatewayd.toml allow_uids", in.gateway.AllowUIDs)

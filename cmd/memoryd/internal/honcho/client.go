@@ -87,6 +87,11 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 // do sends one request and returns the status and body of a response
 // whose status is one of want; any other status is an [*APIError].
 func (c *Client) do(ctx context.Context, op, method string, path []string, in any, want ...int) (int, []byte, error) {
+	return c.doURL(ctx, op, method, c.base.JoinPath(path...), in, want...)
+}
+
+// doURL is [Client.do] to a URL that may carry a query.
+func (c *Client) doURL(ctx context.Context, op, method string, u *url.URL, in any, want ...int) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var body io.Reader
@@ -97,7 +102,7 @@ func (c *Client) do(ctx context.Context, op, method string, path []string, in an
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base.JoinPath(path...).String(), body)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", op, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/secret"
 )
 
@@ -16,6 +17,9 @@ type Config struct {
 	URL                string  `toml:"url"`                 // Honcho's base URL, without /v3
 	Key                string  `toml:"key"`                 // a secret ref ("credential:honcho-key"), never the key; empty: no key
 	Peer               string  `toml:"peer"`                // this agent's peer name
+	SpeakerPeer        string  `toml:"speaker_peer"`        // the peer the owner's (speaker's) messages come from; default "owner"
+	MaxClass           string  `toml:"max_class"`           // turns above this class are not written; "public" or "private" (the default)
+	ReadBoundMS        int64   `toml:"read_bound_ms"`       // how long recall and ask_memory wait on Honcho; default DefaultReadBound
 	TrustedWorkspace   string  `toml:"trusted_workspace"`   // clean turns go here
 	UntrustedWorkspace string  `toml:"untrusted_workspace"` // every other written turn goes here
 	TimeoutMS          int64   `toml:"timeout_ms"`          // per request; default DefaultTimeout
@@ -33,6 +37,11 @@ const (
 	DefaultTimeout = 10 * time.Second
 	MinTimeout     = 100 * time.Millisecond
 	MaxTimeout     = 120 * time.Second
+
+	DefaultReadBound = 1500 * time.Millisecond
+	MaxReadBound     = 30 * time.Second
+	// DefaultSpeaker is the speaker's peer when none is configured.
+	DefaultSpeaker = "owner"
 )
 
 // Settings is a checked [Config]: every field holds a usable value.
@@ -40,6 +49,9 @@ type Settings struct {
 	URL       *url.URL   // http or https, no user info, query or fragment, no trailing slash
 	Key       secret.Ref // Backend() == 0: no key
 	Peer      ID
+	Speaker   ID
+	MaxClass  dataclass.Class // never secret: a secret turn never leaves the host
+	ReadBound time.Duration
 	Trusted   ID
 	Untrusted ID
 	Timeout   time.Duration
@@ -92,6 +104,35 @@ func Parse(c Config) (Settings, error) {
 			return bad("%s: %v", f.name, err)
 		}
 		*f.dst = id
+	}
+	speaker := c.SpeakerPeer
+	if speaker == "" {
+		speaker = DefaultSpeaker
+	}
+	if s.Speaker, err = ParseID(speaker); err != nil {
+		return bad("speaker_peer: %v", err)
+	}
+	if s.Speaker == s.Peer {
+		// The label of a message is its author: the owner's words must
+		// never read as the agent's, nor the reverse.
+		return bad("speaker_peer and peer must differ")
+	}
+	s.MaxClass = dataclass.Private
+	switch c.MaxClass {
+	case "", "private":
+	case "public":
+		s.MaxClass = dataclass.Public
+	case "secret":
+		return Settings{}, fmt.Errorf("honcho: max_class \"secret\" is refused: a secret turn never leaves the host; see docs/runbook.md#honcho-secret-class")
+	default:
+		return bad("max_class is %q, want \"public\" or \"private\"", c.MaxClass)
+	}
+	s.ReadBound = DefaultReadBound
+	if c.ReadBoundMS != 0 {
+		s.ReadBound = time.Duration(c.ReadBoundMS) * time.Millisecond
+		if s.ReadBound < 10*time.Millisecond || s.ReadBound > MaxReadBound {
+			return bad("read_bound_ms is %d, want 10 to %d", c.ReadBoundMS, MaxReadBound.Milliseconds())
+		}
 	}
 	if s.Trusted == s.Untrusted {
 		// One workspace would file untrusted turns beside clean ones:

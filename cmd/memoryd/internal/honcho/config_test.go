@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/config"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
 )
 
 const base = `
@@ -70,6 +71,11 @@ func TestParseRefuses(t *testing.T) {
 		{"trust word", `trust = "trusted"`, `trust = "yes"`, `want "trusted" or "untrusted"`},
 		{"unknown key", `timeout_ms = 2500`, `timeout = 2500`, "unknown key"},
 		{"case", `timeout_ms = 2500`, `Timeout_ms = 2500`, "Timeout_ms"},
+		{"speaker is peer", `timeout_ms = 2500`, `speaker_peer = "boxmaker-host1"`, "speaker_peer and peer must differ"},
+		{"bad speaker", `timeout_ms = 2500`, `speaker_peer = "the owner"`, "speaker_peer: parse honcho id"},
+		{"class word", `timeout_ms = 2500`, `max_class = "internal"`, `max_class is "internal"`},
+		{"bound low", `timeout_ms = 2500`, `read_bound_ms = 1`, "read_bound_ms is 1"},
+		{"bound high", `timeout_ms = 2500`, `read_bound_ms = 60000`, "read_bound_ms is 60000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parse(t, strings.Replace(base, tc.from, tc.to, 1))
@@ -94,6 +100,23 @@ func TestParseRefuses(t *testing.T) {
 		if _, err := parse(t, strings.Replace(base, "https://honcho.example.ts.net:8000/", u, 1)); err != nil {
 			t.Errorf("url %s: %v, want accepted", u, err)
 		}
+	}
+}
+
+// TestParseFleetKeys: the defaults, and max_class "secret" refused with
+// its own entry (a secret turn never leaves the host).
+func TestParseFleetKeys(t *testing.T) {
+	s, err := parse(t, base)
+	if err != nil || s.Speaker.String() != DefaultSpeaker || s.MaxClass != dataclass.Private || s.ReadBound != DefaultReadBound {
+		t.Fatalf("defaults: %+v, %v", s, err)
+	}
+	s, err = parse(t, strings.Replace(base, "timeout_ms = 2500", "timeout_ms = 2500\nspeaker_peer = \"kyle\"\nmax_class = \"public\"\nread_bound_ms = 250", 1))
+	if err != nil || s.Speaker.String() != "kyle" || s.MaxClass != dataclass.Public || s.ReadBound != 250*time.Millisecond {
+		t.Fatalf("set: %+v, %v", s, err)
+	}
+	_, err = parse(t, strings.Replace(base, "timeout_ms = 2500", "max_class = \"secret\"", 1))
+	if err == nil || !strings.Contains(err.Error(), "see docs/runbook.md#honcho-secret-class") {
+		t.Fatalf("max_class secret: %v", err)
 	}
 }
 

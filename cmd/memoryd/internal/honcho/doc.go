@@ -4,9 +4,8 @@
 // checks/fake/honcho is its double, and conformance_test.go runs one suite
 // against both.
 //
-// Nothing calls this package yet: routing finished turns into the two
-// workspaces, the outbox, the clean-turn gate and the recall merge land
-// with a later part of issue 17.
+// Package fleet is its one caller: the outbox, the clean-turn gate and
+// the recall merge live there.
 //
 // Invariants:
 //   - every request carries a deadline ([Settings.Timeout]) on top of its

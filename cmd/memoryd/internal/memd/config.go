@@ -3,6 +3,7 @@ package memd
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/config"
@@ -21,6 +22,14 @@ type Config struct {
 	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
 	AdminSocketDir   string   `toml:"admin_socket_dir"` // holds memadmin.sock (bxctl connects)
 	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
+	// GateSocket is brokerd's gate.sock, asked each session's state when
+	// a turn ends (the clean-turn gate); GateListenerUIDs are the users
+	// its listener may run as (empty: memoryd's own). Without it every
+	// turn written to Honcho is filed untrusted.
+	GateSocket       string   `toml:"gate_socket"`
+	GateListenerUIDs []uint32 `toml:"gate_listener_uids"`
+	// GateTimeoutMS bounds one gate query; default 2000, at most 10000.
+	GateTimeoutMS int64 `toml:"gate_timeout_ms"`
 
 	// IndexMaxClass: sessions (and notes) above this class are not
 	// indexed. Default "private".
@@ -29,13 +38,14 @@ type Config struct {
 	// (bxctl memory review) instead of applying them. Default off.
 	StageIdentityWrites bool `toml:"stage_identity_writes"`
 
-	// Honcho is the optional [honcho] table: fleet memory. The client is
-	// built and checked, but no turn is routed to it yet (issue 17's
-	// later part); absent, memoryd has no network.
+	// Honcho is the optional [honcho] table: fleet memory (package
+	// fleet); absent, memoryd has no network.
 	Honcho *honcho.Config `toml:"honcho"`
 
 	maxClass dataclass.Class
 	fleet    *honcho.Settings
+	// backoffMin is the outbox's first retry wait (tests shorten it).
+	backoffMin time.Duration
 }
 
 // Fleet is the checked [honcho] table, if the config has one.
@@ -68,6 +78,12 @@ func Load(path string) (Config, error) {
 			return Config{}, fmt.Errorf("config %s: %s and %s must differ", path, other, name)
 		}
 		seen[d] = name
+	}
+	if c.GateSocket != "" && !filepath.IsAbs(c.GateSocket) {
+		return Config{}, fmt.Errorf("config %s: gate_socket must be an absolute path, got %q", path, c.GateSocket)
+	}
+	if c.GateTimeoutMS < 0 || c.GateTimeoutMS > 10000 {
+		return Config{}, fmt.Errorf("config %s: gate_timeout_ms must be 0 (the default, 2000) to 10000", path)
 	}
 	c.maxClass = dataclass.Private
 	if c.IndexMaxClass != "" {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func writeConfig(t *testing.T, extra string) string {
@@ -88,5 +90,17 @@ func TestHonchoExample(t *testing.T) {
 	}
 	if s, ok := c.Fleet(); !ok || s.Untrusted.String() != "host1-untrusted" || len(s.Others) != 1 {
 		t.Fatalf("Fleet = %+v", s)
+	}
+}
+
+func TestGateConfig(t *testing.T) {
+	sock := "/run/boxmaker/gate/" + wire.Gate.Name
+	if c, err := Load(writeConfig(t, "gate_socket = \""+sock+"\"\ngate_timeout_ms = 500\n")); err != nil || c.GateSocket != sock {
+		t.Fatalf("gate config: %+v, %v", c, err)
+	}
+	for _, bad := range []string{"gate_socket = \"" + wire.Gate.Name + "\"\n", "gate_timeout_ms = 20000\n", "gate_timeout_ms = -1\n"} {
+		if _, err := Load(writeConfig(t, bad)); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package memd is memoryd's daemon: it owns memory/ and index/, and serves
 // memory.sock (loopd: identity block out, finished turns in),
 // memtool.sock (brokerd: decided memory tool calls) and memadmin.sock
-// (bxctl: undo, reindex, review).
+// (bxctl: undo, reindex, review, the fleet outbox); with a [honcho]
+// table it runs fleet memory (package fleet) beside them.
 //
 // Invariants:
 //   - each socket takes only its own messages and refuses the others'
@@ -22,6 +23,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/daemon"
@@ -44,6 +46,8 @@ type Memd struct {
 	// notesIndexed is how many notes of notes.md, in file order, are in
 	// the index.
 	notesIndexed int
+	// fleet is fleet memory (Honcho), nil without a [honcho] table.
+	fleet *fleet.Fleet
 }
 
 // New opens memory/ and index/ under the state directory and catches the
@@ -67,11 +71,21 @@ func New(log *slog.Logger, cfg Config) (*Memd, error) {
 		m.Close()
 		return nil, err
 	}
+	if err := m.openFleet(); err != nil {
+		m.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
 // Close closes the store and the index.
-func (m *Memd) Close() error { return errors.Join(m.store.Close(), m.index.Close()) }
+func (m *Memd) Close() error {
+	err := errors.Join(m.store.Close(), m.index.Close())
+	if m.fleet != nil {
+		err = errors.Join(err, m.fleet.Close())
+	}
+	return err
+}
 
 // catchUp indexes every ended turn and note not yet indexed. A session
 // log it cannot read (loopd refuses a damaged one until the owner acts)
@@ -157,6 +171,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		lns = append(lns, ln)
 	}
 	log.Info("serving", "memory", lns[0].Path(), "memtool", lns[1].Path(), "admin", lns[2].Path(), "state", cfg.StateDir)
+	go m.runFleet(ctx)
 	errc := make(chan error, len(lns))
 	for i, ln := range lns {
 		go func() { errc <- ln.Serve(ctx, socks[i].srv.Serve) }()

@@ -43,7 +43,7 @@ func (m *Memd) identity(_ context.Context, _ sockets.Peer, r *wire.IdentityReque
 }
 
 // turnDone indexes an ended turn from the session log.
-func (m *Memd) turnDone(_ context.Context, _ sockets.Peer, r *wire.TurnDone) strict.Variant {
+func (m *Memd) turnDone(ctx context.Context, _ sockets.Peer, r *wire.TurnDone) strict.Variant {
 	if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
 		return &wire.Error{Op: "turn_done", Kind: wire.Invalid, Msg: "bad session or epoch"}
 	}
@@ -56,6 +56,7 @@ func (m *Memd) turnDone(_ context.Context, _ sockets.Peer, r *wire.TurnDone) str
 		m.log.Error("index turn", "session", r.Session, "turn", r.Turn, "err", err.Error())
 		return &wire.Error{Op: "turn_done", Kind: wire.Internal, Msg: "the turn could not be indexed; see docs/runbook.md#memoryd-unavailable"}
 	}
+	m.fleetTurn(ctx, r)
 	return &wire.TurnIndexed{Records: n}
 }
 
@@ -87,10 +88,12 @@ func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResul
 		if err := m.indexNotes(); err != nil {
 			m.log.Error("index notes", "err", err.Error())
 		}
+		if err := m.fleetNotes(); err != nil {
+			m.log.Error("fleet memory: moved entries not filed; see docs/runbook.md#fleet-outbox-stuck", "err", err.Error())
+		}
 		return &wire.ToolResult{Status: wire.StatusRan, Output: out, Class: dataclass.Public}
 	case toolset.AskMemory:
-		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
-			Output: "ask_memory needs Honcho, which this Boxmaker does not have yet; use recall; see docs/runbook.md#ask-memory-unavailable"}
+		return m.askMemory(ctx, call.Arguments)
 	}
 	return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("there is no memory tool %q", call.Tool), Class: dataclass.Public}
 }
@@ -125,6 +128,9 @@ func (m *Memd) recall(ctx context.Context, raw []byte) *wire.ToolResult {
 	if a.K < 0 || a.K > recall.MaxK || len(a.Query) > 1024 {
 		return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("recall: k must be 1 to %d and the query at most 1024 bytes", recall.MaxK), Class: dataclass.Public}
 	}
+	if m.fleet != nil {
+		return m.fleetRecall(ctx, a.Query, a.K)
+	}
 	hits, err := m.retriever.Recall(ctx, a.Query, a.K)
 	if err != nil {
 		m.log.Error("recall", "err", err.Error())
@@ -147,7 +153,10 @@ func Format(query string, hits []recall.Hit) *wire.ToolResult {
 		r.Class = dataclass.Join(r.Class, h.Class)
 		r.Untrusted = r.Untrusted || h.Source == recall.SourceTainted
 		from := fmt.Sprintf("note %s", h.Note)
-		if h.Note == "" {
+		switch {
+		case h.Where != "":
+			from = h.Where
+		case h.Note == "":
 			from = fmt.Sprintf("session %s epoch %d turn %d record %d", h.Session, h.Epoch, h.Turn, h.Record)
 		}
 		// One label line and one snippet line per hit: escape.Line shows
@@ -165,7 +174,7 @@ func (m *Memd) adminServer() *rpc.Server {
 		rpc.On(func(context.Context, sockets.Peer, *wire.ReviewList) strict.Variant {
 			return &wire.ReviewItems{Items: m.store.Review()}
 		}),
-		rpc.On(m.decide))
+		rpc.On(m.decide), rpc.On(m.fleetStatus), rpc.On(m.fleetResync))
 }
 
 func (m *Memd) undo(_ context.Context, _ sockets.Peer, r *wire.MemoryUndo) strict.Variant {

@@ -32,6 +32,12 @@ type Doc struct {
 	Turn    int64
 	Record  int    // line of the log, from 1
 	Note    string // the note's id, "" for a session record
+	// Where names a fleet memory hit's origin (its Honcho workspace,
+	// session and peer); "" for a local one.
+	Where string
+	// Fleet is a fleet memory hit's message id (package fleet's
+	// MessageID), to drop one the local index holds too.
+	Fleet string
 }
 
 // Turn is one ended turn of a session log and the documents it yields.

@@ -1,0 +1,262 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+)
+
+// IdentitySession is the Honcho session that holds entries consolidate
+// moved out of identity. It starts with '_', which no Boxmaker session
+// id may ([wire.CheckSessionID]), so no session's turns can land in it.
+const IdentitySession = "_identity"
+
+// Config is what fleet memory runs with.
+type Config struct {
+	Honcho   honcho.Settings
+	Gate     Gate
+	Sessions string // loopd's sessions/, read only
+	// Backoff bounds the wait between failed sends (doubling from Min).
+	BackoffMin, BackoffMax time.Duration
+}
+
+// Defaults.
+const (
+	DefaultBackoffMin = time.Second
+	DefaultBackoffMax = 5 * time.Minute
+)
+
+// Client is the part of *honcho.Client fleet memory uses.
+type Client interface {
+	Workspace(ctx context.Context, id honcho.ID) (honcho.Workspace, error)
+	AddMessages(ctx context.Context, w, s honcho.ID, msgs []honcho.NewMessage) ([]honcho.Message, error)
+	ListMessages(ctx context.Context, w, s honcho.ID, page, size int, reverse bool) (honcho.Page, error)
+	Search(ctx context.Context, scope honcho.Search, query string, limit int) ([]honcho.Message, error)
+	Chat(ctx context.Context, w, p honcho.ID, q honcho.Question) (honcho.Answer, error)
+}
+
+// Fleet is fleet memory.
+type Fleet struct {
+	cfg    Config
+	log    *slog.Logger
+	client Client
+	outbox *Outbox
+	now    func() time.Time
+	wake   chan struct{}
+
+	mu      sync.Mutex // guards ensured
+	ensured map[honcho.ID]bool
+
+	fileMu sync.Mutex // orders filing: one turn's decision at a time
+}
+
+// Open opens the outbox at path.
+func Open(log *slog.Logger, cfg Config, client Client, path string) (*Fleet, error) {
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		cfg.BackoffMax = max(DefaultBackoffMax, cfg.BackoffMin)
+	}
+	o, err := OpenOutbox(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honcho.ID]bool{}}, nil
+}
+
+// Close closes the outbox.
+func (f *Fleet) Close() error { return f.outbox.Close() }
+
+func (f *Fleet) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func turnKey(session string, epoch, turn int64) string {
+	return fmt.Sprintf("turn/%s/%d/%d", session, epoch, turn)
+}
+
+// MessageID is a message's id: its session, epoch and log record, so a
+// message is the same message however often it is filed or sent.
+func MessageID(session string, epoch int64, record int) string {
+	return fmt.Sprintf("%s-e%d-r%d", session, epoch, record)
+}
+
+// TurnEnded files every ended turn of session's epoch log not filed yet,
+// asking brokerd once for the session's state. It returns how many turns
+// it filed in each place.
+func (f *Fleet) TurnEnded(ctx context.Context, session string, epoch int64) (map[Filing]int, error) {
+	turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, session, fmt.Sprintf("%d.jsonl", epoch)))
+	if err != nil {
+		return nil, err
+	}
+	return f.fileTurns(ctx, session, turns, false)
+}
+
+// errDeferred is a catch-up's filing put off: brokerd did not answer.
+var errDeferred = errors.New("fleet: filing deferred until brokerd answers")
+
+// fileTurns files turns of one session. With deferring, a gate that is
+// configured but does not answer files nothing (errDeferred): a turn
+// found at start, when brokerd may not be listening yet, waits for an
+// answer instead of being filed untrusted for good.
+func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, deferring bool) (map[Filing]int, error) {
+	f.fileMu.Lock()
+	defer f.fileMu.Unlock()
+	var todo []Turn
+	for _, t := range turns {
+		done, err := f.outbox.Filed(turnKey(t.Session, t.Epoch, t.Turn))
+		if err != nil {
+			return nil, err
+		}
+		if !done {
+			todo = append(todo, t)
+		}
+	}
+	counts := map[Filing]int{}
+	if len(todo) == 0 {
+		return counts, nil
+	}
+	gate, gateErr := f.cfg.Gate.Ask(ctx, session)
+	if gateErr != nil && deferring && f.cfg.Gate.Socket != "" {
+		return counts, errDeferred
+	}
+	if gateErr != nil {
+		f.log.Warn("gate unanswered: the turn is filed untrusted; see docs/runbook.md#fleet-gate-unanswered", "session", session, "err", gateErr.Error())
+	}
+	for _, t := range todo {
+		filing, why := File(gate, gateErr, t.Labels, f.cfg.Honcho.MaxClass)
+		if err := f.outbox.File(turnKey(t.Session, t.Epoch, t.Turn), filing, why, f.items(t, filing), f.now()); err != nil {
+			return counts, err
+		}
+		counts[filing]++
+		f.log.Info("turn filed for fleet memory", "session", t.Session, "epoch", t.Epoch, "turn", t.Turn, "filing", string(filing), "why", why)
+	}
+	f.poke()
+	return counts, nil
+}
+
+// items are a turn's messages for Honcho: none if withheld.
+func (f *Fleet) items(t Turn, filing Filing) []Item {
+	if filing == Withheld {
+		return nil
+	}
+	s := f.cfg.Honcho
+	ws, source := s.Trusted, "memory"
+	if filing == Untrusted {
+		ws, source = s.Untrusted, "memory-tainted"
+	}
+	class := dataclass.Join(t.Labels.Taint, dataclass.Floor)
+	one := func(l Line, peer honcho.ID) Item {
+		return Item{ID: MessageID(t.Session, t.Epoch, l.Record), Workspace: ws.String(), Session: t.Session, Peer: peer.String(),
+			Content: content(l.Text), Metadata: map[string]string{
+				"boxmaker_id": MessageID(t.Session, t.Epoch, l.Record), "class": class.String(), "source": source,
+				"turn": fmt.Sprintf("%d/%d", t.Epoch, t.Turn)}}
+	}
+	var out []Item
+	for _, l := range t.Said {
+		out = append(out, one(l, s.Speaker))
+	}
+	if t.Reply != nil {
+		out = append(out, one(*t.Reply, s.Peer))
+	}
+	return out
+}
+
+// content is text as Honcho will store it unchanged: valid UTF-8, no NUL
+// (Honcho strips it), at most [honcho.MaxContent] characters (the rest
+// cut with a mark), so no message can block the outbox.
+func content(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if utf8.RuneCountInString(s) <= honcho.MaxContent {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:honcho.MaxContent-1]) + "…"
+}
+
+// Moved is an entry consolidate moved out of identity, for the trusted
+// workspace.
+type Moved struct {
+	Note      string // the note's id
+	Text      string
+	Class     dataclass.Class
+	Untrusted bool
+}
+
+// Notes files moved entries not filed yet: identity is edited only by
+// clean sessions, so they go to the trusted workspace from the agent's
+// peer, unless one is marked untrusted or above the class.
+func (f *Fleet) Notes(moved []Moved) error {
+	f.fileMu.Lock()
+	defer f.fileMu.Unlock()
+	s := f.cfg.Honcho
+	for _, m := range moved {
+		key := "note/" + m.Note
+		filing, why := File(State{Taint: m.Class, Untrusted: m.Untrusted}, nil, State{Taint: m.Class, Untrusted: m.Untrusted}, s.MaxClass)
+		var items []Item
+		if filing != Withheld {
+			ws, source := s.Trusted, "identity"
+			if filing == Untrusted {
+				ws, source = s.Untrusted, "memory-tainted"
+			}
+			items = []Item{{ID: "note-" + m.Note, Workspace: ws.String(), Session: IdentitySession, Peer: s.Peer.String(), Content: content(m.Text),
+				Metadata: map[string]string{"boxmaker_id": "note-" + m.Note, "class": dataclass.Join(m.Class, dataclass.Floor).String(), "source": source}}}
+		}
+		if err := f.outbox.File(key, filing, why, items, f.now()); err != nil {
+			return err
+		}
+	}
+	f.poke()
+	return nil
+}
+
+// CatchUp files every ended turn of every session log not filed yet
+// (turns that ended while memoryd was down): brokerd's answer now is at
+// least as restrictive as it was then, since taint only rises. A session
+// brokerd does not answer for (it may start after memoryd) is left for
+// the next catch-up; CatchUp returns how many were.
+func (f *Fleet) CatchUp(ctx context.Context, logs []string) (deferred int, err error) {
+	for _, p := range logs {
+		turns, err := ReadTurns(p)
+		if err != nil {
+			f.log.Warn("session log not read for fleet memory; see docs/runbook.md#memoryd-unavailable", "file", p, "err", err.Error())
+			continue
+		}
+		if len(turns) == 0 {
+			continue
+		}
+		_, err = f.fileTurns(ctx, turns[0].Session, turns, true)
+		switch {
+		case errors.Is(err, errDeferred):
+			deferred++
+		case err != nil:
+			return deferred, err
+		}
+	}
+	return deferred, nil
+}
+
+// Resync makes Honcho hold what the outbox says it should: every
+// message is sent again unless Honcho already holds it.
+func (f *Fleet) Resync() (int, error) {
+	n, err := f.outbox.Resync()
+	f.poke()
+	return n, err
+}
+
+// Status is the outbox's state.
+func (f *Fleet) Status() (Status, error) { return f.outbox.Status() }

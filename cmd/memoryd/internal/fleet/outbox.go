@@ -1,0 +1,242 @@
+package fleet
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// The outbox is one SQLite file (index/fleet.db): every ended turn's
+// filing decision, and every message to Honcho with its state. A row is
+// committed before anything is sent and marked sent only after Honcho
+// confirmed it, so a crash or an outage loses nothing; a message whose
+// send was attempted before (its answer may have been lost) is looked
+// for in Honcho by its id before it is sent again.
+const outboxSchema = `
+CREATE TABLE IF NOT EXISTS filed(key TEXT PRIMARY KEY, filing TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL,
+	hsession TEXT NOT NULL, peer TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL,
+	sent INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '');
+`
+
+// Item is one message in the outbox.
+type Item struct {
+	Seq       int64
+	ID        string // ours: derived from session, epoch and record (or the note)
+	Workspace string
+	Session   string // Honcho's session
+	Peer      string
+	Content   string
+	Metadata  map[string]string
+	Attempts  int // earlier sends; >0: look for it in Honcho before sending again
+}
+
+// Outbox is the durable queue.
+type Outbox struct {
+	db *sql.DB
+	mu sync.Mutex // orders writers
+}
+
+// OpenOutbox opens (creating) the outbox at path.
+func OpenOutbox(path string) (*Outbox, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	if err != nil {
+		return nil, fmt.Errorf("open outbox: %w", err)
+	}
+	if _, err := db.Exec(outboxSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open outbox %s: %w", path, err)
+	}
+	return &Outbox{db: db}, nil
+}
+
+// Close closes the database.
+func (o *Outbox) Close() error { return o.db.Close() }
+
+// Filed reports whether key (a turn or a note) has a filing decision.
+func (o *Outbox) Filed(key string) (bool, error) {
+	var n int
+	err := o.db.QueryRow(`SELECT count(*) FROM filed WHERE key = ?`, key).Scan(&n)
+	return n > 0, err
+}
+
+// File records key's decision and its messages in one transaction; a
+// key already filed is left as it is (its first decision stands).
+func (o *Outbox) File(key string, f Filing, reason string, items []Item, now time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tx, err := o.db.Begin()
+	if err != nil {
+		return fmt.Errorf("file %s: %w", key, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.Exec(`INSERT OR IGNORE INTO filed(key, filing, reason, at) VALUES(?, ?, ?, ?)`, key, string(f), reason, now.UTC().Format(time.RFC3339))
+	if err != nil {
+		return fmt.Errorf("file %s: %w", key, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
+	for _, it := range items {
+		md, err := json.Marshal(it.Metadata)
+		if err != nil {
+			return fmt.Errorf("file %s: %w", key, err)
+		}
+		if _, err := tx.Exec(`INSERT OR IGNORE INTO outbox(id, workspace, hsession, peer, content, metadata) VALUES(?, ?, ?, ?, ?, ?)`,
+			it.ID, it.Workspace, it.Session, it.Peer, it.Content, string(md)); err != nil {
+			return fmt.Errorf("file %s: %w", key, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("file %s: %w", key, err)
+	}
+	return nil
+}
+
+// Due is the oldest unsent messages that are due at now, all of one
+// Honcho session (the first due one's), in order, at most limit.
+func (o *Outbox) Due(now time.Time, limit int) ([]Item, error) {
+	var ws, hs string
+	err := o.db.QueryRow(`SELECT workspace, hsession FROM outbox WHERE sent = 0 AND next_at <= ? ORDER BY seq LIMIT 1`, now.UnixMilli()).Scan(&ws, &hs)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbox due: %w", err)
+	}
+	rows, err := o.db.Query(`SELECT seq, id, peer, content, metadata, attempts FROM outbox WHERE sent = 0 AND next_at <= ? AND workspace = ? AND hsession = ? ORDER BY seq LIMIT ?`,
+		now.UnixMilli(), ws, hs, limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox due: %w", err)
+	}
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		it := Item{Workspace: ws, Session: hs}
+		var md string
+		if err := rows.Scan(&it.Seq, &it.ID, &it.Peer, &it.Content, &md, &it.Attempts); err != nil {
+			return nil, fmt.Errorf("outbox due: %w", err)
+		}
+		if err := json.Unmarshal([]byte(md), &it.Metadata); err != nil {
+			return nil, fmt.Errorf("outbox due: item %s: %w", it.ID, err)
+		}
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+func (o *Outbox) update(q string, ids []string, args ...any) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	all := append(args, anySlice(ids)...)
+	_, err := o.db.Exec(q+` WHERE id IN (`+marks+`)`, all...)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return nil
+}
+
+func anySlice(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// Attempting records that ids are about to be sent: committed first, so
+// that after a crash their next send looks for them in Honcho.
+func (o *Outbox) Attempting(ids []string) error {
+	return o.update(`UPDATE outbox SET attempts = attempts + 1`, ids)
+}
+
+// Sent marks ids as held by Honcho.
+func (o *Outbox) Sent(ids []string) error {
+	return o.update(`UPDATE outbox SET sent = 1, last_error = ''`, ids)
+}
+
+// Failed puts ids off until next, recording why.
+func (o *Outbox) Failed(ids []string, why string, next time.Time) error {
+	return o.update(`UPDATE outbox SET next_at = ?, last_error = ?`, ids, next.UnixMilli(), why)
+}
+
+// NextDue is when the earliest unsent message is due; ok is false when
+// nothing is unsent.
+func (o *Outbox) NextDue() (at time.Time, ok bool, err error) {
+	var next sql.NullInt64
+	if err := o.db.QueryRow(`SELECT min(next_at) FROM outbox WHERE sent = 0`).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("outbox next due: %w", err)
+	}
+	if !next.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(next.Int64), true, nil
+}
+
+// Resync marks every message unsent and due, each to be looked for in
+// Honcho before it is sent (bxctl memory resync): Honcho ends up holding
+// every message once, whether it lost them or not.
+func (o *Outbox) Resync() (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	res, err := o.db.Exec(`UPDATE outbox SET sent = 0, next_at = 0, attempts = max(attempts, 1), last_error = ''`)
+	if err != nil {
+		return 0, fmt.Errorf("outbox resync: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// Status is the outbox's state, for bxctl memory.
+type Status struct {
+	Pending, Sent                     int
+	Trusted, Untrusted, Withheld      int // filing decisions
+	OldestPending, LastError, NextTry string
+}
+
+// Status reads the outbox's state.
+func (o *Outbox) Status() (Status, error) {
+	var s Status
+	err := o.db.QueryRow(`SELECT coalesce(sum(sent = 0), 0), coalesce(sum(sent = 1), 0) FROM outbox`).Scan(&s.Pending, &s.Sent)
+	if err != nil {
+		return s, fmt.Errorf("outbox status: %w", err)
+	}
+	rows, err := o.db.Query(`SELECT filing, count(*) FROM filed GROUP BY filing`)
+	if err != nil {
+		return s, fmt.Errorf("outbox status: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f string
+		var n int
+		if err := rows.Scan(&f, &n); err != nil {
+			return s, err
+		}
+		switch Filing(f) {
+		case Trusted:
+			s.Trusted = n
+		case Untrusted:
+			s.Untrusted = n
+		case Withheld:
+			s.Withheld = n
+		}
+	}
+	var next int64
+	err = o.db.QueryRow(`SELECT id, last_error, next_at FROM outbox WHERE sent = 0 ORDER BY seq LIMIT 1`).Scan(&s.OldestPending, &s.LastError, &next)
+	if err != nil && err != sql.ErrNoRows {
+		return s, fmt.Errorf("outbox status: %w", err)
+	}
+	if next > 0 {
+		s.NextTry = time.UnixMilli(next).UTC().Format(time.RFC3339)
+	}
+	return s, rows.Err()
+}
