@@ -60,10 +60,11 @@ type Tool struct {
 // of the tools array, and changing it changes every prompt.
 //
 // ask_memory is a memory tool (brokerd's built-in rule decides it and
-// memoryd answers it) but not yet a core tool: until fleet memory lands
-// (issue 17) memoryd can only answer that it is unavailable, and a tool
-// the model can never use successfully does not belong in its prompt
-// (docs/decisions.md, 2026-12-01).
+// memoryd answers it through Honcho) but not a core tool: loopd adds it
+// to the tools array only when its config says fleet memory is set up
+// (loopd.toml's ask_memory), since without Honcho it can only answer
+// that it is unavailable, and a tool the model can never use
+// successfully does not belong in its prompt (docs/decisions.md).
 var All = []Tool{
 	{Clock, ClassLocal, true},
 	{FindTool, ClassLocal, true},

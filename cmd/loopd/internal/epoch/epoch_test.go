@@ -27,7 +27,7 @@ func (m *instant) Complete(_ context.Context, req llama.Request, _ llama.SlotSta
 }
 
 func base(_ context.Context, _ string, n int64) (session.Baseline, error) {
-	return session.Baseline{System: fmt.Sprintf("system, epoch %d", n), Tools: tools.Core()}, nil
+	return session.Baseline{System: fmt.Sprintf("system, epoch %d", n), Tools: tools.Core(false)}, nil
 }
 
 // conversation writes a session of turns turns, each a message, a tool

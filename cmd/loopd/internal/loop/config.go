@@ -25,6 +25,12 @@ type Config struct {
 	// baseline has no identity block and turns are not indexed. Set, a
 	// new session does not start unless memoryd hands over the block.
 	MemorySocket string `toml:"memory_socket"`
+	// AskMemory offers the model ask_memory (the fleet memory's
+	// dialectic, answered by memoryd through Honcho) in every new epoch's
+	// tools array. Off by default: without fleet memory (memoryd.toml's
+	// [honcho]) the tool can only answer that it is unavailable, and it
+	// needs memory_socket.
+	AskMemory bool `toml:"ask_memory"`
 	SystemFile   string `toml:"system_prompt_file"`
 
 	Model    ModelConfig    `toml:"model"`
@@ -85,6 +91,9 @@ func Load(path string) (Config, error) {
 	}
 	if c.BrokerSocket != "" && !filepath.IsAbs(c.BrokerSocket) {
 		return Config{}, fmt.Errorf("config %s: broker_socket must be an absolute path, got %q", path, c.BrokerSocket)
+	}
+	if c.AskMemory && c.MemorySocket == "" {
+		return Config{}, fmt.Errorf("config %s: ask_memory needs memory_socket (memoryd answers it); see docs/runbook.md#fleet-not-configured", path)
 	}
 	if c.MemorySocket != "" && !filepath.IsAbs(c.MemorySocket) {
 		return Config{}, fmt.Errorf("config %s: memory_socket must be an absolute path, got %q", path, c.MemorySocket)

@@ -61,7 +61,7 @@ func (c Config) policy() server.Policy {
 func (c Config) changer(log *slog.Logger, main, bg *llama.Client, nCtx int, system string, mem *memory.Client) *epoch.Changer {
 	ch := &epoch.Changer{Summarise: bg, MaxTokens: c.Epoch.SummaryMaxTokens, NCtx: nCtx, Log: log,
 		Baseline: func(ctx context.Context, id string, n int64) (session.Baseline, error) {
-			return Baseline(ctx, system, mem, id, n)
+			return c.Baseline(ctx, system, mem, id, n)
 		}}
 	if c.Epoch.Prewarm == nil || *c.Epoch.Prewarm {
 		ch.Warm = main

@@ -52,7 +52,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	base, _ := Baseline(ctx, system, nil, "", 0)
+	base, _ := cfg.Baseline(ctx, system, nil, "", 0)
 	nCtx, err := startupCheck(ctx, log, cfg, bg, base)
 	if err != nil {
 		return err
@@ -82,7 +82,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		State:  cfg.StateDir,
 		Engine: engine,
 		Baseline: func(id string) (session.Baseline, error) {
-			return Baseline(ctx, system, mem, id, 0)
+			return cfg.Baseline(ctx, system, mem, id, 0)
 		},
 		Log:    log,
 		Epoch:  cfg.changer(log, main, bg, nCtx, system, mem),
@@ -97,10 +97,11 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 
 // Baseline builds epoch's baseline for session id: the system prompt, then the
 // identity block from memoryd (when one is configured), then the core
-// tools. A block memoryd refuses, or no answer, refuses the session: it
-// must not start without its identity.
-func Baseline(ctx context.Context, system string, mem *memory.Client, id string, epoch int64) (session.Baseline, error) {
-	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core()}
+// tools (with ask_memory when the config offers it). A block memoryd
+// refuses, or no answer, refuses the session: it must not start without
+// its identity.
+func (c Config) Baseline(ctx context.Context, system string, mem *memory.Client, id string, epoch int64) (session.Baseline, error) {
+	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core(c.AskMemory)}
 	if mem == nil {
 		return b, nil
 	}

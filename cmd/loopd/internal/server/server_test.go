@@ -49,7 +49,7 @@ func start(t *testing.T, srv *fake.Server, state string, opts ...func(*Manager))
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: broker.Refusing{}}, Log: log,
 		Baseline: func(string) (session.Baseline, error) {
-			return session.Baseline{System: "test", Tools: tools.Core()}, nil
+			return session.Baseline{System: "test", Tools: tools.Core(false)}, nil
 		}}
 	for _, o := range opts {
 		o(m)

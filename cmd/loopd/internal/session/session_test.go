@@ -46,7 +46,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func base() (Baseline, error) { return Baseline{System: "sys", Tools: tools.Core()}, nil }
+func base() (Baseline, error) { return Baseline{System: "sys", Tools: tools.Core(false)}, nil }
 
 func TestBaselineSnapshotKept(t *testing.T) {
 	state := t.TempDir()
@@ -63,7 +63,7 @@ func TestBaselineSnapshotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if s2.Baseline.System != "sys" || len(s2.Baseline.Tools) != len(tools.Core()) {
+	if s2.Baseline.System != "sys" || len(s2.Baseline.Tools) != len(tools.Core(false)) {
 		t.Errorf("resumed baseline = %+v, want the snapshot: edits apply to later epochs only", s2.Baseline)
 	}
 	if len(s2.Records()) != 1 {
@@ -106,7 +106,7 @@ func TestBaselineBudget(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{
 		"model":    "fake-model",
 		"messages": []chat.Message{{Role: "system", Content: strings.TrimSpace(string(system))}, {Role: "user", Content: "x"}},
-		"tools":    tools.Core(),
+		"tools":    tools.Core(false),
 	})
 	prompt, err := fake.RenderPrompt(body)
 	if err != nil {

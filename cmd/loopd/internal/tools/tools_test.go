@@ -13,12 +13,14 @@ import (
 )
 
 func TestCoreIsFixed(t *testing.T) {
-	var names []string
-	for _, tl := range Core() {
-		names = append(names, tl.Function.Name)
-	}
-	if got := strings.Join(names, ","); got != "clock,find_tool,call_tool,recall,memory" {
-		t.Errorf("core tools = %s", got)
+	for ask, want := range map[bool]string{false: "clock,find_tool,call_tool,recall,memory", true: "clock,find_tool,call_tool,recall,memory,ask_memory"} {
+		var names []string
+		for _, tl := range Core(ask) {
+			names = append(names, tl.Function.Name)
+		}
+		if got := strings.Join(names, ","); got != want {
+			t.Errorf("core tools (ask_memory %v) = %s, want %s", ask, got, want)
+		}
 	}
 }
 
@@ -80,11 +82,11 @@ func TestMemoryCall(t *testing.T) {
 	}
 }
 
-// TestSpecsCoverToolset: every tool the model is offered, in the array
-// or through the catalog, has a description, and no description names a
-// tool that is not offered.
+// TestSpecsCoverToolset: every tool the model may be offered, in the
+// array (ask_memory when configured) or through the catalog, has a
+// description, and no description names a tool that is not offered.
 func TestSpecsCoverToolset(t *testing.T) {
-	offered := append(toolset.Core(), toolset.Of(toolset.ClassGranted)...)
+	offered := append(append(toolset.Core(), toolset.AskMemory), toolset.Of(toolset.ClassGranted)...)
 	slices.Sort(offered)
 	if got := slices.Sorted(maps.Keys(specs)); !slices.Equal(got, offered) {
 		t.Errorf("specs describe %q; toolset offers %q", got, offered)
@@ -128,13 +130,15 @@ func TestCatalogSchemas(t *testing.T) {
 	}
 }
 
-// TestToBroker: call_tool and the core memory tools go to brokerd; a
-// memory tool the model was not offered (ask_memory, until fleet memory)
-// and the local tools do not.
+// TestToBroker: call_tool and the offered memory tools go to brokerd; a
+// memory tool the model was not offered (ask_memory without the config's
+// ask_memory) and the local tools do not.
 func TestToBroker(t *testing.T) {
-	for name, want := range map[string]bool{"call_tool": true, "recall": true, "memory": true, "ask_memory": false, "clock": false, "find_tool": false, "read_file": false, "grep": false} {
-		if got := ToBroker(name); got != want {
-			t.Errorf("ToBroker(%q) = %v, want %v", name, got, want)
+	for ask, askWant := range map[bool]bool{false: false, true: true} {
+		for name, want := range map[string]bool{"call_tool": true, "recall": true, "memory": true, "ask_memory": askWant, "clock": false, "find_tool": false, "read_file": false, "grep": false} {
+			if got := ToBroker(name, Core(ask)); got != want {
+				t.Errorf("ToBroker(%q) with ask_memory %v = %v, want %v", name, ask, got, want)
+			}
 		}
 	}
 }

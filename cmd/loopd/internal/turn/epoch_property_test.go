@@ -89,7 +89,7 @@ func encode(msgs []chat.Message) [][]byte {
 }
 
 func epochBaseline(_ context.Context, _ string, n int64) (session.Baseline, error) {
-	return session.Baseline{System: fmt.Sprintf("You are a test, in epoch %d.", n), Tools: tools.Core()}, nil
+	return session.Baseline{System: fmt.Sprintf("You are a test, in epoch %d.", n), Tools: tools.Core(false)}, nil
 }
 
 // change tries an epoch change of s, killing it at a random step, and

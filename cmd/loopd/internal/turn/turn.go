@@ -234,7 +234,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 	case name == toolset.FindTool:
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.FindTool})
 		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments) })
-	case tools.ToBroker(name):
+	case tools.ToBroker(name, s.Baseline.Tools):
 		target, err := tools.ParseCall(c.Function.Arguments)
 		if name != toolset.CallTool {
 			target, err = tools.MemoryCall(name, c.Function.Arguments)

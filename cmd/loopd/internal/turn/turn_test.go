@@ -35,7 +35,7 @@ func stateDir(t testing.TB) string {
 }
 
 func baseline() (session.Baseline, error) {
-	return session.Baseline{System: "You are a test.", Tools: tools.Core()}, nil
+	return session.Baseline{System: "You are a test.", Tools: tools.Core(false)}, nil
 }
 
 func openSession(t testing.TB, state string) *session.Session {
