@@ -26,6 +26,7 @@ func TestConfigRefusals(t *testing.T) {
 	for _, tt := range []struct{ name, body, want string }{
 		{"relative state", strings.Replace(good, "\"/s\"", "\"s\"", 1), "state_dir must be an absolute path"},
 		{"no model", strings.Replace(good, "name = \"m\"", "", 1), "model.name is required"},
+		{"ask_memory without memoryd", "ask_memory = true\n" + good, "ask_memory needs memory_socket"},
 		{"float temperature", good + "temperature = 0.6\n", "unknown key model.temperature"},
 		{"bad skip", good + "[selftest]\nskip = [\"server\"]\n", `"server" is not a check that may be skipped`},
 		{"negative slot", good + "main_slot = -1\n", "must not be negative"},
