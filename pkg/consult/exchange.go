@@ -41,6 +41,15 @@ type Answer struct {
 	StreamSHA256 string `json:"stream_sha256"`
 }
 
+// Result is what the toolkit's consult prints on stdout, one JSON
+// object, whenever it tried the endpoint: the answer (or what arrived of
+// it) and, if the call failed, why. brokerd logs it whole in the consult
+// log and shows the model the answer's content only.
+type Result struct {
+	Answer Answer `json:"answer"`
+	Error  string `json:"error,omitempty"`
+}
+
 // The ways a consult fails, each ending with its runbook entry.
 var (
 	ErrStalled   = errors.New("consult: the endpoint sent no byte within the liveness limit, so the call was stopped; see docs/runbook.md#consult-stalled")

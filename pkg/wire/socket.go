@@ -63,7 +63,7 @@ var (
 	// connection, answered with [ToolPending] while the owner is asked,
 	// then one [ToolResult] or [*Error].
 	Broker = Socket{Name: "broker.sock", Server: "brokerd", Requests: BrokerMessages, Answers: BrokerMessages,
-		Interim: []string{"tool_pending"}, FrameMax: BrokerFrameMax, OnePerConn: true,
+		Interim: []string{"tool_pending", "consult_pending"}, FrameMax: BrokerFrameMax, OnePerConn: true,
 		// A call may wait a day for the owner with nothing to read.
 		Idle: 25 * time.Hour,
 		// The first answer; a client extends it after tool_pending.

@@ -20,15 +20,6 @@ import (
 	"wntrmute.dev/boxmaker/pkg/truncate"
 )
 
-// ConsultResult is what consult prints on stdout, one JSON object, in
-// every case where it reached the endpoint or tried to: the answer (or
-// what arrived of it) and, if it failed, why. brokerd logs it whole in
-// the consult log and shows the model the answer's content only.
-type ConsultResult struct {
-	Answer consult.Answer `json:"answer"`
-	Error  string         `json:"error,omitempty"`
-}
-
 // maxConsultOutput keeps the printed result under the runner's default
 // stdout cap (1 MiB), with room for JSON's escapes.
 const maxConsultOutput = 900 << 10
@@ -77,7 +68,7 @@ func runConsult(ctx context.Context, env Env, call toolargs.ConsultCall, key *to
 		// answer, reported as its status.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	a, xerr := consult.Exchange(ctx, client, call, key.Value.Reveal())
-	r := ConsultResult{Answer: a}
+	r := consult.Result{Answer: a}
 	if xerr != nil {
 		r.Error = xerr.Error()
 	}
@@ -96,7 +87,7 @@ func runConsult(ctx context.Context, env Env, call toolargs.ConsultCall, key *to
 
 // encodeResult writes r, halving the reasoning (then the answer) until
 // the line fits maxConsultOutput, and saying so.
-func encodeResult(r ConsultResult) ([]byte, error) {
+func encodeResult(r consult.Result) ([]byte, error) {
 	for {
 		b, err := strict.Marshal(r)
 		if err != nil || len(b) <= maxConsultOutput {

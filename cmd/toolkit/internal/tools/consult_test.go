@@ -37,7 +37,7 @@ func TestConsult(t *testing.T) {
 	if code != ExitDone {
 		t.Fatalf("exit %d, stderr %s", code, errb.String())
 	}
-	var r ConsultResult
+	var r consult.Result
 	if err := strict.Unmarshal([]byte(strings.TrimSpace(out.String())), &r); err != nil {
 		t.Fatalf("stdout %q: %v", out.String(), err)
 	}
