@@ -45,6 +45,9 @@ func grantRef(g *policy.GrantRef) *audit.GrantRef {
 // denialRecord maps a policy denial to the audit record's reason.
 func denialRecord(d *policy.Denial, raw json.RawMessage) audit.DecisionRecord {
 	r := audit.DecisionRecord{Tool: d.Tool, Arguments: auditArgs(nil, raw), Verdict: audit.Verdict{Outcome: audit.Denied, Detail: d.Detail}}
+	if cd := d.ConsultDetail(); cd != "" {
+		r.Detail = cd // the consult rule that refused it (the reason is no_grant)
+	}
 	switch d.Reason {
 	case policy.GrantsInvalid:
 		r.Reason = audit.GrantsInvalid
