@@ -46,13 +46,13 @@ const (
 	ConsultUntrusted    Reason = "consult_untrusted"    // an untrusted session, and no grant says untrusted_sessions
 )
 
-// consultRules are each consult reason's sentence and runbook anchor.
+// consultRules are each consult reason's sentence and runbook pointer.
 var consultRules = map[Reason][2]string{
-	ConsultUnconfigured: {"no consult endpoint is configured in brokerd.toml ([consult])", "consult-unconfigured"},
-	ConsultSecret:       {"the session has seen secret data, and secret data never leaves the owner's hosts", "consult-secret"},
-	ConsultHost:         {"no consult grant names the configured endpoint's host", "consult-host"},
-	ConsultAboveClass:   {"the session's taint is above the max_taint of every consult grant for this endpoint", "consult-above-class"},
-	ConsultUntrusted:    {"the session has read untrusted content, and no consult grant for this endpoint says untrusted_sessions = true", "consult-untrusted"},
+	ConsultUnconfigured: {"no consult endpoint is configured in brokerd.toml ([consult])", "see docs/runbook.md#consult-unconfigured"},
+	ConsultSecret:       {"the session has seen secret data, and secret data never leaves the owner's hosts", "see docs/runbook.md#consult-secret"},
+	ConsultHost:         {"no consult grant names the configured endpoint's host", "see docs/runbook.md#consult-host"},
+	ConsultAboveClass:   {"the session's taint is above the max_taint of every consult grant for this endpoint", "see docs/runbook.md#consult-above-class"},
+	ConsultUntrusted:    {"the session has read untrusted content, and no consult grant for this endpoint says untrusted_sessions = true", "see docs/runbook.md#consult-untrusted"},
 }
 
 // ConsultReasons lists the consult reasons, for tests and the runbook.
@@ -66,7 +66,7 @@ func consultError(d *Denial) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%q denied (%s): %s (session taint %s, untrusted %v); see docs/runbook.md#%s",
+	return fmt.Sprintf("%q denied (%s): %s (session taint %s, untrusted %v); %s",
 		toolset.Consult, d.Reason, r[0], d.Session.Taint, d.Session.Untrusted, r[1]), true
 }
 
