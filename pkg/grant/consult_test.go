@@ -34,6 +34,12 @@ func TestConsultGrant(t *testing.T) {
 	if len(ok) != 1 || !ok[0].UntrustedSessions() || ok[0].SHA256() == g.SHA256() {
 		t.Errorf("untrusted_sessions = true not read, or not in the hash")
 	}
+	if pub, ps := ParseFile("c.toml", []byte(strings.Replace(consultGrant, `"private"`, `"public"`, 1))); len(ps) > 0 || pub[0].MaxTaint().String() != "public" {
+		t.Errorf("a public consult grant (only public data out) refused: %v", ps)
+	}
+	if _, ps := ParseFile("f.toml", []byte("[[grant]]\nid = \"f\"\ntool = \"http_fetch\"\nhosts = [\"a.example\"]\nmax_taint = \"public\"\nmode = \"auto\"\n")); len(ps) == 0 {
+		t.Error("a public http_fetch grant accepted: only consult takes public")
+	}
 	for _, tt := range []struct{ name, edit, want string }{
 		{"no secret", `secret = "API_KEY"` + "\n", "needs secret"},
 		{"no model", `model = "glm-5.3-flash"` + "\n", "needs model"},
