@@ -36,7 +36,7 @@ func (Consult) Tool() string { return toolset.Consult }
 
 // MarshalJSON writes the wire form.
 func (a Consult) MarshalJSON() ([]byte, error) {
-	return strict.Marshal(consultWire{a.Question, a.Context})
+	return strict.Marshal(consultWire(a))
 }
 
 func parseConsult(raw []byte) (Args, error) {
@@ -53,7 +53,7 @@ func parseConsult(raw []byte) (Args, error) {
 	if err := checkText("context", w.Context, MaxConsultContext); err != nil {
 		return nil, err
 	}
-	return Consult{w.Question, w.Context}, nil
+	return Consult(w), nil
 }
 
 func checkText(name, s string, limit int) error {
