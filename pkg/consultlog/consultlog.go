@@ -26,7 +26,9 @@
 // decodes to, so each record has one line and one hash. [Verify] checks
 // the chain, every response's link to its request and, given the audit
 // log, every request's link to its decision, and that every consult the
-// audit log records a result for has its request here (none unlogged).
+// audit log records a result for has its request and its response here
+// (none unlogged, and no end cut off: brokerd writes the response before
+// the audit result).
 //
 // # Invariants
 //

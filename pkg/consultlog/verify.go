@@ -42,6 +42,7 @@ type state struct {
 	prev     string
 	requests map[int64]string // seq -> line hash
 	links    map[int64]link   // request seq -> its audit link
+	answered map[int64]bool   // request seqs that have a response
 	lines    int
 	nreq     int
 	nresp    int
@@ -56,7 +57,7 @@ type link struct {
 
 // scan reads and checks the log's own chain; a missing file is empty.
 func scan(path string) (*state, error) {
-	st := &state{prev: audit.Genesis, requests: map[int64]string{}, links: map[int64]link{}}
+	st := &state{prev: audit.Genesis, requests: map[int64]string{}, links: map[int64]link{}, answered: map[int64]bool{}}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -91,6 +92,7 @@ func scan(path string) (*state, error) {
 			if !ok || want != r.RequestSHA256 {
 				return bad(n, "response names request %d with hash %s, which is not a request line of this log", r.Request, r.RequestSHA256)
 			}
+			st.answered[r.Request] = true
 		}
 		st.seq, st.prev = h.Seq, LineHash(b)
 		if _, ok := r.(*Request); ok {
@@ -133,7 +135,7 @@ func Verify(dir, auditDir string) Report {
 		rep.Problem = &Problem{File: FileName, Msg: "the audit log could not be read for the links: " + err.Error()}
 		return rep
 	}
-	logged := map[int64]bool{}
+	logged := map[int64]bool{} // audit decision -> its request has a response
 	seqs := make([]int64, 0, len(st.links))
 	for s := range st.links {
 		seqs = append(seqs, s)
@@ -150,11 +152,14 @@ func Verify(dir, auditDir string) Report {
 			rep.Problem = &Problem{File: FileName, Line: l.line, Msg: fmt.Sprintf("audit record %d did not allow or ask for a consult", l.decision)}
 			return rep
 		}
-		logged[l.decision] = true
+		logged[l.decision] = logged[l.decision] || st.answered[s]
 	}
 	for _, d := range idx.results {
 		if !logged[d] {
-			rep.Problem = &Problem{File: FileName, Msg: fmt.Sprintf("the audit log records a result for consult %d, and this log holds no request for it: an unlogged payload", d)}
+			// brokerd logs the response before the audit result, so a
+			// result with no request, or no response, here means lines
+			// were removed (the end of the log cut off, too).
+			rep.Problem = &Problem{File: FileName, Msg: fmt.Sprintf("the audit log records a result for consult %d, and this log holds no request with a response for it: an unlogged payload, or lines removed", d)}
 			return rep
 		}
 	}

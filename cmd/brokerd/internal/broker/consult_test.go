@@ -58,7 +58,7 @@ func TestConsultRefusalsByName(t *testing.T) {
 	endpoint := func(c *Config) { c.Consult = &ConsultConfig{Endpoint: "https://api.example.com/v1"} }
 	for _, tt := range []struct {
 		name, grants, anchor string
-		cfg              func(*Config)
+		cfg                  func(*Config)
 	}{
 		{"no [consult]", consultGrants, "consult-unconfigured", func(*Config) {}},
 		{"no grant", grants, "no-grant", endpoint},

@@ -88,6 +88,15 @@ func TestConsultLogTamperNamed(t *testing.T) {
 	if code != ExitFailed || !strings.Contains(out, "does not verify: "+p+":1: ") || strings.Contains(out, "POST") {
 		t.Errorf("consult log (tampered) = %d, %q", code, out)
 	}
+	// The end cut off (the response removed): the audit log's result
+	// shows it.
+	state = consultState(t, true)
+	p = filepath.Join(layout.ConsultLog.In(state), consultlog.FileName)
+	b, _ = os.ReadFile(p)
+	os.WriteFile(p, b[:strings.IndexByte(string(b), '\n')+1], 0o600)
+	if code, out, _ = run("audit", "verify", layout.Audit.In(state)); code != ExitFailed || !strings.Contains(out, "lines removed") {
+		t.Errorf("audit verify (tail cut) = %d, %q", code, out)
+	}
 	state = consultState(t, false)
 	os.WriteFile(filepath.Join(layout.ConsultLog.In(state), consultlog.FileName), nil, 0o600)
 	code, out, _ = run("audit", "verify", layout.Audit.In(state))
