@@ -95,6 +95,20 @@ func (b *Broker) runConsult(ctx context.Context, c *rpc.Conn, session string, se
 		if err := c.Send(&wire.ConsultPending{ID: seq, Expires: exp.UTC().Format(time.RFC3339)}); err != nil {
 			b.log.Warn("write", "err", err.Error())
 		}
+		// loopd hanging up (the owner stopped the turn, loopd stopped)
+		// stops the consult: nobody is left to read the answer, which is
+		// still logged.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		gone := c.Gone()
+		go func() {
+			select {
+			case <-gone:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	out, rerr := b.runner.Run(ctx, d)
 	resp := consultlog.Response{Request: rseq}

@@ -177,6 +177,14 @@ func TestConsultThroughTheProxy(t *testing.T) {
 	if a := audit.Verify(layout.Audit.In(h.cfg.StateDir)); !a.OK() {
 		t.Errorf("audit: %s", a.Summary())
 	}
+	// The audit log names each consult's arguments by hash; the payload
+	// itself is in the consult log only.
+	logs, _ := filepath.Glob(filepath.Join(layout.Audit.In(h.cfg.StateDir), "*.jsonl"))
+	for _, f := range logs {
+		if b, _ := os.ReadFile(f); bytes.Contains(b, []byte("six times seven")) || !bytes.Contains(b, []byte(`"question_sha256"`)) {
+			t.Errorf("audit log %s holds a consult's question, or not its hash", f)
+		}
+	}
 	b, _ := os.ReadFile(filepath.Join(layout.ConsultLog.In(h.cfg.StateDir), consultlog.FileName))
 	if bytes.Contains(b, []byte(consultKey)) {
 		t.Error("the key is in the consult log")
