@@ -20,8 +20,6 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
-
-	"wntrmute.dev/boxmaker/pkg/toolset"
 )
 
 // Exit codes.
@@ -37,19 +35,18 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"approvals":     {"list the tool calls waiting for your approval", runApprovals},
-	"approve":       {"approve a waiting tool call by its id", runApprove},
-	"refuse":        {"refuse a waiting tool call by its id", runRefuse},
-	"deny":          {"another name for refuse", runRefuse},
-	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
-	"selftest":      {"check a llama-server against the inference contract", runSelftest},
-	"grants":        {"check a grant directory offline", runGrants},
-	"up":            {"run the local stack from a state directory", runUp},
-	"chat":          {"talk to Boxmaker from the terminal", runChat},
-	"memory":        {"memory writes: log, undo FILE, check (stdin), review", runMemory},
-	"reindex":       {"rebuild memoryd's recall index from the files", runReindex},
-	toolset.Consult: {"print the outbound consult log: every payload sent to a remote model, and its answer", runConsult},
-	"doctor":        {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
+	"approvals": {"list the tool calls waiting for your approval", runApprovals},
+	"approve":   {"approve a waiting tool call by its id", runApprove},
+	"refuse":    {"refuse a waiting tool call by its id", runRefuse},
+	"deny":      {"another name for refuse", runRefuse},
+	"audit":     {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
+	"selftest":  {"check a llama-server against the inference contract", runSelftest},
+	"grants":    {"check a grant directory offline", runGrants},
+	"up":        {"run the local stack from a state directory", runUp},
+	"chat":      {"talk to Boxmaker from the terminal", runChat},
+	"memory":    {"memory writes: log, undo FILE, check (stdin), review", runMemory},
+	"reindex":   {"rebuild memoryd's recall index from the files", runReindex},
+	"doctor":    {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 }
 
 // Main runs bxctl with args (without the program name) and returns the

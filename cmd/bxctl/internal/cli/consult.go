@@ -13,7 +13,13 @@ import (
 	"wntrmute.dev/boxmaker/pkg/escape"
 	"wntrmute.dev/boxmaker/pkg/jsonl"
 	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
+
+// consult is named by toolset's constant: tool names are spelled once.
+func init() {
+	commands[toolset.Consult] = command{"print the outbound consult log: every payload sent to a remote model, and its answer", runConsult}
+}
 
 // runConsult is `bxctl consult log STATE`: every record of the outbound
 // consult log in STATE (brokerd's state directory), in order, after
