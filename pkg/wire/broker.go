@@ -37,17 +37,6 @@ type ToolPending struct {
 	Expires string `json:"expires"`
 }
 
-// ConsultPending says a consult was allowed, its payload logged and its
-// request sent: the answer comes by Expires (RFC 3339), the consult's
-// total bound, or the call fails then. A consult may take minutes, so
-// loopd waits for it past broker.sock's usual deadline; nothing else
-// waits (docs/decisions.md, 2026-12-01: the turn suspends, as for an
-// approval, and the inference slot is free meanwhile).
-type ConsultPending struct {
-	ID      int64  `json:"id"` // the decision's audit seq
-	Expires string `json:"expires"`
-}
-
 // ToolStatus is how a call ended.
 type ToolStatus string
 
@@ -138,17 +127,16 @@ type Answered struct {
 }
 
 // Tags.
-func (*ToolRequest) Tag() string    { return "tool_request" }
-func (*ToolPending) Tag() string    { return "tool_pending" }
-func (*ToolResult) Tag() string     { return "tool_result" }
-func (*ListApprovals) Tag() string  { return "list_approvals" }
-func (*GetApproval) Tag() string    { return "get_approval" }
-func (*Approve) Tag() string        { return "approve" }
-func (*Refuse) Tag() string         { return "refuse" }
-func (*Approvals) Tag() string      { return "approvals" }
-func (*Approval) Tag() string       { return "approval" }
-func (*Answered) Tag() string       { return "answered" }
-func (*ConsultPending) Tag() string { return "consult_pending" }
+func (*ToolRequest) Tag() string   { return "tool_request" }
+func (*ToolPending) Tag() string   { return "tool_pending" }
+func (*ToolResult) Tag() string    { return "tool_result" }
+func (*ListApprovals) Tag() string { return "list_approvals" }
+func (*GetApproval) Tag() string   { return "get_approval" }
+func (*Approve) Tag() string       { return "approve" }
+func (*Refuse) Tag() string        { return "refuse" }
+func (*Approvals) Tag() string     { return "approvals" }
+func (*Approval) Tag() string      { return "approval" }
+func (*Answered) Tag() string      { return "answered" }
 
 // BrokerMessages is every message of broker.sock and admin.sock.
 var BrokerMessages = strict.NewUnion[strict.Variant]("type",
