@@ -75,6 +75,10 @@ func consultShown(c policy.ConsultCall) json.RawMessage {
 
 // runConsult runs an allowed consult (see the top of this file).
 func (b *Broker) runConsult(ctx context.Context, c *rpc.Conn, session string, seq int64, d policy.Decision, call policy.ConsultCall) *wire.ToolResult {
+	if _, none := b.runner.(runner.Refusing); none {
+		// Nothing could send it: log no request that never leaves.
+		return failed("the call could not be run: " + runner.ErrUnavailable.Error())
+	}
 	if b.consult.err != nil || b.consult.log == nil {
 		return failed("consult_log_unavailable: the consult log cannot be written, so nothing is sent; see docs/runbook.md#consult-log-damaged")
 	}

@@ -102,3 +102,20 @@ func TestConsultAskShowsThePayload(t *testing.T) {
 		t.Errorf("the approval shows %s", list.Calls[0].Arguments)
 	}
 }
+
+// TestConsultWithoutRunnerLogsNothing: with no tool containers a consult
+// fails with runner-unavailable and the consult log holds no request
+// that never left.
+func TestConsultWithoutRunnerLogsNothing(t *testing.T) {
+	h := startWith(t, strings.Replace(consultGrants, `mode = "ask"`, `mode = "auto"`, 1), func(c *Config) {
+		c.Consult = &ConsultConfig{Endpoint: "https://api.example.com/v1"}
+	})
+	r := result(t, consultCall(h, t))
+	if r.Status != wire.StatusFailed || !strings.HasSuffix(r.Output, "see docs/runbook.md#runner-unavailable") {
+		t.Errorf("consult = %+v", r)
+	}
+	h.stop()
+	if n := len(consultRequestsOrNone(t, h.cfg.StateDir)); n != 0 {
+		t.Errorf("the consult log holds %d requests", n)
+	}
+}
