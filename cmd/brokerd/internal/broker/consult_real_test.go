@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"wntrmute.dev/boxmaker/checks/fake/chatapi"
 	"wntrmute.dev/boxmaker/checks/podmantest"
@@ -28,7 +29,7 @@ const consultKey = "sk-consult-7e21c9"
 // whose egress proxy may reach the podman bridge) and a recording
 // OpenAI-compatible fake at https://api.test, on the host's port 443
 // (the bridge gateway, 10.88.0.1, as the egress tests' listener).
-func consultHarness(t *testing.T, extraGrants string) (*harness, *chatapi.Server, string) {
+func consultHarness(t *testing.T, extraGrants string, edits ...func(*Config)) (*harness, *chatapi.Server, string) {
 	t.Helper()
 	svc := podmantest.Require(t)
 	image := svc.TestnetToolImage(t)
@@ -66,6 +67,9 @@ mode = "auto"
 		ref, _ := secret.ParseRef("file:" + keyFile)
 		c.Secrets = map[string]secret.Ref{"CONSULT_KEY": ref}
 		c.Consult = &ConsultConfig{Endpoint: "https://api.test/v1", IdleTimeoutS: 2, TotalTimeoutS: 10}
+		for _, e := range edits {
+			e(c)
+		}
 	})
 	return h, fake, dir
 }
@@ -265,4 +269,38 @@ func consultRequestsOrNone(t *testing.T, state string) []consultlog.Request {
 		return nil
 	}
 	return consultRequests(t, state)
+}
+
+// TestConsultStopsWhenLoopdGoes: loopd hanging up while a consult is
+// pending (the owner stopped the turn) stops it long before its limits,
+// and what happened is still logged.
+func TestConsultStopsWhenLoopdGoes(t *testing.T) {
+	h, fake, _ := consultHarness(t, "", func(c *Config) {
+		c.Consult = &ConsultConfig{Endpoint: "https://api.test/v1", IdleTimeoutS: 30, TotalTimeoutS: 60}
+	})
+	fake.SetMode(chatapi.Stall)
+	c := h.callIn(t, "s1", "call_tool", `{"name":"consult","arguments":{"question":"q"}}`)
+	if _, ok := c.Recv().(*wire.ConsultPending); !ok {
+		t.Fatal("want consult_pending")
+	}
+	start := time.Now()
+	c.C.Close()
+	state := h.cfg.StateDir
+	for {
+		b, _ := os.ReadFile(filepath.Join(layout.ConsultLog.In(state), consultlog.FileName))
+		if bytes.Contains(b, []byte(`"type":"response"`)) {
+			if !bytes.Contains(b, []byte("could not be run")) {
+				t.Errorf("the response does not say the call was stopped:\n%s", b)
+			}
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the consult went on after loopd hung up")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	h.stop()
+	if rep := consultlog.Verify(layout.ConsultLog.In(state), layout.Audit.In(state)); !rep.OK() {
+		t.Errorf("consult log: %v", rep.Problem)
+	}
 }
