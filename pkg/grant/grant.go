@@ -33,7 +33,9 @@
 //	paths = ["/home/owner/notes"]     # read_file, write_file, shell
 //	# hosts = ["example.com"]         # http_fetch
 //	# writable = true                 # shell only: mount the workdir read-write
-//	# secret = "GITHUB_TOKEN"         # shell only: the one secret its container gets
+//	# secret = "GITHUB_TOKEN"         # shell and consult: the one secret its container gets
+//	# model = "glm-5.3-flash"         # consult only: the remote model's name
+//	# untrusted_sessions = false      # consult only: may run in an untrusted session (default false)
 //	max_taint = "private"             # highest session taint it applies under
 //	result_class = "private"          # class of results (default private)
 //	untrusted = false                 # results are untrusted (default true)
@@ -41,7 +43,10 @@
 //	mode = "auto"                     # auto, ask or deny
 //
 // Which tool takes which constraint is fixed here ([ConstraintOf]), not
-// chosen per grant. The memory tools (recall, ask_memory, memory) have a
+// chosen per grant. A consult grant (consult.go) names the endpoint's
+// host under hosts, the API key's secret, the model and max_taint; it may
+// never carry secret data out, and its answers are always untrusted. The
+// memory tools (recall, ask_memory, memory) have a
 // policy built into brokerd and no grant may name them; patterns are
 // refused. A secret is named, never held: brokerd's config says where the
 // value of each name lives. See deploy/grants/README.md.
@@ -122,7 +127,7 @@ func ConstraintOf(tool string) (Constraint, bool) {
 	switch tool {
 	case toolset.ReadFile, toolset.WriteFile, toolset.Shell:
 		return Paths, true
-	case toolset.HTTPFetch:
+	case toolset.HTTPFetch, toolset.Consult:
 		return Hosts, true
 	}
 	return 0, false
@@ -142,6 +147,9 @@ type Spec struct {
 	Untrusted   *bool    `toml:"untrusted"`
 	Expires     string   `toml:"expires"`
 	Mode        string   `toml:"mode"`
+	// consult only (consult.go)
+	Model             string `toml:"model"`
+	UntrustedSessions *bool  `toml:"untrusted_sessions"`
 }
 
 // Grant is one parsed grant. Its fields are read through methods; slices
@@ -158,6 +166,8 @@ type Grant struct {
 	untrusted   bool
 	expires     time.Time // zero: never
 	mode        Mode
+	model       string // consult only
+	untrustedOK bool   // consult only: untrusted_sessions
 	canonical   []byte
 	sum         string
 }
@@ -255,7 +265,9 @@ func New(file string, s Spec) (Grant, error) {
 	if g.mode == Deny && g.maxTaint != dataclass.Secret {
 		return Grant{}, fmt.Errorf("a deny grant must have max_taint = \"secret\", not %q: otherwise it stops denying once the session's taint rises above it", s.MaxTaint)
 	}
-	if g.maxTaint == dataclass.Public {
+	if g.maxTaint == dataclass.Public && s.Tool != toolset.Consult {
+		// consult is the exception: a public consult grant is the owner
+		// saying "only public data may leave", refused by name today.
 		return Grant{}, errors.New("max_taint = \"public\" never applies: every session starts at private")
 	}
 	g.resultClass = dataclass.Private
@@ -271,6 +283,9 @@ func New(file string, s Spec) (Grant, error) {
 			return Grant{}, fmt.Errorf("expires %q is not an RFC 3339 time with a zone, such as \"2027-01-01T00:00:00Z\"", s.Expires)
 		}
 		g.expires = t
+	}
+	if err := g.checkConsult(s); err != nil {
+		return Grant{}, err
 	}
 	g.canonical, err = strict.Marshal(g.canonicalForm())
 	if err != nil {
@@ -296,9 +311,12 @@ func (g *Grant) parseTool(s Spec) error {
 		return fmt.Errorf("%s does not take writable (only shell does; read_file never writes and write_file always does)", s.Tool)
 	}
 	g.writable = s.Writable != nil && *s.Writable
+	if err := g.parseConsult(s); err != nil {
+		return err
+	}
 	if s.Secret != "" {
-		if s.Tool != toolset.Shell {
-			return fmt.Errorf("%s does not take secret (only shell does: the toolkit hands the secret to the command as a file)", s.Tool)
+		if s.Tool != toolset.Shell && s.Tool != toolset.Consult {
+			return fmt.Errorf("%s does not take secret (only shell and consult do: the toolkit hands the secret to the command as a file, or to the endpoint as its key)", s.Tool)
 		}
 		if !SecretPattern.MatchString(s.Secret) {
 			return fmt.Errorf("secret %q must be 1 to 64 uppercase letters, digits or '_', starting with a letter (a name from brokerd's [secrets], not a value)", s.Secret)
@@ -378,6 +396,8 @@ type canonicalGrant struct {
 	Untrusted   bool            `json:"untrusted"`
 	Expires     string          `json:"expires,omitempty"`
 	Mode        Mode            `json:"mode"`
+	Model       string          `json:"model,omitempty"`
+	UntrustedOK *bool           `json:"untrusted_sessions,omitempty"`
 }
 
 func (g *Grant) canonicalForm() canonicalGrant {
@@ -386,6 +406,11 @@ func (g *Grant) canonicalForm() canonicalGrant {
 	if g.tool == toolset.Shell {
 		w := g.writable
 		c.Writable = &w
+	}
+	if g.tool == toolset.Consult {
+		c.Model = g.model
+		u := g.untrustedOK
+		c.UntrustedOK = &u
 	}
 	if !g.expires.IsZero() {
 		c.Expires = g.expires.UTC().Format(time.RFC3339Nano)

@@ -17,6 +17,11 @@
 //	write_file  {"path": "/abs/dir/file", "content": "text"}
 //	shell       {"command": "sh -c text", "workdir": "/abs/dir"}
 //	http_fetch  {"url": "https://host.example/path"}
+//	consult     {"question": "text", "context": "text"}   (context optional)
+//
+// consult's container does not get those arguments: it gets the request
+// brokerd built and logged from them ([ConsultCall], consult.go), so
+// the bytes the remote model receives are the bytes the log holds.
 //
 // The tools' names and classes are package toolset's one list. In a tool
 // container the arguments arrive inside package toolinput's envelope,
@@ -174,6 +179,8 @@ func Parse(tool string, raw []byte) (Args, error) {
 			return nil, err
 		}
 		return HTTPFetch{u}, nil
+	case toolset.Consult:
+		return parseConsult(raw)
 	}
 	if toolset.IsMemory(tool) {
 		var obj map[string]json.RawMessage

@@ -189,6 +189,8 @@ func FuzzParse(f *testing.F) {
 		{"write_file", `{"path":"/a/b","content":"x"}`},
 		{"shell", `{"command":"ls","workdir":"/s"}`},
 		{"http_fetch", `{"url":"https://example.com/"}`},
+		{"consult", `{"question":"why?","context":"c"}`},
+		{"consult", `{"question":"why?"}`},
 		{"recall", `{"q":1}`},
 	} {
 		f.Add(tt.tool, []byte(tt.raw))

@@ -22,6 +22,7 @@ const (
 	WriteFile = "write_file"
 	Shell     = "shell"
 	HTTPFetch = "http_fetch"
+	Consult   = "consult"
 	Recall    = "recall"
 	AskMemory = "ask_memory"
 	Memory    = "memory"
@@ -73,6 +74,7 @@ var All = []Tool{
 	{WriteFile, ClassGranted, false},
 	{Shell, ClassGranted, false},
 	{HTTPFetch, ClassGranted, false},
+	{Consult, ClassGranted, false},
 	{Recall, ClassMemory, true},
 	{AskMemory, ClassMemory, false},
 	{Memory, ClassMemory, true},

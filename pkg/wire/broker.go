@@ -156,6 +156,7 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(SessionQuery) },
 	func() strict.Variant { return new(SessionState) },
 	func() strict.Variant { return new(Error) },
+	func() strict.Variant { return new(ConsultPending) },
 )
 
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus

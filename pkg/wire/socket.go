@@ -60,10 +60,11 @@ var (
 		Idle: time.Hour}
 
 	// Broker is brokerd's broker.sock, for loopd: one [ToolRequest] per
-	// connection, answered with [ToolPending] while the owner is asked,
-	// then one [ToolResult] or [*Error].
+	// connection, answered with [ToolPending] while the owner is asked
+	// and [ConsultPending] once a consult is sent, then one [ToolResult]
+	// or [*Error].
 	Broker = Socket{Name: "broker.sock", Server: "brokerd", Requests: BrokerMessages, Answers: BrokerMessages,
-		Interim: []string{"tool_pending"}, FrameMax: BrokerFrameMax, OnePerConn: true,
+		Interim: []string{"tool_pending", "consult_pending"}, FrameMax: BrokerFrameMax, OnePerConn: true,
 		// A call may wait a day for the owner with nothing to read.
 		Idle: 25 * time.Hour,
 		// The first answer; a client extends it after tool_pending.

@@ -49,6 +49,7 @@ type Broker struct {
 	pending *pending.Table
 	runner  runner.Runner
 	now     func() time.Time
+	consult consultState // consult.go
 }
 
 // Run serves both sockets until ctx is cancelled. With acceptBreak it
@@ -80,6 +81,8 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: run, now: time.Now}
+	b.consult = openConsultLog(log, cfg)
+	defer b.consult.close()
 	bl, err := rpc.Listen(&wire.Broker, sockets.Config{Dir: cfg.BrokerSocketDir, AllowUIDs: cfg.BrokerAllowUIDs, Logger: log})
 	if err != nil {
 		return daemon.Refuse(err)

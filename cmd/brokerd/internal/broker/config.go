@@ -62,6 +62,9 @@ type Config struct {
 	// Secrets maps the secret names grants use to where each value
 	// lives ("credential:NAME", "env:NAME", "file:/path").
 	Secrets map[string]secret.Ref `toml:"secrets"`
+	// Consult is where the consult tool goes (consult_config.go).
+	// Absent: every consult is refused (consult-unconfigured).
+	Consult *ConsultConfig `toml:"consult"`
 
 	// path is the file Load read, which no tool call may mount.
 	path string
@@ -154,6 +157,9 @@ func Load(path string) (Config, error) {
 			return Config{}, fmt.Errorf("config %s: [runner]: %v", path, err)
 		}
 		c.Runner = &r
+	}
+	if err := c.Consult.check(); err != nil {
+		return Config{}, fmt.Errorf("config %s: [consult]: %v", path, err)
 	}
 	names := make([]string, 0, len(c.Secrets))
 	for name := range c.Secrets {

@@ -12,7 +12,8 @@ import (
 
 // The audit log records a call's arguments, except what a write_file
 // would write: that is session data, possibly secret, and the audit log
-// must not become a copy of it. It is recorded by SHA-256 and size.
+// must not become a copy of it. It is recorded by SHA-256 and size, and
+// so are a consult's question and context (the consult log holds them).
 
 func auditArgs(a toolargs.Args, raw json.RawMessage) json.RawMessage {
 	if w, ok := a.(toolargs.WriteFile); ok {
@@ -22,6 +23,18 @@ func auditArgs(a toolargs.Args, raw json.RawMessage) json.RawMessage {
 			ContentSHA256 string `json:"content_sha256"`
 			ContentBytes  int    `json:"content_bytes"`
 		}{w.Path.String(), hex.EncodeToString(sum[:]), len(w.Content)})
+		return b
+	}
+	if c, ok := a.(toolargs.Consult); ok {
+		// The payload itself is in the consult log, in full, linked to
+		// this record by its hash.
+		q, x := sha256.Sum256([]byte(c.Question)), sha256.Sum256([]byte(c.Context))
+		b, _ := json.Marshal(struct {
+			QuestionSHA256 string `json:"question_sha256"`
+			QuestionBytes  int    `json:"question_bytes"`
+			ContextSHA256  string `json:"context_sha256"`
+			ContextBytes   int    `json:"context_bytes"`
+		}{hex.EncodeToString(q[:]), len(c.Question), hex.EncodeToString(x[:]), len(c.Context)})
 		return b
 	}
 	if a != nil {
@@ -45,6 +58,9 @@ func grantRef(g *policy.GrantRef) *audit.GrantRef {
 // denialRecord maps a policy denial to the audit record's reason.
 func denialRecord(d *policy.Denial, raw json.RawMessage) audit.DecisionRecord {
 	r := audit.DecisionRecord{Tool: d.Tool, Arguments: auditArgs(nil, raw), Verdict: audit.Verdict{Outcome: audit.Denied, Detail: d.Detail}}
+	if cd := d.ConsultDetail(); cd != "" {
+		r.Detail = cd // the consult rule that refused it (the reason is no_grant)
+	}
 	switch d.Reason {
 	case policy.GrantsInvalid:
 		r.Reason = audit.GrantsInvalid

@@ -40,7 +40,7 @@ func unavailable(err error) *wire.ToolResult {
 
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
-	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments}
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: b.cfg.consultEndpoint()}
 	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
@@ -77,7 +77,7 @@ func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest)
 	case ask != nil:
 		return b.await(ctx, c, req, preq, seq, ask)
 	}
-	return b.run(ctx, req.Session, seq, dec)
+	return b.run(ctx, c, req.Session, seq, dec)
 }
 
 // toolOf is the tool a record names: the target, or call_tool itself when
@@ -92,6 +92,10 @@ func toolOf(t string) string {
 // await parks an ask until the owner answers, it expires, or loopd goes.
 func (b *Broker) await(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, ask *policy.Ask) *wire.ToolResult {
 	args, _ := ask.Args.MarshalJSON()
+	if ask.Consult != nil {
+		// The owner approves the payload itself, every byte of it.
+		args = consultShown(*ask.Consult)
+	}
 	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args})
 	if err != nil {
 		return denied("the call could not be parked for approval: " + err.Error())
@@ -112,11 +116,11 @@ func (b *Broker) await(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, 
 		b.pending.Withdraw(seq)
 		a = <-answers
 	}
-	return b.answered(ctx, req, preq, seq, a)
+	return b.answered(ctx, c, req, preq, seq, a)
 }
 
 // answered records the owner's answer (or its absence) and acts on it.
-func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq policy.Request, seq int64, a pending.Answer) *wire.ToolResult {
+func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, a pending.Answer) *wire.ToolResult {
 	if a.Kind != pending.Approved {
 		answer, reason := audit.AnswerExpired, audit.Expired
 		msg := "the approval expired unanswered"
@@ -158,14 +162,17 @@ func (b *Broker) answered(ctx context.Context, req *wire.ToolRequest, preq polic
 	case !dec.Valid():
 		return denied("state_unreadable: this session's state cannot be read; see docs/runbook.md#session-state")
 	}
-	return b.run(ctx, req.Session, seq, dec)
+	return b.run(ctx, c, req.Session, seq, dec)
 }
 
 // run runs an allowed call and records its result by hash and size. A
 // failure to run carries fixed text only and raises no taint.
-func (b *Broker) run(ctx context.Context, session string, seq int64, d policy.Decision) *wire.ToolResult {
+func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64, d policy.Decision) *wire.ToolResult {
 	if d.Builtin() {
 		return b.memory(ctx, session, seq, d)
+	}
+	if call, ok := d.Consult(); ok {
+		return b.runConsult(ctx, c, session, seq, d, call)
 	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {

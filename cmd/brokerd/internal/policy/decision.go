@@ -138,14 +138,17 @@ type Ask struct {
 	Mounts      []Mount
 	Hosts       []hostrule.Name
 	Secret      string // the secret the call's container would get
-	Session     Session
-	At          time.Time
+	// Consult is a consult's outbound request in full, for the owner
+	// to read before it leaves (nil for other tools).
+	Consult *ConsultCall
+	Session Session
+	At      time.Time
 }
 
 func (v *verdict) ask(req Request) *Ask {
 	return &Ask{Request: req, Tool: v.tool, ViaCallTool: v.via, Args: v.args, Grant: v.winner,
 		Matched: slices.Clone(v.matched), Class: v.class, Untrusted: v.untrusted,
-		Mounts: slices.Clone(v.mounts), Hosts: slices.Clone(v.hosts), Secret: v.secret, Session: v.session, At: v.at}
+		Mounts: slices.Clone(v.mounts), Hosts: slices.Clone(v.hosts), Secret: v.secret, Consult: v.consult, Session: v.session, At: v.at}
 }
 
 // Record is the Ask's summary for the audit log.

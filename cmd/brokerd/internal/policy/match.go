@@ -25,6 +25,7 @@ type verdict struct {
 	mounts    []Mount
 	hosts     []hostrule.Name
 	secret    string // the winning grant's secret name, or ""
+	consult   *ConsultCall
 	session   Session
 	at        time.Time
 }

@@ -40,6 +40,9 @@ type Denial struct {
 }
 
 func (d *Denial) Error() string {
+	if msg, ok := consultError(d); ok {
+		return msg
+	}
 	switch {
 	case d.Reason == GrantsInvalid:
 		return fmt.Sprintf("%q denied: the grants are invalid, so every call is denied until they are fixed; see docs/runbook.md#grants-invalid", d.Tool)

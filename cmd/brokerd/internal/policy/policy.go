@@ -53,6 +53,13 @@
 //     only if every applicable grant is writable.
 //  8. An invalid session taint is read as secret and untrusted; a taint
 //     below private is read as private (no session is public).
+//  9. consult (consult.go) is decided against the endpoint brokerd's
+//     config names: refused without one, refused in a secret session
+//     whatever the grants say, and otherwise allowed only by an active
+//     consult grant that names the endpoint's host, whose max_taint is at
+//     least the session's taint and, for an untrusted session, that says
+//     untrusted_sessions = true; each refusal names its rule. Its result
+//     is always untrusted.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file
 // mounts the file's directory read-write (the toolkit writes only the
@@ -79,6 +86,10 @@ import (
 type Request struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Endpoint is brokerd's [consult] table, which a consult call is
+	// decided against (rule 9); brokerd sets it, never loopd. nil: no
+	// consult is configured.
+	Endpoint *Endpoint `json:"-"`
 }
 
 // Session is a session's state as brokerd tracks it.
@@ -181,7 +192,15 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if err != nil {
 		return nil, deny(InvalidArguments, oneLine(err.Error()))
 	}
-	v, d := match(gs.Grants(), args, sess, now)
+	var (
+		v *verdict
+		d *Denial
+	)
+	if c, ok := args.(toolargs.Consult); ok {
+		v, d = matchConsult(gs.Grants(), c, req.Endpoint, sess, now)
+	} else {
+		v, d = match(gs.Grants(), args, sess, now)
+	}
 	if d != nil {
 		d.Tool, d.ViaCallTool, d.Session, d.At, d.Target = tool, via, sess, now, target(args)
 		return nil, d
@@ -210,6 +229,8 @@ func target(a toolargs.Args) string {
 		return a.Workdir.String()
 	case toolargs.HTTPFetch:
 		return a.URL.String()
+	case toolargs.Consult:
+		return "consult"
 	}
 	return ""
 }

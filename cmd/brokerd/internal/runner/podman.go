@@ -128,7 +128,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if !toolset.IsGranted(d.Tool()) {
 		return Output{}, ErrNotATool
 	}
-	timeout := p.cfg.timeout(d.Tool())
+	timeout := p.cfg.limit(d)
 	// The whole call, the wait for the mount lock and containers'
 	// creation and removal included, must end before loopd stops waiting.
 	ctx, cancel := context.WithTimeout(ctx, timeout+callMargin)
@@ -213,7 +213,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 // arguments in their wire form and, if the grant names one, the secret
 // (toolinput.Input, which the toolkit decodes).
 func (p *Podman) input(d policy.Decision) ([]byte, *toolinput.Secret, error) {
-	args, err := d.Args().MarshalJSON()
+	args, err := callArgs(d)
 	if err != nil {
 		return nil, nil, fail(ErrNotATool, "its arguments do not marshal: "+err.Error())
 	}

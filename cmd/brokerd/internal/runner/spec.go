@@ -67,7 +67,7 @@ func (c Config) hardened(instance, role string, timeout uint) *specgen.SpecGener
 // mounts at the same path, a private tmpfs for the secret, and, for a
 // call granted hosts, the egress proxy's socket directory.
 func (c Config) toolSpec(instance string, d policy.Decision, egressDir string) *specgen.SpecGenerator {
-	timeout := c.timeout(d.Tool())
+	timeout := c.limit(d)
 	s := c.hardened(instance, "tool", uint(timeout.Seconds())+backstop)
 	s.Command = toolCommand(d.Tool())
 	s.Stdin = ptr(true)

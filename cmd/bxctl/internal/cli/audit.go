@@ -17,7 +17,8 @@ import (
 // per problem (the first break as DIR/file:line: reason, a head that
 // differs, each anchor the log fails) and exits 1. The reasons can quote
 // bytes from the log, so they are escaped like everything else bxctl
-// prints.
+// prints. The consult log beside DIR (DIR/../consult), if there is one,
+// is checked too (consult.go).
 func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	const use = "usage: bxctl audit verify [--anchors FILE] DIR | bxctl audit anchor [--anchors FILE] DIR"
 	if len(args) > 0 && args[0] == "anchor" {
@@ -48,7 +49,8 @@ func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	e := audit.VerifyEnd(dir, mine)
 	printEnd(stdout, dir, e)
-	if !e.OK() {
+	consultOK := verifyConsultLog(stdout, dir)
+	if !e.OK() || !consultOK {
 		return ExitFailed
 	}
 	return ExitOK

@@ -28,7 +28,7 @@ func TestDeployGrantsAreValid(t *testing.T) {
 		t.Fatalf("bxctl grants check deploy/grants = %d\n%s%s", code, out, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ok: 4 files, 12 grants") {
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ok: 5 files, 13 grants") {
 		t.Errorf("summary = %q", last)
 	}
 	seen := map[string]bool{}
@@ -46,6 +46,9 @@ func TestDeployGrantsAreValid(t *testing.T) {
 				t.Errorf("deploy/grants has no %s %s example", tool, mode)
 			}
 		}
+	}
+	if !seen["consult ask"] {
+		t.Error("deploy/grants has no consult ask example: the owner must see each payload before it leaves")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
 		t.Errorf("deploy/grants/README.md: %v", err)

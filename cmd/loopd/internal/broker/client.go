@@ -23,6 +23,11 @@ var DefaultTimeout = wire.Broker.Wait
 // brokerd names: a far expires must not park a turn for ever.
 const MaxApprovalWait = 24 * time.Hour
 
+// MaxConsultWait bounds the wait for a consult's answer after brokerd
+// said it was sent, whatever expiry brokerd names (brokerd's own bound,
+// total_timeout_s, is at most an hour).
+const MaxConsultWait = time.Hour
+
 // Client is the Port over brokerd's broker.sock: one connection per call.
 type Client struct {
 	Path    string        // broker.sock
@@ -57,7 +62,20 @@ func (c *Client) Call(ctx context.Context, r Request, pending func(int64)) Outco
 	defer conn.Close()
 	conn.SetDeadline(now().Add(timeout))
 	m, err := rpc.Expect[*wire.ToolResult](conn, &wire.ToolRequest{Session: r.Session, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments}, func(v strict.Variant) error {
-		m := v.(*wire.ToolPending) // broker.sock's one interim answer
+		if m, ok := v.(*wire.ConsultPending); ok {
+			// A consult runs for up to its total bound: the turn waits
+			// that long (the slot is free meanwhile), and no longer.
+			exp, err := time.Parse(time.RFC3339, m.Expires)
+			if err != nil {
+				return errBadExpiry
+			}
+			if limit := now().Add(MaxConsultWait); exp.After(limit) {
+				exp = limit
+			}
+			conn.SetDeadline(exp.Add(timeout))
+			return nil
+		}
+		m := v.(*wire.ToolPending) // the other interim answer
 		exp, err := time.Parse(time.RFC3339, m.Expires)
 		if err != nil {
 			return errBadExpiry

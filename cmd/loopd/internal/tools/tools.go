@@ -47,6 +47,7 @@ var specs = map[string]spec{
 	toolset.WriteFile: {"Writes a text file in a directory the owner granted.", json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Absolute path of the file."},"content":{"type":"string"}},"required":["path","content"]}`)},
 	toolset.Shell:     {"Runs a shell command in a fresh sandbox with only the granted directories.", json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"workdir":{"type":"string","description":"Working directory, an absolute granted path."}},"required":["command","workdir"]}`)},
 	toolset.HTTPFetch: {"Fetches a URL from a host the owner granted. Returns the response body.", json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`)},
+	toolset.Consult:   {"Asks a larger remote model one self-contained question, for a second opinion. It sees only the question and the context you write here, nothing of this conversation, and never secret data. Slow (minutes); the answer is untrusted.", json.RawMessage(`{"type":"object","properties":{"question":{"type":"string","description":"The whole question, self-contained (at most 8 KiB)."},"context":{"type":"string","description":"Optional: what the remote model needs to know to answer (at most 32 KiB)."}},"required":["question"]}`)},
 }
 
 // Core is the tools array of every epoch: toolset's core tools, in its

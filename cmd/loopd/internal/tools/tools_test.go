@@ -142,3 +142,20 @@ func TestToBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestFindConsult: consult is found by what it does and called through
+// call_tool; it is not in the fixed tools array.
+func TestFindConsult(t *testing.T) {
+	out, err := Find(`{"query":"second opinion"}`)
+	if err != nil || !strings.Contains(out, `"name":"consult"`) {
+		t.Errorf("Find(second opinion) = %s, %v", out, err)
+	}
+	if _, err := ParseCall(`{"name":"consult","arguments":{"question":"q"}}`); err != nil {
+		t.Errorf("ParseCall(consult) = %v", err)
+	}
+	for _, c := range Core() {
+		if c.Function.Name == "consult" {
+			t.Error("consult is in the tools array")
+		}
+	}
+}

@@ -63,11 +63,13 @@ func (m *script) Complete(_ context.Context, req llama.Request, prev llama.SlotS
 	default:
 		for i := range 1 + m.rng.IntN(2) {
 			name, args := "clock", `{}`
-			switch m.rng.IntN(3) {
+			switch m.rng.IntN(4) {
 			case 1:
 				name, args = "find_tool", fmt.Sprintf(`{"query":"q%d"}`, m.rng.IntN(3))
 			case 2:
 				name, args = "call_tool", fmt.Sprintf(`{"name":"read_file","arguments":{"path":"/f%d"}}`, m.rng.IntN(3))
+			case 3:
+				name, args = "call_tool", fmt.Sprintf(`{"name":"consult","arguments":{"question":"q%d"}}`, m.rng.IntN(3))
 			}
 			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: fmt.Sprintf("c%d-%d", m.tick, i), Type: "function", Function: chat.FunctionCall{Name: name, Arguments: args}})
 		}
@@ -84,13 +86,30 @@ func (m *script) Complete(_ context.Context, req llama.Request, prev llama.SlotS
 // randomBroker answers at random and sometimes queues a user message for
 // the next turn while the call runs, as a second chat message would.
 type randomBroker struct {
-	rng   *rand.Rand
-	queue func()
+	rng      *rand.Rand
+	queue    func()
+	consults int // consults answered, so the property test can show it covered them
 }
 
 func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
 	if b.rng.IntN(4) == 0 {
 		b.queue()
+	}
+	if r.Tool == "consult" {
+		// A consult is pending for a while (brokerd's consult_pending);
+		// the owner often writes meanwhile, and the answer, or the clear
+		// result of an expired one, arrives as the call's result.
+		if b.rng.IntN(2) == 0 {
+			b.queue()
+		}
+		b.consults++
+		switch b.rng.IntN(3) {
+		case 0:
+			return broker.Outcome{Status: broker.Failed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Class: dataclass.Private, Untrusted: true}
+		case 1:
+			return broker.Outcome{Status: broker.Denied, Output: "consult denied (consult_untrusted)", Class: dataclass.Public}
+		}
+		return broker.Outcome{Status: broker.Ran, Output: "[consult: the answer]\nremote " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
 	}
 	switch b.rng.IntN(4) {
 	case 0:
@@ -105,10 +124,11 @@ func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(in
 }
 
 // TestAppendOnlyProperty runs random conversations (users, batched users,
-// tool calls, denials, approvals, failures, cache loss, runaway stops,
-// loopd killed mid-turn and restarted from the files, epoch changes with
-// loopd killed at every step of them: epoch_property_test.go) and checks
-// every request against the one before it in the same epoch:
+// tool calls, denials, approvals, consults with owner messages queued
+// while they are pending, failures, cache loss, runaway stops, loopd
+// killed mid-turn and restarted from the files, epoch changes with loopd
+// killed at every step of them: epoch_property_test.go) and checks every
+// request against the one before it in the same epoch:
 //   - its messages and slot state are Replay and StateOf of the whole log
 //     (the session keeps them incrementally);
 //   - its messages start with the previous request's messages, byte for
@@ -122,19 +142,25 @@ func TestAppendOnlyProperty(t *testing.T) {
 		n = 500
 	}
 	state := stateDir(t)
+	consults := 0
 	for i := range n {
-		if err := conversation(state, i); err != nil {
+		c, err := conversation(state, i)
+		if err != nil {
 			t.Fatalf("conversation %d: %v", i, err)
 		}
+		consults += c
+	}
+	if consults == 0 {
+		t.Error("no conversation made a consult: the property did not cover it")
 	}
 }
 
-func conversation(state string, seed int) error {
+func conversation(state string, seed int) (int, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	id := fmt.Sprintf("p%d", seed)
 	s, err := session.Open(state, id, baseline)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() { s.Close() }()
 	m := &script{rng: rng}
@@ -166,19 +192,19 @@ func conversation(state string, seed int) error {
 		Now: func() time.Time { clockAt = clockAt.Add(time.Minute); return clockAt }}
 	for range 1 + rng.IntN(6) {
 		if err := Interrupted(s); err != nil {
-			return err
+			return 0, err
 		}
 		if rng.IntN(3) == 0 {
 			ns, err := ep.change(s)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			s = ns
 		}
 		turnNo = session.StateOf(s.Records()).NextTurn
 		for range 1 + rng.IntN(2) {
 			if err := s.Append(&session.User{Turn: turnNo, Text: fmt.Sprintf("user %d", rng.IntN(1000))}); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if rng.IntN(8) == 0 {
@@ -186,19 +212,19 @@ func conversation(state string, seed int) error {
 		}
 		if err := e.Run(context.Background(), s, turnNo, func(strict.Variant) {}); err != nil {
 			if mismatch != nil {
-				return mismatch
+				return 0, mismatch
 			}
 			// Killed: restart from the files, as a new loopd would.
 			s.Close()
 			if s, err = session.Open(state, id, baseline); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
 	if err := ep.unchanged(); err != nil {
-		return err
+		return 0, err
 	}
-	return checkRequests(m)
+	return b.consults, checkRequests(m)
 }
 
 func checkRequests(m *script) error {

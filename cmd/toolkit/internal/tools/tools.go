@@ -1,5 +1,5 @@
 // Package tools is what runs inside a tool container: shell, read_file,
-// write_file and http_fetch, each reading its arguments from the one
+// write_file, http_fetch and consult, each reading its arguments from the one
 // JSON envelope on stdin ([toolinput.Decode], then [toolargs.Parse],
 // the function brokerd decided the call with).
 //
@@ -19,7 +19,11 @@
 //     /run/egress) whatever the grant says;
 //   - http_fetch reaches the network only through the egress proxy's
 //     Unix socket, one proxied connection per dial, so every redirect is
-//     checked by the proxy again; it verifies TLS itself.
+//     checked by the proxy again; it verifies TLS itself;
+//   - consult sends the body brokerd built and logged, unchanged, once,
+//     over TLS it verifies itself, through the egress proxy to the one
+//     granted host, with the granted key as its bearer token; the key is
+//     held in memory only, never written to a file, and never printed.
 package tools
 
 import (
@@ -47,7 +51,7 @@ const (
 // The fixed sentences printed on misuse. They never quote the input.
 const (
 	MisuseInput = "toolkit: misuse: stdin is not one valid tool input for this tool; see docs/runbook.md#toolkit-misuse"
-	MisuseUsage = "toolkit: misuse: usage is toolkit shell|read_file|write_file|http_fetch with the input on stdin, toolkit egress --socket PATH --host NAME..., or toolkit probe-namespaces; see docs/runbook.md#toolkit-misuse"
+	MisuseUsage = "toolkit: misuse: usage is toolkit shell|read_file|write_file|http_fetch|consult with the input on stdin, toolkit egress --socket PATH --host NAME..., or toolkit probe-namespaces; see docs/runbook.md#toolkit-misuse"
 )
 
 // Caps.
@@ -104,6 +108,16 @@ func Run(ctx context.Context, env Env, tool string, stdin io.Reader) int {
 	if err != nil {
 		fmt.Fprintln(env.Stderr, MisuseInput)
 		return ExitMisuse
+	}
+	if tool == toolset.Consult {
+		// consult's container gets the request brokerd built and logged,
+		// not the model's arguments (consult.go).
+		call, err := toolargs.ParseConsultCall(in.Args)
+		if err != nil {
+			fmt.Fprintln(env.Stderr, MisuseInput)
+			return ExitMisuse
+		}
+		return report(env, runConsult(ctx, env, call, in.Secret))
 	}
 	args, err := toolargs.Parse(tool, in.Args)
 	if err != nil {

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"wntrmute.dev/boxmaker/pkg/consultlog"
+	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/toolset"
+)
+
+// consult is named by toolset's constant: tool names are spelled once.
+func init() {
+	commands[toolset.Consult] = command{"print the outbound consult log: every payload sent to a remote model, and its answer", runConsult}
+}
+
+// runConsult is `bxctl consult log STATE`: every record of the outbound
+// consult log in STATE (brokerd's state directory), in order, after
+// checking its chain; each payload is printed whole, every byte the
+// remote model received, and each answer with its reasoning. Text from
+// the log (the model's question, the remote model's answer) is escaped,
+// as everything bxctl prints. A log that does not verify is printed up
+// to its first bad line, which is named, and the exit is 1.
+func runConsult(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 || args[0] != "log" {
+		fmt.Fprintln(stderr, "usage: bxctl consult log STATE")
+		fmt.Fprintln(stderr, "Prints brokerd's outbound consult log (STATE/"+layout.ConsultLog.Path+"/"+consultlog.FileName+"): every payload sent to a remote model, in full, and its answer.")
+		return ExitUsage
+	}
+	state := args[1]
+	dir := layout.ConsultLog.In(state)
+	path := filepath.Join(dir, consultlog.FileName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintln(stdout, "no consult has been sent: "+escape.Line(path)+" does not exist")
+		return ExitOK
+	}
+	rep := consultlog.Verify(dir, layout.Audit.In(state))
+	n := 0
+	err := jsonl.Scan(path, consultlog.MaxLine+1, func(line int, b []byte) error {
+		if rep.Problem != nil && rep.Problem.Line > 0 && line >= rep.Problem.Line {
+			return errStopPrint
+		}
+		r, err := consultlog.ParseLine(b)
+		if err != nil {
+			return err
+		}
+		printConsult(stdout, r)
+		n++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopPrint) && rep.Problem == nil {
+		fmt.Fprintln(stdout, escape.Line("consult log: "+err.Error()))
+		return ExitFailed
+	}
+	if rep.Problem != nil {
+		p := *rep.Problem
+		p.File = filepath.Join(dir, p.File)
+		fmt.Fprintln(stdout, escape.Line("consult log does not verify: "+p.Error()))
+		return ExitFailed
+	}
+	fmt.Fprintf(stdout, "consult log intact: %d requests, %d responses\n", rep.Requests, rep.Responses)
+	return ExitOK
+}
+
+var errStopPrint = errors.New("stop")
+
+func printConsult(w io.Writer, r consultlog.Record) {
+	switch r := r.(type) {
+	case *consultlog.Request:
+		fmt.Fprintf(w, "#%d %s request: session %s, audit decision %d (sha256 %s), grant %s, model %s\n",
+			r.Seq, r.Time, escape.Line(r.Session), r.Decision, r.DecisionSHA256, escape.Line(r.Grant.ID), escape.Line(r.Model))
+		fmt.Fprintf(w, "POST %s\n%s\n\n", escape.Line(r.URL), escape.Text(r.Body))
+	case *consultlog.Response:
+		fmt.Fprintf(w, "#%d %s response to #%d: status %d, finish %q, %d bytes streamed (sha256 %s), truncated %v\n",
+			r.Seq, r.Time, r.Request, r.Status, escape.Line(r.Finish), r.StreamBytes, r.StreamSHA256, r.Truncated)
+		if r.Error != "" {
+			fmt.Fprintf(w, "error: %s\n", escape.Line(r.Error))
+		}
+		fmt.Fprintf(w, "reasoning:\n%s\nanswer:\n%s\n\n", escape.Text(r.Reasoning), escape.Text(r.Content))
+	}
+}
+
+// verifyConsultLog checks the consult log beside auditDir, if there is
+// one, and prints its summary or its first problem (by line).
+func verifyConsultLog(stdout io.Writer, auditDir string) bool {
+	dir := filepath.Join(filepath.Dir(filepath.Clean(auditDir)), filepath.Base(layout.ConsultLog.Path))
+	if _, err := os.Stat(filepath.Join(dir, consultlog.FileName)); err != nil {
+		return true // no consult was ever sent
+	}
+	rep := consultlog.Verify(dir, auditDir)
+	if p := rep.Problem; p != nil {
+		shown := *p
+		shown.File = filepath.Join(dir, shown.File)
+		fmt.Fprintln(stdout, escape.Line("consult log: "+shown.Error()))
+		return false
+	}
+	fmt.Fprintf(stdout, "consult log intact: %d requests, %d responses, each linked to its audit decision\n", rep.Requests, rep.Responses)
+	return true
+}

@@ -1,0 +1,74 @@
+package grant
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/toolset"
+)
+
+// A consult grant lets the model ask a remote OpenAI-compatible model one
+// question (docs/egress.md, the consult row):
+//
+//	[[grant]]
+//	id = "consult-glm"
+//	tool = "consult"
+//	hosts = ["api.z.ai"]          # the endpoint's host, as brokerd.toml's [consult] endpoint names it
+//	secret = "ZAI_API_KEY"        # the API key, from brokerd's [secrets]
+//	model = "glm-5.3-flash"
+//	max_taint = "private"         # every session starts private: private is needed for any consult
+//	untrusted_sessions = false    # true lets an untrusted session consult
+//	mode = "ask"                  # the owner sees the full payload before it leaves
+//
+// Rules: hosts, secret and model are required; max_taint may not be
+// secret (secret data never leaves) unless the grant denies; untrusted
+// may not be false, because a remote model's answer is text from outside.
+
+// modelPattern is a model's name: what vendors use ("glm-5.3-flash",
+// "org/model:variant"), nothing that could break out of a JSON string.
+var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$`)
+
+// Model is a consult grant's model name ("" for other tools).
+func (g Grant) Model() string { return g.model }
+
+// UntrustedSessions reports whether a consult grant applies in a session
+// that has read untrusted content (false for other tools).
+func (g Grant) UntrustedSessions() bool { return g.untrustedOK }
+
+// parseConsult reads the consult-only keys, refusing them elsewhere.
+func (g *Grant) parseConsult(s Spec) error {
+	if s.Tool != toolset.Consult {
+		if s.Model != "" || s.UntrustedSessions != nil {
+			return fmt.Errorf("%s does not take model or untrusted_sessions (only consult does)", s.Tool)
+		}
+		return nil
+	}
+	if s.Secret == "" {
+		return errors.New("consult needs secret: the name of the API key in brokerd's [secrets]")
+	}
+	if s.Model == "" {
+		return errors.New("consult needs model: the remote model's name")
+	}
+	if !modelPattern.MatchString(s.Model) {
+		return fmt.Errorf("model %q must be 1 to 128 letters, digits or ._:/@+-, starting with a letter or digit", s.Model)
+	}
+	g.model = s.Model
+	g.untrustedOK = s.UntrustedSessions != nil && *s.UntrustedSessions
+	return nil
+}
+
+// checkConsult applies the rules that need the parsed classes.
+func (g *Grant) checkConsult(s Spec) error {
+	if g.tool != toolset.Consult {
+		return nil
+	}
+	if g.mode != Deny && g.maxTaint == dataclass.Secret {
+		return errors.New("a consult grant's max_taint may not be \"secret\": secret data never leaves the owner's hosts")
+	}
+	if s.Untrusted != nil && !*s.Untrusted {
+		return errors.New("a consult grant may not set untrusted = false: a remote model's answer is text from outside")
+	}
+	return nil
+}
