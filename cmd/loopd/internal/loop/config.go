@@ -30,8 +30,8 @@ type Config struct {
 	// tools array. Off by default: without fleet memory (memoryd.toml's
 	// [honcho]) the tool can only answer that it is unavailable, and it
 	// needs memory_socket.
-	AskMemory bool `toml:"ask_memory"`
-	SystemFile   string `toml:"system_prompt_file"`
+	AskMemory  bool   `toml:"ask_memory"`
+	SystemFile string `toml:"system_prompt_file"`
 
 	Model    ModelConfig    `toml:"model"`
 	Serving  ServingConfig  `toml:"serving"`

@@ -153,7 +153,7 @@ func TestFindConsult(t *testing.T) {
 	if _, err := ParseCall(`{"name":"consult","arguments":{"question":"q"}}`); err != nil {
 		t.Errorf("ParseCall(consult) = %v", err)
 	}
-	for _, c := range Core() {
+	for _, c := range Core(true) {
 		if c.Function.Name == "consult" {
 			t.Error("consult is in the tools array")
 		}
