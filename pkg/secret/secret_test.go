@@ -200,8 +200,14 @@ func TestEnvBackend(t *testing.T) {
 	if _, ok := os.LookupEnv("BOXMAKER_TEST_TOKEN"); ok {
 		t.Error("the variable is still in the environment; children would inherit it")
 	}
-	if _, err := s.Load(mustRef(t, "env:BOXMAKER_TEST_TOKEN")); err == nil {
-		t.Error("Load(unset env) succeeded")
+	// brokerd loads a tool's secret for every call: the Store keeps what
+	// it took out of the environment.
+	if again, err := s.Load(mustRef(t, "env:BOXMAKER_TEST_TOKEN")); err != nil || again.Reveal() != token {
+		t.Errorf("a second Load(env) = %v, %v; want the same secret", again, err)
+	}
+	other, _ := storeWith(t, "")
+	if _, err := other.Load(mustRef(t, "env:BOXMAKER_TEST_TOKEN")); err == nil {
+		t.Error("Load(unset env) on a new Store succeeded")
 	}
 	t.Setenv("BOXMAKER_EMPTY", "")
 	if _, err := s.Load(mustRef(t, "env:BOXMAKER_EMPTY")); err == nil || !strings.Contains(err.Error(), "empty") {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -98,6 +99,9 @@ func (r Ref) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 type Store struct {
 	credDir string
 	log     *slog.Logger
+
+	mu  sync.Mutex
+	env map[string]Value // environment secrets read so far: gone from the environment
 }
 
 // NewStore reads $CREDENTIALS_DIRECTORY, which systemd sets for a service
@@ -108,7 +112,9 @@ func NewStore(log *slog.Logger) *Store {
 
 // Load reads the secret r names. A file secret logs a warning, because it
 // sits in plaintext on disk. An environment secret is removed from the
-// environment once read, so child processes do not inherit it. A single
+// environment once read, so child processes do not inherit it, and kept
+// by the Store, so a later Load of it (brokerd loads a tool's secret for
+// every call) still finds it. A single
 // trailing newline is dropped (files written by echo have one); an empty
 // secret is an error.
 func (s *Store) Load(r Ref) (Value, error) {
@@ -121,6 +127,11 @@ func (s *Store) Load(r Ref) (Value, error) {
 		}
 		b, err = readFile(filepath.Join(s.credDir, r.name), false)
 	case Env:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if v, ok := s.env[r.name]; ok {
+			return v, nil
+		}
 		v, ok := os.LookupEnv(r.name)
 		if !ok {
 			return Value{}, fmt.Errorf("load secret %s: the variable is not set; see docs/runbook.md#secret-missing", r)
@@ -145,6 +156,12 @@ func (s *Store) Load(r Ref) (Value, error) {
 	}
 	v := New(b)
 	clear(b)
+	if r.backend == Env { // s.mu is held
+		if s.env == nil {
+			s.env = map[string]Value{}
+		}
+		s.env[r.name] = v
+	}
 	return v, nil
 }
 
