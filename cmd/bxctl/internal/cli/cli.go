@@ -3,7 +3,9 @@
 // Invariant: bxctl holds no authority of its own. It reads what the
 // daemons and the owner's files say and prints it escaped; every action
 // that changes anything goes through a daemon's admin socket, where the
-// daemon decides.
+// daemon decides. The exceptions set a host up, as the owner (root)
+// running them: `up` runs the roles from a state directory, and `install`
+// (package install) deploys them as systemd units.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
 // something failed or was refused; 2 usage error. `bxctl doctor` has
@@ -46,6 +48,7 @@ var commands = map[string]command{
 	"chat":      {"talk to Boxmaker from the terminal", runChat},
 	"memory":    {"memory writes: log, undo FILE, check (stdin), review", runMemory},
 	"reindex":   {"rebuild memoryd's recall index from the files", runReindex},
+	"install":   {"install Boxmaker's units, users and images on this systemd host (root)", runInstall},
 	"doctor":    {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 }
 
