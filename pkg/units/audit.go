@@ -98,8 +98,11 @@ func auditPaths(u *Unit) []string {
 	if !slices.Contains(u.Values("Service", "BindReadOnlyPaths"), State) {
 		bad = append(bad, u.Name+": the state directory is not bound read-only")
 	}
-	if rw, want := u.Values("Service", "ReadWritePaths"), paths(Writable(u.Role), ""); !slices.Equal(rw, want) {
-		bad = append(bad, fmt.Sprintf("%s: ReadWritePaths=%q, want exactly %q (what %s writes)", u.Name, rw, want, u.Role))
+	if rw, want := u.Values("Service", "BindPaths"), paths(Writable(u.Role), ""); !slices.Equal(rw, want) {
+		bad = append(bad, fmt.Sprintf("%s: BindPaths=%q, want exactly %q (what %s writes)", u.Name, rw, want, u.Role))
+	}
+	if rw := u.Values("Service", "ReadWritePaths"); rw != nil {
+		bad = append(bad, fmt.Sprintf("%s: ReadWritePaths=%q: a role writes only its own entries, each bound", u.Name, rw))
 	}
 	if hid, want := u.Values("Service", "InaccessiblePaths"), paths(Hidden(u.Role), "-"); !slices.Equal(hid, want) {
 		bad = append(bad, fmt.Sprintf("%s: InaccessiblePaths=%q, want %q", u.Name, hid, want))

@@ -215,7 +215,10 @@ func unit(s spec) Unit {
 	}
 	svc = append(svc,
 		Key{"BindReadOnlyPaths", binds},
-		Key{"ReadWritePaths", paths(Writable(s.role), "")},
+		// A bind of its own over each entry the role writes: inside the
+		// read-only bind of the state directory, ReadWritePaths= would
+		// not lift the read-only flag of that mount.
+		Key{"BindPaths", paths(Writable(s.role), "")},
 		Key{"InaccessiblePaths", paths(Hidden(s.role), "-")},
 	)
 	for _, c := range Credentials {
@@ -314,7 +317,7 @@ func hardening(s spec) []Key {
 }
 
 // Writable is the layout entries role writes (directories and socket
-// directories, none inside another of them): its unit's ReadWritePaths.
+// directories, none inside another of them): its unit's BindPaths.
 func Writable(role string) []*layout.Entry {
 	var out []*layout.Entry
 	for _, e := range layout.Table {

@@ -216,7 +216,8 @@ func TestAuditCatchesEachBreach(t *testing.T) {
 		{"inferproxy anywhere", layout.Inferproxy, "IPAddressDeny", func(u *Unit) { set(u, "IPAddressDeny") }},
 		{"inferproxy to more", layout.Inferproxy, "IPAddressAllow", func(u *Unit) { set(u, "IPAddressAllow", Net(layout.Inferproxy), "0.0.0.0/0") }},
 		{"gatewayd listening", layout.Gatewayd, "SocketBindDeny", func(u *Unit) { set(u, "SocketBindDeny") }},
-		{"writes more", layout.Loopd, "ReadWritePaths", func(u *Unit) { set(u, "ReadWritePaths", State+"/sessions", State+"/run/loop", State+"/memory") }},
+		{"writes more", layout.Loopd, "BindPaths", func(u *Unit) { set(u, "BindPaths", State+"/sessions", State+"/run/loop", State+"/memory") }},
+		{"writes elsewhere", layout.Memoryd, "ReadWritePaths", func(u *Unit) { set(u, "ReadWritePaths", "/etc") }},
 		{"sees another pair", layout.Inferproxy, "InaccessiblePaths", func(u *Unit) {
 			set(u, "InaccessiblePaths", slices.DeleteFunc(u.Values("Service", "InaccessiblePaths"), func(s string) bool { return strings.HasSuffix(s, "/run/loop") })...)
 		}},
@@ -276,7 +277,7 @@ func TestEverySocketIsReachableByItsPair(t *testing.T) {
 		for _, r := range layout.Daemons {
 			u := Of(r)
 			hidden := slices.Contains(u.Values("Service", "InaccessiblePaths"), "-"+State+"/"+e.Path)
-			writable := slices.Contains(u.Values("Service", "ReadWritePaths"), State+"/"+e.Path)
+			writable := slices.Contains(u.Values("Service", "BindPaths"), State+"/"+e.Path)
 			party := r == e.Owner || slices.Contains(e.Accept, r)
 			if hidden == party || writable != (r == e.Owner) {
 				t.Errorf("%s in %s: hidden %v, writable %v (listener %s, clients %v)", e.Path, u.Name, hidden, writable, e.Owner, e.Accept)
