@@ -118,13 +118,14 @@ type spec struct {
 }
 
 // specs are the roles in start order (layout.Daemons). The exposure
-// bounds are what systemd 252 measured in the VM test (docs/units.md).
+// bounds are what systemd 252 measured in the VM test (docs/units.md):
+// a change that loosens a unit raises its figure and fails that test.
 var specs = []spec{
-	{role: layout.Inferproxy, net: true, exposure: 20, doc: "byte forwarder to llama-server"},
-	{role: layout.Memoryd, net: true, tls: true, exposure: 20, doc: "memory files, recall index, Honcho sync"},
-	{role: layout.Brokerd, host: true, exposure: 35, doc: "decides, runs and audits tool calls"},
-	{role: layout.Loopd, exposure: 15, doc: "the conversation and prompt assembly"},
-	{role: layout.Gatewayd, net: true, tls: true, exposure: 20, doc: "Mattermost to loopd, approval posts"},
+	{role: layout.Inferproxy, net: true, exposure: 11, doc: "byte forwarder to llama-server"},
+	{role: layout.Memoryd, net: true, tls: true, exposure: 10, doc: "memory files, recall index, Honcho sync"},
+	{role: layout.Brokerd, host: true, exposure: 4, doc: "decides, runs and audits tool calls"},
+	{role: layout.Loopd, exposure: 3, doc: "the conversation and prompt assembly"},
+	{role: layout.Gatewayd, net: true, tls: true, exposure: 11, doc: "Mattermost to loopd, approval posts"},
 }
 
 // UnitName is role's unit.

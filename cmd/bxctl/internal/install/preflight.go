@@ -132,12 +132,14 @@ func ReadImages(dir string) (Images, error) {
 		if err != nil {
 			return nil, Refusal{fmt.Sprintf("image %s: %v (build it with images/role-image %s %s/%s.tar)", r, err, r, dir, r), "see docs/runbook.md#install-image"}
 		}
-		want := "/bin/" + r
-		if r == units.Tool {
-			want = "/bin/toolkit"
-		}
-		if ep := a.Config.Config.Entrypoint; len(ep) != 1 || ep[0] != want {
-			return nil, Refusal{fmt.Sprintf("image %s runs %q, not %s", r, ep, want), "see docs/runbook.md#install-image"}
+		ep := a.Config.Config.Entrypoint
+		switch {
+		case r == units.Tool && len(ep) != 0:
+			// The runner names /bin/toolkit in each command; an
+			// entrypoint would run it twice.
+			return nil, Refusal{fmt.Sprintf("the tool image has entrypoint %q; it must have none", ep), "see docs/runbook.md#install-image"}
+		case r != units.Tool && (len(ep) != 1 || ep[0] != "/bin/"+r):
+			return nil, Refusal{fmt.Sprintf("image %s runs %q, not /bin/%s", r, ep, r), "see docs/runbook.md#install-image"}
 		}
 		im[r] = a
 	}
