@@ -12,6 +12,10 @@ type Params struct {
 	Llama     string // llama-server's host:port
 	Model     string // the model's name for loopd
 	ToolImage string // the tool image ID for brokerd's [runner]; "" for none
+	// PodmanSocket is the Podman API socket brokerd's [runner] names:
+	// "" for the service bxctl up runs in run/podman; bxctl install
+	// names brokerd's own user's rootless Podman.
+	PodmanSocket string
 }
 
 // FirstConfig is one role's config as `bxctl up` writes it on first run,
@@ -56,6 +60,10 @@ var FirstConfigs = []FirstConfig{
 func runnerTable(p Params) string {
 	if p.ToolImage == "" {
 		return "\n# No [runner]: tool calls fail until one is added (deploy/brokerd.toml);\n# `bxctl up --tool-image sha256:ID` on first run writes one.\n"
+	}
+	if p.PodmanSocket != "" {
+		return fmt.Sprintf("\n# brokerd's own user's rootless Podman (its user manager's podman.socket).\n[runner]\npodman_socket = %q\ntool_image = %q\n",
+			p.PodmanSocket, p.ToolImage)
 	}
 	return fmt.Sprintf("\n# bxctl up starts a Podman API service on this socket (logs/podman.log).\n[runner]\npodman_socket = %q\ntool_image = %q\n",
 		PodmanRun.SocketIn(p.State), p.ToolImage)

@@ -3,7 +3,9 @@
 // Invariant: bxctl holds no authority of its own. It reads what the
 // daemons and the owner's files say and prints it escaped; every action
 // that changes anything goes through a daemon's admin socket, where the
-// daemon decides.
+// daemon decides. The exceptions set a host up, as the owner (root)
+// running them: `up` runs the roles from a state directory, and `install`
+// (package install) deploys them as systemd units.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
 // something failed or was refused; 2 usage error. `bxctl doctor` has
@@ -47,6 +49,7 @@ var commands = map[string]command{
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},
 	"memory":        {"memory: status (the fleet outbox), resync, log, undo FILE, check (stdin), review", runMemory},
 	"reindex":       {"rebuild memoryd's recall index from the files", runReindex},
+	"install":       {"install Boxmaker's units, users and images on this systemd host (root)", runInstall},
 	"doctor":        {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},
 }

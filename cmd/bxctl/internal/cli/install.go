@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/install"
+	"wntrmute.dev/boxmaker/pkg/units"
+)
+
+// runInstall is `bxctl install`: Boxmaker on a systemd host that is not
+// NixOS, from the unit table (package install).
+func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flags("install", stderr)
+	var o install.Options
+	fs.StringVar(&o.Images, "images", "", "`directory` holding each role's image (ROLE.tar) and tool.tar, as images/role-image builds them (required)")
+	fs.StringVar(&o.State, "state", units.StateDir, "state `directory`")
+	fs.StringVar(&o.Podman, "podman", "/usr/bin/podman", "the Podman 5 `binary` brokerd's user runs")
+	fs.StringVar(&o.Llama, "llama", "", "llama-server's `ip:port`; inferproxy may reach only that address (required)")
+	fs.StringVar(&o.Model, "model", "default", "the model's `name` for loopd's first config")
+	fs.StringVar(&o.MattermostNet, "mattermost-net", "", "the `addresses` (space-separated addresses or prefixes) gatewayd may reach: Mattermost's and the resolver's")
+	fs.StringVar(&o.HonchoNet, "honcho-net", "", "the `addresses` memoryd may reach (Honcho's); none by default")
+	fs.StringVar(&o.GatewayConfig, "gateway-config", "", "the owner's gatewayd.toml (`file`, see deploy/gatewayd.toml); without it gatewayd is not installed")
+	tokenStdin := fs.Bool("token-stdin", false, "read the Mattermost bot token from stdin (it is encrypted with systemd-creds, never written in clear)")
+	noStart := fs.Bool("no-start", false, "write and enable the units without starting them")
+	fs.StringVar(&o.UnitDir, "unit-dir", "/etc/systemd/system", "where the units are written (`directory`)")
+	fs.StringVar(&o.ImageRoot, "image-root", "/usr/local/lib/boxmaker/images", "where the role images are unpacked (`directory`)")
+	fs.StringVar(&o.CredDir, "credential-dir", "/etc/boxmaker/credentials", "where the encrypted credentials are written (`directory`)")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || o.Images == "" || o.Llama == "" {
+		if err == nil {
+			fmt.Fprintln(stderr, "bxctl install: --images and --llama are required")
+		}
+		return ExitUsage
+	}
+	o.Start, o.Etc = !*noStart, "/etc"
+	var token []byte
+	if *tokenStdin {
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, install.MaxToken+1))
+		if err != nil || len(b) > install.MaxToken {
+			fmt.Fprintf(stderr, "bxctl install: the token on stdin could not be read or is over %d bytes; see docs/runbook.md#install-token\n", install.MaxToken)
+			return ExitFailed
+		}
+		token = b
+	}
+	if err := install.Run(ctx, o, install.RealHost(), token, stdout); err != nil {
+		fmt.Fprintf(stderr, "bxctl %v\n", err)
+		return ExitFailed
+	}
+	return ExitOK
+}

@@ -1,0 +1,211 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
+)
+
+// Options are bxctl install's flags.
+type Options struct {
+	Images        string // the directory holding <role>.tar and tool.tar
+	State         string
+	Podman        string
+	Llama         string // llama-server's ip:port
+	Model         string
+	MattermostNet string // IPAddressAllow= of gatewayd
+	HonchoNet     string // IPAddressAllow= of memoryd
+	GatewayConfig string // the owner's gatewayd.toml, or ""
+	Start         bool
+	UnitDir       string // /etc/systemd/system
+	ImageRoot     string // /usr/local/lib/boxmaker/images
+	CredDir       string // /etc/boxmaker/credentials
+	Etc           string // /etc (passwd, group, subuid)
+}
+
+// MaxToken caps the bot token read from stdin.
+const MaxToken = 4096
+
+// Values is every placeholder's value for the units, given the images.
+func Values(o Options, im Images) (map[string]string, error) {
+	host, _, err := net.SplitHostPort(o.Llama)
+	if err != nil || net.ParseIP(host) == nil {
+		return nil, Refusal{fmt.Sprintf("--llama %q is not ip:port: inferproxy's unit allows exactly that address", o.Llama), "see docs/runbook.md#install-network"}
+	}
+	for flag, v := range map[string]string{"--mattermost-net": o.MattermostNet, "--honcho-net": o.HonchoNet} {
+		for _, a := range strings.Fields(v) {
+			if net.ParseIP(a) == nil {
+				if _, _, err := net.ParseCIDR(a); err != nil {
+					return nil, Refusal{fmt.Sprintf("%s %q is not an address or a prefix", flag, a), "see docs/runbook.md#install-network"}
+				}
+			}
+		}
+	}
+	v := map[string]string{
+		units.Podman:                 o.Podman,
+		units.State:                  o.State,
+		units.ConfigDir:              layout.Config.In(o.State),
+		units.Net(layout.Inferproxy): host,
+		units.Net(layout.Gatewayd):   strings.Join(strings.Fields(o.MattermostNet), " "),
+		units.Net(layout.Memoryd):    strings.Join(strings.Fields(o.HonchoNet), " "),
+	}
+	for r, a := range im {
+		v[units.Image(r)] = a.ID
+		v[units.Root(r)] = rootOf(o, a.ID)
+	}
+	v[units.Bin(layout.Brokerd)] = filepath.Join(rootOf(o, im[layout.Brokerd].ID), "bin", layout.Brokerd)
+	for _, c := range units.Credentials {
+		v[units.CredentialPath(c.Name)] = filepath.Join(o.CredDir, c.Name+".cred")
+	}
+	return v, nil
+}
+
+func rootOf(o Options, id string) string {
+	return filepath.Join(o.ImageRoot, strings.TrimPrefix(id, "sha256:"))
+}
+
+// UnitFiles is each unit's text with the placeholders substituted, after
+// units.Audit; gatewayd's only when it is configured.
+func UnitFiles(values map[string]string, gateway bool) (map[string]string, []string, error) {
+	files := map[string]string{}
+	var order []string
+	for _, u := range units.Table() {
+		if u.Role == layout.Gatewayd && !gateway {
+			continue
+		}
+		if bad := units.Audit(&u); len(bad) > 0 {
+			return nil, nil, Refusal{"unit table fails its own audit: " + strings.Join(bad, "; "), "see docs/runbook.md#install-unit-audit"}
+		}
+		text, err := units.Substitute(u.Text(), values)
+		if err != nil {
+			return nil, nil, err
+		}
+		files[u.Name] = text
+		order = append(order, u.Name)
+	}
+	return files, order, nil
+}
+
+// runner runs host commands, printing each (never its stdin).
+type runner struct {
+	ctx context.Context
+	out io.Writer
+}
+
+func (r runner) run(stdin []byte, argv ...string) ([]byte, error) {
+	fmt.Fprintf(r.out, "+ %s\n", strings.Join(argv, " "))
+	cmd := exec.CommandContext(r.ctx, argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Dir = "/" // runuser keeps the directory, which a role user may not enter
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("install: %s: %v: %s", argv[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// Run installs. token is the bot token (nil without gatewayd).
+func Run(ctx context.Context, o Options, h Host, token []byte, out io.Writer) error {
+	if rs := Preflight(h, o.Podman); len(rs) > 0 {
+		var errs []error
+		for _, r := range rs {
+			errs = append(errs, r)
+		}
+		return errors.Join(errs...)
+	}
+	im, err := ReadImages(o.Images)
+	if err != nil {
+		return err
+	}
+	gateway := o.GatewayConfig != ""
+	if gateway && len(bytes.TrimSpace(token)) == 0 {
+		return Refusal{"--gateway-config was given but no bot token arrived on stdin (--token-stdin)", "see docs/runbook.md#install-token"}
+	}
+	values, err := Values(o, im)
+	if err != nil {
+		return err
+	}
+	files, order, err := UnitFiles(values, gateway)
+	if err != nil {
+		return err
+	}
+	have, err := Existing(o.Etc)
+	if err != nil {
+		return err
+	}
+	r := runner{ctx, out}
+	if err := makeUsers(r, o, have); err != nil {
+		return err
+	}
+	if err := makeState(o, im); err != nil {
+		return err
+	}
+	if err := unpack(o, im, out); err != nil {
+		return err
+	}
+	if err := loadTool(r, o, im); err != nil {
+		return err
+	}
+	if gateway {
+		if err := encrypt(r, o, token); err != nil {
+			return err
+		}
+	}
+	for _, name := range order {
+		if err := writeFile(filepath.Join(o.UnitDir, name), []byte(files[name]), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := r.run(nil, "systemctl", "daemon-reload"); err != nil {
+		return err
+	}
+	verb := []string{"systemctl", "enable"}
+	if o.Start {
+		verb = append(verb, "--now")
+	}
+	for _, name := range order {
+		if _, err := r.run(nil, append(verb, name)...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "installed %d units from %s; state in %s\n", len(order), o.Images, o.State)
+	if !gateway {
+		fmt.Fprintln(out, "gatewayd not installed: no --gateway-config (copy deploy/gatewayd.toml, then run bxctl install again with it and --token-stdin)")
+	}
+	return nil
+}
+
+// writeFile writes p through a temporary file and a rename, so a unit is
+// never read half written.
+func writeFile(p string, b []byte, mode os.FileMode) error {
+	tmp := p + ".bxctl-tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fmt.Errorf("install: write %s: %w", p, err)
+	}
+	_, werr := f.Write(b)
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("install: write %s: %w", p, err)
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return fmt.Errorf("install: write %s: %w", p, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("install: write %s: %w", p, err)
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+// Package install is `bxctl install`: it deploys Boxmaker on a systemd
+// host that is not NixOS (decision P22) from pkg/units' table, the same
+// table the NixOS module reads as modules/deployment.json. It creates the
+// role users with their fixed ids, brokerd's subordinate ids and linger,
+// the state tree by package layout, unpacks the role images (checked by
+// pkg/imagearchive) as the units' root filesystems, loads the tool image
+// into brokerd's rootless Podman, encrypts the bot token with
+// systemd-creds, and writes, enables and starts the units.
+//
+// Invariants: it refuses before changing anything when the host cannot
+// hold the deployment (not root, no systemd, cgroups v1, no
+// systemd-creds, a Podman older than 5, an image that is not what it
+// claims, a user or uid already taken by someone else), each refusal
+// naming its docs/runbook.md entry; the token goes from its stdin to
+// systemd-creds' stdin and is never written in clear, logged, put in an
+// argument or in an environment; a unit is written only after
+// units.Audit passes on it and with every placeholder substituted.
+package install
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"wntrmute.dev/boxmaker/pkg/imagearchive"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
+)
+
+// cgroup2Magic is CGROUP2_SUPER_MAGIC (linux/magic.h).
+const cgroup2Magic = 0x63677270
+
+// Host is what preflight looks at; tests replace each part.
+type Host struct {
+	Euid     func() int
+	Stat     func(string) (os.FileInfo, error)
+	FSType   func(string) (int64, error) // statfs(2)'s f_type
+	LookPath func(string) (string, error)
+	Output   func(argv ...string) ([]byte, error)
+}
+
+// RealHost is this machine.
+func RealHost() Host {
+	return Host{
+		Euid: os.Geteuid,
+		Stat: os.Stat,
+		FSType: func(p string) (int64, error) {
+			var st syscall.Statfs_t
+			if err := syscall.Statfs(p, &st); err != nil {
+				return 0, err
+			}
+			return int64(st.Type), nil
+		},
+		LookPath: exec.LookPath,
+		Output:   func(argv ...string) ([]byte, error) { return exec.Command(argv[0], argv[1:]...).Output() },
+	}
+}
+
+// Refusal is one reason the host cannot take the deployment.
+type Refusal struct {
+	What    string
+	Pointer string // "see docs/runbook.md#<anchor>"
+}
+
+func (r Refusal) Error() string { return "install: " + r.What + "; " + r.Pointer }
+
+// tools are the programs install runs.
+var tools = []string{"systemctl", "systemd-creds", "loginctl", "useradd", "groupadd", "usermod", "runuser"}
+
+var versionRE = regexp.MustCompile(`(?m)^(?:systemd|podman version) (\d+)`)
+
+// Preflight checks that h can take the deployment, changing nothing. It
+// returns every refusal, so the owner fixes them in one pass.
+func Preflight(h Host, podman string) []Refusal {
+	var out []Refusal
+	if h.Euid() != 0 {
+		return []Refusal{{"not root: it creates users, writes units in /etc/systemd/system and starts them (run it with sudo)", "see docs/runbook.md#install-not-root"}}
+	}
+	if fi, err := h.Stat("/run/systemd/system"); err != nil || !fi.IsDir() {
+		return []Refusal{{"systemd is not this host's init (/run/systemd/system is missing): the units need systemd as PID 1", "see docs/runbook.md#install-no-systemd"}}
+	}
+	if t, err := h.FSType("/sys/fs/cgroup"); err != nil || t != cgroup2Magic {
+		out = append(out, Refusal{"/sys/fs/cgroup is not the unified cgroup v2 hierarchy: rootless Podman's limits and the units' IP rules need it", "see docs/runbook.md#install-cgroup-v1"})
+	}
+	for _, tool := range tools {
+		if _, err := h.LookPath(tool); err != nil {
+			out = append(out, Refusal{tool + " is not installed (systemd 250 or later, passwd, uidmap, util-linux)", "see docs/runbook.md#install-no-systemd"})
+		}
+	}
+	if v, ok := major(h, "systemctl", "--version"); ok && v < 250 {
+		out = append(out, Refusal{fmt.Sprintf("systemd %d is older than 250: LoadCredentialEncrypted= and systemd-creds need 250 or later", v), "see docs/runbook.md#install-no-creds"})
+	}
+	if _, err := h.LookPath(podman); err != nil {
+		out = append(out, Refusal{"no podman at " + podman + " (--podman): brokerd's tool containers need Podman 5", "see docs/runbook.md#install-podman"})
+	} else if v, ok := major(h, podman, "--version"); !ok || v < 5 {
+		out = append(out, Refusal{fmt.Sprintf("%s --version is not Podman 5 or later (found %d): brokerd's runner needs 5's API", podman, v), "see docs/runbook.md#install-podman"})
+	}
+	return out
+}
+
+// major is the first number after "systemd " or "podman version " in
+// argv's output.
+func major(h Host, argv ...string) (int, bool) {
+	out, err := h.Output(argv...)
+	if err != nil {
+		return 0, false
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	return n, err == nil
+}
+
+// Images are the checked archives, by role (and units.Tool).
+type Images map[string]*imagearchive.Archive
+
+// ReadImages reads DIR/<role>.tar for every role and DIR/tool.tar and
+// checks each is the image its role needs.
+func ReadImages(dir string) (Images, error) {
+	im := Images{}
+	for _, r := range append(append([]string{}, layout.Daemons...), units.Tool) {
+		a, err := imagearchive.ReadFile(filepath.Join(dir, r+".tar"))
+		if err != nil {
+			return nil, Refusal{fmt.Sprintf("image %s: %v (build it with images/role-image %s %s/%s.tar)", r, err, r, dir, r), "see docs/runbook.md#install-image"}
+		}
+		ep := a.Config.Config.Entrypoint
+		switch {
+		case r == units.Tool && len(ep) != 0:
+			// The runner names /bin/toolkit in each command; an
+			// entrypoint would run it twice.
+			return nil, Refusal{fmt.Sprintf("the tool image has entrypoint %q; it must have none", ep), "see docs/runbook.md#install-image"}
+		case r != units.Tool && (len(ep) != 1 || ep[0] != "/bin/"+r):
+			return nil, Refusal{fmt.Sprintf("image %s runs %q, not /bin/%s", r, ep, r), "see docs/runbook.md#install-image"}
+		}
+		im[r] = a
+	}
+	return im, nil
+}
+
+// userLine is one /etc/passwd or /etc/group entry's name and id.
+type userLine struct {
+	name string
+	id   uint32
+}
+
+func readIDs(path string) ([]userLine, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []userLine
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Split(l, ":")
+		if len(f) < 3 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[2], 10, 32)
+		if err != nil {
+			continue
+		}
+		out = append(out, userLine{f[0], uint32(n)})
+	}
+	return out, nil
+}
+
+// Existing says, for each role user, whether it exists already with its
+// ids; another account holding its name or id is a refusal.
+func Existing(etc string) (map[string]bool, error) {
+	pw, err := readIDs(filepath.Join(etc, "passwd"))
+	if err != nil {
+		return nil, fmt.Errorf("install: read users: %w", err)
+	}
+	gr, err := readIDs(filepath.Join(etc, "group"))
+	if err != nil {
+		return nil, fmt.Errorf("install: read groups: %w", err)
+	}
+	have := map[string]bool{}
+	var errs []error
+	for _, u := range units.Users() {
+		uOK, err := match(pw, u.Name, u.UID, "user")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		gOK, err := match(gr, u.Name, u.GID, "group")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if uOK != gOK && err == nil {
+			errs = append(errs, Refusal{fmt.Sprintf("%s exists as a user or a group but not both", u.Name), "see docs/runbook.md#install-user-conflict"})
+		}
+		have[u.Name] = uOK && gOK
+	}
+	return have, errors.Join(errs...)
+}
+
+func match(lines []userLine, name string, id uint32, what string) (bool, error) {
+	found := false
+	for _, l := range lines {
+		switch {
+		case l.name == name && l.id != id:
+			return false, Refusal{fmt.Sprintf("%s %s exists with id %d, but Boxmaker's table gives it %d", what, name, l.id, id), "see docs/runbook.md#install-user-conflict"}
+		case l.name != name && l.id == id:
+			return false, Refusal{fmt.Sprintf("%s id %d is %s's, but Boxmaker's table gives it to %s", what, id, l.name, name), "see docs/runbook.md#install-user-conflict"}
+		case l.name == name:
+			found = true
+		}
+	}
+	return found, nil
+}
+
+// sameUsers is whether users.toml's text gives the table's ids (the units
+// name users whose ids are fixed).
+func sameUsers(text string) bool {
+	return bytes.Equal([]byte(text), []byte(layout.DefaultUsers(layout.ID{}).Text()))
+}

@@ -1,0 +1,111 @@
+package units
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+)
+
+// Audit checks u against the package's invariants and returns one line
+// per breach (none for every unit of [Table]; the tests plant each
+// breach). bxctl install audits every unit before it writes one.
+func Audit(u *Unit) []string {
+	var bad []string
+	want := func(key, value string) {
+		if got := u.Values("Service", key); !slices.Equal(got, []string{value}) {
+			bad = append(bad, fmt.Sprintf("%s: %s=%q, want %q", u.Name, key, got, value))
+		}
+	}
+	user := UserName(u.Role)
+	want("User", user)
+	want("Group", user)
+	if user == "root" {
+		bad = append(bad, u.Name+": runs as root")
+	}
+	want("NoNewPrivileges", "yes")
+	want("ProtectSystem", "strict")
+	want("RestrictSUIDSGID", "yes")
+	want("RestrictNamespaces", "yes")
+	want("SystemCallArchitectures", "native")
+	want("CapabilityBoundingSet", "")
+	want("AmbientCapabilities", "")
+	if f := u.Values("Service", "SystemCallFilter"); !slices.Contains(f, "@system-service") || !slices.Contains(f, "~@privileged @resources") {
+		bad = append(bad, fmt.Sprintf("%s: SystemCallFilter=%q, want @system-service and ~@privileged @resources", u.Name, f))
+	}
+	for _, s := range u.Sections {
+		for _, k := range s.Keys {
+			switch k.Name {
+			case "Environment", "EnvironmentFile", "PassEnvironment", "SetCredential", "LoadCredential", "ImportCredential":
+				bad = append(bad, fmt.Sprintf("%s: sets %s: a secret reaches a role only through LoadCredentialEncrypted", u.Name, k.Name))
+			case "DynamicUser", "SupplementaryGroups", "PermissionsStartOnly":
+				bad = append(bad, fmt.Sprintf("%s: sets %s: a role runs as its own fixed user with no other group", u.Name, k.Name))
+			}
+			for _, v := range k.Values {
+				if _, err := Placeholders(v); err != nil {
+					bad = append(bad, fmt.Sprintf("%s: %s: %v", u.Name, k.Name, err))
+				}
+				if strings.ContainsAny(v, "\n\r") {
+					bad = append(bad, fmt.Sprintf("%s: %s holds a newline", u.Name, k.Name))
+				}
+			}
+		}
+	}
+	for _, c := range Credentials {
+		load := u.Values("Service", "LoadCredentialEncrypted")
+		has := slices.Contains(load, c.Name+":"+CredentialPath(c.Name))
+		if has != (c.Role == u.Role) {
+			bad = append(bad, fmt.Sprintf("%s: LoadCredentialEncrypted=%q: credential %s is %s's alone", u.Name, load, c.Name, c.Role))
+		}
+	}
+	bad = append(bad, auditNetwork(u)...)
+	bad = append(bad, auditPaths(u)...)
+	return bad
+}
+
+func auditNetwork(u *Unit) []string {
+	var bad []string
+	fam := strings.Join(u.Values("Service", "RestrictAddressFamilies"), " ")
+	if !slices.Equal(u.Values("Service", "IPAddressDeny"), []string{"any"}) {
+		bad = append(bad, fmt.Sprintf("%s: IPAddressDeny=%q, want any", u.Name, u.Values("Service", "IPAddressDeny")))
+	}
+	switch u.Role {
+	case layout.Loopd, layout.Brokerd:
+		if !slices.Equal(u.Values("Service", "PrivateNetwork"), []string{"yes"}) || fam != "AF_UNIX" || u.Values("Service", "IPAddressAllow") != nil {
+			bad = append(bad, fmt.Sprintf("%s: has a network (PrivateNetwork=%q, RestrictAddressFamilies=%q, IPAddressAllow=%q); %s has none", u.Name,
+				u.Values("Service", "PrivateNetwork"), fam, u.Values("Service", "IPAddressAllow"), u.Role))
+		}
+	default:
+		if !slices.Equal(u.Values("Service", "IPAddressAllow"), []string{Net(u.Role)}) {
+			bad = append(bad, fmt.Sprintf("%s: IPAddressAllow=%q, want only %s", u.Name, u.Values("Service", "IPAddressAllow"), Net(u.Role)))
+		}
+		if !slices.Equal(u.Values("Service", "SocketBindDeny"), []string{"any"}) {
+			bad = append(bad, fmt.Sprintf("%s: SocketBindDeny=%q, want any: outbound only", u.Name, u.Values("Service", "SocketBindDeny")))
+		}
+		if fam != "AF_UNIX AF_INET AF_INET6" {
+			bad = append(bad, fmt.Sprintf("%s: RestrictAddressFamilies=%q, want AF_UNIX AF_INET AF_INET6", u.Name, fam))
+		}
+	}
+	return bad
+}
+
+// auditPaths checks the unit's view of the state directory: read-only as
+// a whole, writable exactly where its role writes, every entry it has no
+// business with inaccessible.
+func auditPaths(u *Unit) []string {
+	var bad []string
+	if !slices.Contains(u.Values("Service", "BindReadOnlyPaths"), State) {
+		bad = append(bad, u.Name+": the state directory is not bound read-only")
+	}
+	if rw, want := u.Values("Service", "BindPaths"), paths(Writable(u.Role), ""); !slices.Equal(rw, want) {
+		bad = append(bad, fmt.Sprintf("%s: BindPaths=%q, want exactly %q (what %s writes)", u.Name, rw, want, u.Role))
+	}
+	if rw := u.Values("Service", "ReadWritePaths"); rw != nil {
+		bad = append(bad, fmt.Sprintf("%s: ReadWritePaths=%q: a role writes only its own entries, each bound", u.Name, rw))
+	}
+	if hid, want := u.Values("Service", "InaccessiblePaths"), paths(Hidden(u.Role), "-"); !slices.Equal(hid, want) {
+		bad = append(bad, fmt.Sprintf("%s: InaccessiblePaths=%q, want %q", u.Name, hid, want))
+	}
+	return bad
+}

@@ -1,0 +1,365 @@
+package units
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+)
+
+// The placeholders a unit's values may carry (docs/units.md);
+// each installer substitutes them and nothing else does.
+const (
+	Podman    = "@podman@" // the podman binary
+	State     = "@state@"  // the state directory
+	ConfigDir = "@config@" // the directory of the role configs: @state@/config, which the daemons check against the table
+)
+
+// Image is the placeholder of role's image ID (sha256:<64 hex>).
+func Image(role string) string { return "@image:" + role + "@" }
+
+// Bin is the placeholder of a binary on the host, for a role that runs on
+// the host's root filesystem (brokerd).
+func Bin(name string) string { return "@bin:" + name + "@" }
+
+// Root is the placeholder of the directory holding role's image's root
+// filesystem, unpacked and read-only: the unit's RootDirectory=.
+func Root(role string) string { return "@root:" + role + "@" }
+
+// Net is the placeholder of the addresses role may reach
+// (IPAddressAllow=, space-separated addresses or prefixes; empty: none).
+func Net(role string) string { return "@net:" + role + "@" }
+
+// CredentialPath is the placeholder of the encrypted credential file
+// named name (systemd-creds encrypt's output).
+func CredentialPath(name string) string { return "@credential:" + name + "@" }
+
+// Key is one key of a unit file section with its values in order; a key
+// with several values is written once per value, and the value "" resets
+// a list (CapabilityBoundingSet= empties the set).
+type Key struct {
+	Name   string
+	Values []string
+}
+
+// Section is one [Section] of a unit file.
+type Section struct {
+	Name string
+	Keys []Key
+}
+
+// Unit is one systemd unit of the table.
+type Unit struct {
+	Name string // boxmaker-<role>.service
+	Role string
+	// ExposureMax is the highest `systemd-analyze security` exposure
+	// allowed, in tenths (2.0 is 20); the VM test enforces it.
+	ExposureMax int
+	Sections    []Section
+}
+
+// Values is the unit's values of key in section (nil if it has none).
+func (u *Unit) Values(section, key string) []string {
+	for _, s := range u.Sections {
+		if s.Name != section {
+			continue
+		}
+		for _, k := range s.Keys {
+			if k.Name == key {
+				return k.Values
+			}
+		}
+	}
+	return nil
+}
+
+// Text is the unit file.
+func (u *Unit) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: generated from pkg/units (Boxmaker's unit table); do not edit.\n", u.Name)
+	for i, s := range u.Sections {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "[%s]\n", s.Name)
+		for _, k := range s.Keys {
+			for _, v := range k.Values {
+				fmt.Fprintf(&b, "%s=%s\n", k.Name, v)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Credential is one encrypted systemd credential a role loads.
+type Credential struct {
+	Role string
+	Name string // the credential's name; the role's config refers to it as credential:<name>
+	Doc  string
+}
+
+// Credentials is every credential of the deployment.
+var Credentials = []Credential{
+	{Role: layout.Gatewayd, Name: "mattermost-token", Doc: "the Mattermost bot token"},
+}
+
+// spec is what the table says of one role beyond package layout.
+type spec struct {
+	role string
+	net  bool // IP traffic to Net(role)'s addresses; otherwise no network namespace of the host's at all
+	tls  bool // speaks TLS (its image holds the CA bundle)
+	// host is whether it runs on the host's root filesystem rather than
+	// its image's (brokerd: its runner pins granted host paths by inode
+	// and hands them to Podman, so it must see the host's tree as it is).
+	host     bool
+	exposure int // tenths
+	doc      string
+}
+
+// specs are the roles in start order (layout.Daemons). The exposure
+// bounds are what systemd 252 measured in the VM test (docs/units.md):
+// a change that loosens a unit raises its figure and fails that test.
+var specs = []spec{
+	{role: layout.Inferproxy, net: true, exposure: 11, doc: "byte forwarder to llama-server"},
+	{role: layout.Memoryd, net: true, tls: true, exposure: 10, doc: "memory files, recall index, Honcho sync"},
+	{role: layout.Brokerd, host: true, exposure: 4, doc: "decides, runs and audits tool calls"},
+	{role: layout.Loopd, exposure: 3, doc: "the conversation and prompt assembly"},
+	{role: layout.Gatewayd, net: true, tls: true, exposure: 11, doc: "Mattermost to loopd, approval posts"},
+}
+
+// UnitName is role's unit.
+func UnitName(role string) string { return "boxmaker-" + role + ".service" }
+
+// UserName is role's system user (and group).
+func UserName(role string) string {
+	switch role {
+	case layout.Owner, layout.Root:
+		return "root"
+	}
+	return "boxmaker-" + role
+}
+
+// TLS reports whether role speaks TLS, so its image holds the CA bundle.
+func TLS(role string) bool {
+	for _, s := range specs {
+		if s.role == role {
+			return s.tls
+		}
+	}
+	return false
+}
+
+// Table is every role's unit, in start order.
+func Table() []Unit {
+	var out []Unit
+	for _, s := range specs {
+		out = append(out, unit(s))
+	}
+	return out
+}
+
+// Of is role's unit.
+func Of(role string) Unit {
+	for _, s := range specs {
+		if s.role == role {
+			return unit(s)
+		}
+	}
+	panic("units: no unit for " + role)
+}
+
+func unit(s spec) Unit {
+	users := layout.DefaultUsers(layout.ID{})
+	var after []string
+	for _, e := range layout.Table {
+		if e.Kind == layout.SocketDir && slices.Contains(e.Accept, s.role) && started(e.Owner, s.role) {
+			after = append(after, UnitName(e.Owner))
+		}
+	}
+	if s.role == layout.Brokerd {
+		// Its Podman is its user's rootless service, on its user manager's
+		// socket (linger starts the manager at boot).
+		after = append(after, fmt.Sprintf("user@%d.service", users.Of(s.role).UID))
+	}
+	after = slices.Compact(after)
+	ul := []Key{
+		{"Description", []string{"Boxmaker " + s.role + ": " + s.doc}},
+		{"Documentation", []string{"https://wntrmute.dev/boxmaker/docs/units.md"}},
+	}
+	if len(after) > 0 {
+		ul = append(ul, Key{"After", after}, Key{"Wants", after})
+	}
+
+	exec := "/bin/" + s.role
+	if s.host {
+		exec = Bin(s.role)
+	}
+	svc := []Key{
+		{"Type", []string{"exec"}},
+		{"User", []string{UserName(s.role)}},
+		{"Group", []string{UserName(s.role)}},
+		{"ExecStart", []string{exec + " -config " + ConfigDir + "/" + s.role + ".toml -state " + State}},
+		// A role killed by a signal or failing is restarted; one that
+		// refused to start (exit 2: its config or the layout is wrong)
+		// is not, since a restart cannot fix it.
+		{"Restart", []string{"on-failure"}},
+		{"RestartSec", []string{"2s"}},
+		{"RestartPreventExitStatus", []string{"2"}},
+	}
+	if !s.host {
+		svc = append(svc, Key{"RootDirectory", []string{Root(s.role)}}, Key{"MountAPIVFS", []string{"yes"}})
+	}
+	binds := []string{State}
+	if s.net && !s.host {
+		binds = append(binds, "-/etc/resolv.conf", "-/etc/hosts")
+	}
+	svc = append(svc,
+		Key{"BindReadOnlyPaths", binds},
+		// A bind of its own over each entry the role writes: inside the
+		// read-only bind of the state directory, ReadWritePaths= would
+		// not lift the read-only flag of that mount.
+		Key{"BindPaths", paths(Writable(s.role), "")},
+		Key{"InaccessiblePaths", paths(Hidden(s.role), "-")},
+	)
+	for _, c := range Credentials {
+		if c.Role == s.role {
+			svc = append(svc, Key{"LoadCredentialEncrypted", []string{c.Name + ":" + CredentialPath(c.Name)}})
+		}
+	}
+	svc = append(svc, network(s)...)
+	svc = append(svc, hardening(s)...)
+	return Unit{Name: UnitName(s.role), Role: s.role, ExposureMax: s.exposure, Sections: []Section{
+		{"Unit", ul},
+		{"Service", svc},
+		{"Install", []Key{{"WantedBy", []string{"multi-user.target"}}}},
+	}}
+}
+
+// started is whether listener starts before client (layout.Daemons'
+// order): a client is ordered after the listeners started before it, so
+// the order has no cycle (brokerd's courier reaches gatewayd, which
+// starts last, and copes with its absence).
+func started(listener, client string) bool {
+	return slices.Index(layout.Daemons, listener) >= 0 && slices.Index(layout.Daemons, listener) < slices.Index(layout.Daemons, client)
+}
+
+func paths(es []*layout.Entry, prefix string) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, prefix+State+"/"+e.Path)
+	}
+	return out
+}
+
+// network is the unit's network: none at all, or IP to its addresses only.
+func network(s spec) []Key {
+	if !s.net {
+		return []Key{
+			{"PrivateNetwork", []string{"yes"}},
+			{"RestrictAddressFamilies", []string{"AF_UNIX"}},
+			{"IPAddressDeny", []string{"any"}},
+		}
+	}
+	return []Key{
+		{"RestrictAddressFamilies", []string{"AF_UNIX AF_INET AF_INET6"}},
+		{"IPAddressDeny", []string{"any"}},
+		{"IPAddressAllow", []string{Net(s.role)}},
+		// Outbound only: no role listens on an IP socket.
+		{"SocketBindDeny", []string{"any"}},
+	}
+}
+
+// hardening is the sandbox every role tolerates. Not PrivateUsers= nor
+// DynamicUser=: each listener checks its peers' uids (SO_PEERCRED) and
+// each daemon the owners and groups of its state entries, and in a user
+// namespace of its own every other role's uid and gid reads as nobody.
+func hardening(s spec) []Key {
+	home := "yes"
+	if s.host {
+		// brokerd pins granted paths, which may lie under /home, and
+		// dials its user's Podman socket under /run/user.
+		home = "read-only"
+	}
+	return []Key{
+		{"NoNewPrivileges", []string{"yes"}},
+		{"ProtectSystem", []string{"strict"}},
+		{"ProtectHome", []string{home}},
+		{"PrivateTmp", []string{"yes"}},
+		{"PrivateDevices", []string{"yes"}},
+		{"PrivateIPC", []string{"yes"}},
+		{"ProtectKernelTunables", []string{"yes"}},
+		{"ProtectKernelModules", []string{"yes"}},
+		{"ProtectKernelLogs", []string{"yes"}},
+		{"ProtectControlGroups", []string{"yes"}},
+		{"ProtectClock", []string{"yes"}},
+		{"ProtectHostname", []string{"yes"}},
+		{"ProtectProc", []string{"invisible"}},
+		{"ProcSubset", []string{"pid"}},
+		{"RestrictNamespaces", []string{"yes"}},
+		{"RestrictRealtime", []string{"yes"}},
+		{"RestrictSUIDSGID", []string{"yes"}},
+		{"LockPersonality", []string{"yes"}},
+		{"MemoryDenyWriteExecute", []string{"yes"}},
+		{"SystemCallArchitectures", []string{"native"}},
+		{"SystemCallFilter", []string{"@system-service", "~@privileged @resources"}},
+		// A filtered call fails with EPERM rather than killing the role:
+		// Go's runtime probes a few (setrlimit at start) and copes.
+		{"SystemCallErrorNumber", []string{"EPERM"}},
+		{"CapabilityBoundingSet", []string{""}},
+		{"AmbientCapabilities", []string{""}},
+		// 0027, not 0077: session logs are 0640 for memoryd and sockets
+		// 0660 for their clients' group (package layout).
+		{"UMask", []string{"0027"}},
+		{"DevicePolicy", []string{"closed"}},
+		{"KeyringMode", []string{"private"}},
+		{"RemoveIPC", []string{"yes"}},
+	}
+}
+
+// Writable is the layout entries role writes (directories and socket
+// directories, none inside another of them): its unit's BindPaths.
+func Writable(role string) []*layout.Entry {
+	var out []*layout.Entry
+	for _, e := range layout.Table {
+		if e.Writer != role || e.Kind == layout.File {
+			continue
+		}
+		if slices.ContainsFunc(out, func(o *layout.Entry) bool { return strings.HasPrefix(e.Path, o.Path+"/") }) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// visible is whether role has any business with e: it owns it, it is
+// its group, it connects to it, it is users.toml (every role reads it),
+// or it holds an entry that is visible.
+func visible(e *layout.Entry, role string) bool {
+	if e == &layout.UsersFile || e.Owner == role || e.Group == role || slices.Contains(e.Accept, role) {
+		return true
+	}
+	for _, o := range layout.Table {
+		if o != e && (e.Path == "." || strings.HasPrefix(o.Path, e.Path+"/")) && visible(o, role) {
+			return true
+		}
+	}
+	return false
+}
+
+// Hidden is the layout entries role has no business with, none inside
+// another of them: its unit's InaccessiblePaths.
+func Hidden(role string) []*layout.Entry {
+	var out []*layout.Entry
+	for _, e := range layout.Table {
+		if visible(e, role) {
+			continue
+		}
+		if slices.ContainsFunc(out, func(o *layout.Entry) bool { return strings.HasPrefix(e.Path, o.Path+"/") }) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}

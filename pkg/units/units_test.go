@@ -1,0 +1,306 @@
+package units
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+)
+
+var update = flag.Bool("update", false, "rewrite modules/deployment.json and deploy/units/*.service from the tables")
+
+// repo is the repository's root, two levels above this package.
+func repo(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// generated is every file this package generates, by its path in the
+// repository.
+func generated() map[string][]byte {
+	out := map[string][]byte{"modules/deployment.json": JSON()}
+	for _, u := range Table() {
+		out["deploy/units/"+u.Name] = []byte(u.Text())
+	}
+	return out
+}
+
+// TestDeploymentJSON keeps modules/deployment.json (which the NixOS module
+// reads) and the unit templates in deploy/units equal to the tables:
+// `go test ./pkg/units -run TestDeploymentJSON -update` rewrites them.
+func TestDeploymentJSON(t *testing.T) {
+	root := repo(t)
+	for path, want := range generated() {
+		p := filepath.Join(root, filepath.FromSlash(path))
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%s: %v (go test ./pkg/units -run TestDeploymentJSON -update writes it)", path, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the tables; go test ./pkg/units -run TestDeploymentJSON -update rewrites it", path)
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(root, "deploy", "units"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if _, ok := generated()["deploy/units/"+e.Name()]; !ok {
+			t.Errorf("deploy/units/%s is not a unit of the table", e.Name())
+		}
+	}
+}
+
+// TestDeploymentSchema decodes the file strictly into the contract's
+// schema: every key present, every list non-null, every unit's sections
+// the unit's own.
+func TestDeploymentSchema(t *testing.T) {
+	b := JSON()
+	// encoding/json, not pkg/strict: the contract's exposureMax is a
+	// number with a fraction, which the wire's decoder refuses.
+	var d Deployment
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("decode deployment.json: %v", err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"version", "stateDir", "users", "tmpfiles", "credentials", "images", "units"} {
+		if v, ok := raw[k]; !ok || v == nil {
+			t.Errorf("deployment.json: %q is missing or null", k)
+		}
+	}
+	if d.Version != 1 || d.StateDir != StateDir || len(d.Users) != len(layout.Daemons) || len(d.Units) != len(layout.Daemons) {
+		t.Errorf("deployment: version %d, stateDir %q, %d users, %d units", d.Version, d.StateDir, len(d.Users), len(d.Units))
+	}
+	for i, u := range Table() {
+		j := d.Units[i]
+		if j.Name != u.Name || j.Role != u.Role || int(j.ExposureMax*10+0.5) != u.ExposureMax {
+			t.Errorf("unit %d: %s %s %v, want %s %s %d", i, j.Name, j.Role, j.ExposureMax, u.Name, u.Role, u.ExposureMax)
+		}
+		for _, s := range u.Sections {
+			for _, k := range s.Keys {
+				want := k.Values
+				if got := j.Sections[s.Name][k.Name]; !slices.Equal(got, want) {
+					t.Errorf("%s [%s] %s = %q, want %q", u.Name, s.Name, k.Name, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestUsersAreTheLayouts: each user's ids are users.toml's defaults and
+// only brokerd (the one role with a Podman) has subordinate ids and linger.
+func TestUsersAreTheLayouts(t *testing.T) {
+	ids := layout.DefaultUsers(layout.ID{})
+	for _, u := range Users() {
+		if id := ids.Of(u.Role); u.UID != id.UID || u.GID != id.GID || u.Name != "boxmaker-"+u.Role {
+			t.Errorf("user %+v, want %s %d:%d", u, "boxmaker-"+u.Role, id.UID, id.GID)
+		}
+		if podman := u.Role == layout.Brokerd; u.Linger != podman || (u.SubUIDCount > 0) != podman {
+			t.Errorf("user %s: linger %v, %d subordinate ids; only brokerd runs Podman", u.Name, u.Linger, u.SubUIDCount)
+		}
+		if podman := u.Role == layout.Brokerd; u.CreateHome != podman || (u.Home == "/nonexistent") == podman {
+			t.Errorf("user %s: home %q (create %v); only brokerd has one", u.Name, u.Home, u.CreateHome)
+		}
+		if u.SubUIDCount > 0 && u.SubUIDStart <= 65535 {
+			t.Errorf("user %s: subordinate ids from %d overlap the role ids", u.Name, u.SubUIDStart)
+		}
+	}
+}
+
+// TestTmpfilesAreTheTable: one line per directory bxctl up makes, with the
+// table's mode (setgid included), owner and group.
+func TestTmpfilesAreTheTable(t *testing.T) {
+	lines := Tmpfiles("/s")
+	want := map[string]string{
+		"d /s 0711 root root -":                                            "the state directory",
+		"d /s/sessions 2750 boxmaker-loopd boxmaker-memoryd -":             "sessions",
+		"d /s/run/loop 2750 boxmaker-loopd boxmaker-gatewayd -":            "loop.sock's directory",
+		"d /s/grants 0750 root boxmaker-brokerd -":                         "grants",
+		"d /s/secrets/gatewayd 0700 boxmaker-gatewayd boxmaker-gatewayd -": "gatewayd's secrets",
+	}
+	for l, what := range want {
+		if !slices.Contains(lines, l) {
+			t.Errorf("tmpfiles lacks %s: %q", what, l)
+		}
+	}
+	n := 0
+	for _, e := range layout.Table {
+		if e.Up && e.Kind != layout.File {
+			n++
+		}
+	}
+	if len(lines) != n {
+		t.Errorf("tmpfiles has %d lines, the table %d directories", len(lines), n)
+	}
+}
+
+// TestTableAudits: every unit of the table keeps every invariant.
+func TestTableAudits(t *testing.T) {
+	for _, u := range Table() {
+		for _, p := range Audit(&u) {
+			t.Error(p)
+		}
+	}
+}
+
+// set replaces (or adds, or with no values removes) key in u's Service.
+func set(u *Unit, key string, values ...string) {
+	for i, s := range u.Sections {
+		if s.Name != "Service" {
+			continue
+		}
+		for j, k := range s.Keys {
+			if k.Name == key {
+				if values == nil {
+					u.Sections[i].Keys = slices.Delete(s.Keys, j, j+1)
+				} else {
+					u.Sections[i].Keys[j].Values = values
+				}
+				return
+			}
+		}
+		if values != nil {
+			u.Sections[i].Keys = append(u.Sections[i].Keys, Key{key, values})
+		}
+	}
+}
+
+// TestAuditCatchesEachBreach plants one breach of each invariant and
+// wants Audit to name it: the audit is what bxctl install runs, so each
+// line here is a unit it would refuse to write.
+func TestAuditCatchesEachBreach(t *testing.T) {
+	cases := []struct {
+		name, role, want string
+		plant            func(*Unit)
+	}{
+		{"no NoNewPrivileges", layout.Gatewayd, "NoNewPrivileges", func(u *Unit) { set(u, "NoNewPrivileges") }},
+		{"NoNewPrivileges off", layout.Inferproxy, "NoNewPrivileges", func(u *Unit) { set(u, "NoNewPrivileges", "no") }},
+		{"root", layout.Memoryd, "User", func(u *Unit) { set(u, "User", "root") }},
+		{"a capability", layout.Brokerd, "CapabilityBoundingSet", func(u *Unit) { set(u, "CapabilityBoundingSet", "CAP_NET_ADMIN") }},
+		{"ambient", layout.Loopd, "AmbientCapabilities", func(u *Unit) { set(u, "AmbientCapabilities", "CAP_SYS_ADMIN") }},
+		{"writable system", layout.Loopd, "ProtectSystem", func(u *Unit) { set(u, "ProtectSystem", "full") }},
+		{"no syscall filter", layout.Gatewayd, "SystemCallFilter", func(u *Unit) { set(u, "SystemCallFilter") }},
+		{"secret in the environment", layout.Gatewayd, "Environment", func(u *Unit) { set(u, "Environment", "MM_TOKEN=canary") }},
+		{"environment file", layout.Memoryd, "EnvironmentFile", func(u *Unit) { set(u, "EnvironmentFile", "/etc/boxmaker/env") }},
+		{"clear credential", layout.Gatewayd, "LoadCredential", func(u *Unit) { set(u, "LoadCredential", "mattermost-token:/etc/token") }},
+		{"credential of another role", layout.Loopd, "credential mattermost-token", func(u *Unit) {
+			set(u, "LoadCredentialEncrypted", "mattermost-token:"+CredentialPath("mattermost-token"))
+		}},
+		{"loopd with a network", layout.Loopd, "has a network", func(u *Unit) { set(u, "PrivateNetwork") }},
+		{"loopd with inet", layout.Loopd, "has a network", func(u *Unit) { set(u, "RestrictAddressFamilies", "AF_UNIX AF_INET") }},
+		{"brokerd with a network", layout.Brokerd, "has a network", func(u *Unit) { set(u, "PrivateNetwork", "no") }},
+		{"inferproxy anywhere", layout.Inferproxy, "IPAddressDeny", func(u *Unit) { set(u, "IPAddressDeny") }},
+		{"inferproxy to more", layout.Inferproxy, "IPAddressAllow", func(u *Unit) { set(u, "IPAddressAllow", Net(layout.Inferproxy), "0.0.0.0/0") }},
+		{"gatewayd listening", layout.Gatewayd, "SocketBindDeny", func(u *Unit) { set(u, "SocketBindDeny") }},
+		{"writes more", layout.Loopd, "BindPaths", func(u *Unit) { set(u, "BindPaths", State+"/sessions", State+"/run/loop", State+"/memory") }},
+		{"writes elsewhere", layout.Memoryd, "ReadWritePaths", func(u *Unit) { set(u, "ReadWritePaths", "/etc") }},
+		{"sees another pair", layout.Inferproxy, "InaccessiblePaths", func(u *Unit) {
+			set(u, "InaccessiblePaths", slices.DeleteFunc(u.Values("Service", "InaccessiblePaths"), func(s string) bool { return strings.HasSuffix(s, "/run/loop") })...)
+		}},
+		{"state writable", layout.Memoryd, "bound read-only", func(u *Unit) { set(u, "BindReadOnlyPaths", "-/etc/hosts") }},
+		{"unknown placeholder", layout.Loopd, "not one the contract defines", func(u *Unit) { set(u, "ExecStart", "@sh@ -c x") }},
+		{"a second group", layout.Loopd, "SupplementaryGroups", func(u *Unit) { set(u, "SupplementaryGroups", "boxmaker-memoryd") }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := Of(c.role)
+			c.plant(&u)
+			got := strings.Join(Audit(&u), "\n")
+			if !strings.Contains(got, c.want) {
+				t.Errorf("Audit after planting %q = %q, want a line about %s", c.name, got, c.want)
+			}
+		})
+	}
+}
+
+// TestLoopdHasNoNetwork is the issue's own line, on the table itself.
+func TestLoopdHasNoNetwork(t *testing.T) {
+	u := Of(layout.Loopd)
+	if !slices.Equal(u.Values("Service", "PrivateNetwork"), []string{"yes"}) || !slices.Equal(u.Values("Service", "RestrictAddressFamilies"), []string{"AF_UNIX"}) {
+		t.Errorf("loopd: PrivateNetwork=%q RestrictAddressFamilies=%q", u.Values("Service", "PrivateNetwork"), u.Values("Service", "RestrictAddressFamilies"))
+	}
+}
+
+// TestNoUnitCarriesASecret: no value of any unit names a credential except
+// LoadCredentialEncrypted's, and no unit has an environment at all.
+func TestNoUnitCarriesASecret(t *testing.T) {
+	for _, u := range Table() {
+		for _, s := range u.Sections {
+			for _, k := range s.Keys {
+				if strings.HasPrefix(k.Name, "Environment") || k.Name == "PassEnvironment" {
+					t.Errorf("%s sets %s", u.Name, k.Name)
+				}
+				for _, v := range k.Values {
+					for _, c := range Credentials {
+						if strings.Contains(v, c.Name) && k.Name != "LoadCredentialEncrypted" {
+							t.Errorf("%s: %s=%q names credential %s", u.Name, k.Name, v, c.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEverySocketIsReachableByItsPair: each socket directory is writable
+// in its listener's unit and visible (not inaccessible) in each client's,
+// and inaccessible in every other role's.
+func TestEverySocketIsReachableByItsPair(t *testing.T) {
+	for _, e := range layout.Table {
+		if e.Kind != layout.SocketDir || e.Owner == layout.Root {
+			continue
+		}
+		for _, r := range layout.Daemons {
+			u := Of(r)
+			hidden := slices.Contains(u.Values("Service", "InaccessiblePaths"), "-"+State+"/"+e.Path)
+			writable := slices.Contains(u.Values("Service", "BindPaths"), State+"/"+e.Path)
+			party := r == e.Owner || slices.Contains(e.Accept, r)
+			if hidden == party || writable != (r == e.Owner) {
+				t.Errorf("%s in %s: hidden %v, writable %v (listener %s, clients %v)", e.Path, u.Name, hidden, writable, e.Owner, e.Accept)
+			}
+		}
+	}
+}
+
+func TestSubstitute(t *testing.T) {
+	v := map[string]string{"@state@": "/var/lib/boxmaker", "@root:loopd@": "/usr/lib/boxmaker/images/abc"}
+	got, err := Substitute("RootDirectory=@root:loopd@\nBindReadOnlyPaths=@state@\n", v)
+	if err != nil || got != "RootDirectory=/usr/lib/boxmaker/images/abc\nBindReadOnlyPaths=/var/lib/boxmaker\n" {
+		t.Errorf("Substitute = %q, %v", got, err)
+	}
+	if _, err := Substitute("ExecStart=@bin:brokerd@", v); err == nil || !strings.Contains(err.Error(), "@bin:brokerd@") {
+		t.Errorf("Substitute with a placeholder left = %v, want an error naming it", err)
+	}
+	if _, err := Substitute("X=@state@", map[string]string{"@state@": "/x\nExecStartPre=/bin/sh"}); err == nil {
+		t.Error("Substitute took a value with a newline")
+	}
+	for _, u := range Table() {
+		if _, err := Placeholders(u.Text()); err != nil {
+			t.Errorf("%s: %v", u.Name, err)
+		}
+	}
+}
