@@ -3,6 +3,7 @@ package stack
 import (
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,9 +21,12 @@ import (
 // the option the tool is not offered (TestStackFleetCanary's sessions).
 func TestStackAskMemory(t *testing.T) {
 	bin, state, srv := stack(t, 65536)
+	var mu sync.Mutex
 	var asked []honchofake.ChatCall
 	answer := "The owner drinks MARK-DIALECTIC genmaicha."
 	hon := honchofake.New(t, honchofake.Options{Chat: func(c honchofake.ChatCall) *string {
+		mu.Lock()
+		defer mu.Unlock()
 		asked = append(asked, c)
 		return &answer
 	}})
@@ -46,6 +50,8 @@ func TestStackAskMemory(t *testing.T) {
 	require.Contains(t, r[0].Content, "MARK-DIALECTIC", show(r))
 	require.Contains(t, r[0].Content, "memory-tainted", show(r))
 	require.True(t, r[0].Untrusted, show(r))
+	mu.Lock()
+	defer mu.Unlock()
 	require.NotEmpty(t, asked, "Honcho's dialectic was never asked")
 	require.Equal(t, "What tea does the owner like?", asked[0].Query)
 }

@@ -108,6 +108,13 @@ func TestBlockedHandlerKeepsConnection(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server's pings were never answered")
 	}
+	// The handler runs on its lane's worker, which a loaded machine may
+	// schedule after the pings were answered: wait for its first entry,
+	// then give a wrong second one time to show.
+	for i := 0; i < 500 && got.Load() < 1; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 	if n := got.Load(); n != 1 {
 		t.Fatalf("handler entered %d times while the first call blocked, want 1", n)
 	}
