@@ -102,6 +102,7 @@ var LoopRequests = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Send) },
 	func() strict.Variant { return new(Stop) },
 	func() strict.Variant { return new(AnswersSince) },
+	func() strict.Variant { return new(ListJobs) },
 )
 
 // Accepted: the message is logged. Queued is true when a turn was running
@@ -211,6 +212,7 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Stopped) },
 	func() strict.Variant { return new(StopDone) },
 	func() strict.Variant { return new(Answers) },
+	func() strict.Variant { return new(JobList) },
 	func() strict.Variant { return new(Error) },
 )
 

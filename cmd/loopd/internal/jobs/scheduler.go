@@ -1,0 +1,251 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/truncate"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// RunFunc carries out one run of j in run.Session, filling run's
+// outcome, reason, text and refused calls (Ended is the scheduler's).
+// It returns when the run has ended; ctx ends it early (loopd stopping).
+type RunFunc func(ctx context.Context, j Job, run *wire.JobRun)
+
+// Scheduler runs the owner's jobs. Its fields are set before [Start].
+type Scheduler struct {
+	Dir    string // the jobs directory (layout.Jobs)
+	State  string // loopd's record of runs (layout.LoopJobs)
+	Owners ownership.Owners
+	Limits Limits
+	Now    func() time.Time // the clock; time.Now if nil
+	Run    RunFunc
+	Log    *slog.Logger
+	// Poll is how often the directory is read again (edits, new and
+	// deleted files); 15 s if zero. A run is also started on time
+	// between polls.
+	Poll time.Duration
+
+	mu      sync.Mutex // guards the fields below
+	st      *stateFile
+	jobs    []Job
+	refused []Refused
+	logged  map[string]string // file -> the refusal last logged, so each is logged once
+	started time.Time         // the first tick: slots before it were missed while loopd was down
+}
+
+// DefaultPoll is how often the jobs directory is read again.
+const DefaultPoll = 15 * time.Second
+
+// Start reads loopd's record of runs, closing as interrupted a run a
+// previous loopd left under way. A record that cannot be read refuses
+// the start: the scheduler must not forget what it ran.
+func (s *Scheduler) Start() error {
+	st, err := readState(s.State)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for i := range st.Jobs {
+		if l := st.Jobs[i].Last; l != nil && l.Outcome == wire.JobRunning {
+			l.Outcome, l.Reason = wire.JobInterrupted, "loopd stopped during the run"
+			changed = true
+		}
+	}
+	if changed {
+		if err := writeState(s.State, st); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.st, s.logged = st, map[string]string{}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Scheduler) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Loop ticks until ctx ends, at each poll and when a job falls due.
+func (s *Scheduler) Loop(ctx context.Context) {
+	poll := s.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	for {
+		next := s.Tick(ctx, s.now())
+		wait := poll
+		if !next.IsZero() {
+			// The clock may be the owner's test clock, so a due time
+			// only shortens the wait, never below a millisecond.
+			wait = min(poll, max(time.Millisecond, time.Until(next)))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Tick reads the jobs directory and runs, one after another, every job
+// due at now: once each, however many of its times were missed. It
+// returns the earliest time a job falls due next (zero if none).
+func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
+	jobs, refused := Load(s.Dir, s.Owners, s.Limits)
+	var due []Job
+	var runs []*wire.JobRun
+	s.mu.Lock()
+	if s.started.IsZero() {
+		s.started = now
+	}
+	s.jobs, s.refused = jobs, refused
+	s.logRefusals(refused)
+	s.forgetDeleted(jobs, refused)
+	for _, j := range jobs {
+		js := s.st.job(j.Name)
+		if js == nil {
+			// First sight: only times from now on count, so a new file
+			// does not run for times before it was written.
+			s.st.Jobs = append(s.st.Jobs, jobState{Name: j.Name, From: stamp(now)})
+			continue
+		}
+		slot, ok := j.Schedule.Next(js.from())
+		if !ok || slot.After(now) {
+			continue
+		}
+		js.Runs++
+		js.From = stamp(now)
+		js.Last = &wire.JobRun{Run: js.Runs, Session: SessionID(j.Name, js.Runs), Started: stamp(now),
+			Outcome: wire.JobRunning, Catchup: slot.Before(s.started), SHA256: j.SHA256}
+		due = append(due, j)
+		runs = append(runs, js.Last)
+	}
+	s.save()
+	s.mu.Unlock()
+	for i, j := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		run := *runs[i]
+		s.Log.Info("job run started", "job", j.Name, "run", run.Run, "session", run.Session, "catchup", run.Catchup)
+		s.Run(ctx, j, &run)
+		end := s.now()
+		run.Ended = stamp(end)
+		if run.Outcome == wire.JobRunning {
+			run.Outcome = wire.JobFailed
+		}
+		s.Log.Info("job run ended", "job", j.Name, "run", run.Run, "outcome", string(run.Outcome), "reason", run.Reason, "denied", len(run.Denied))
+		s.mu.Lock()
+		if js := s.st.job(j.Name); js != nil && js.Runs == run.Run {
+			js.Last = &run
+			// Times that passed while the run ran are not run again:
+			// a job never follows itself back to back.
+			js.From = stamp(end)
+		}
+		s.save()
+		s.mu.Unlock()
+	}
+	return s.nextDue()
+}
+
+// nextDue is the earliest next time of any valid job.
+func (s *Scheduler) nextDue() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first time.Time
+	for _, j := range s.jobs {
+		js := s.st.job(j.Name)
+		if js == nil {
+			continue
+		}
+		if t, ok := j.Schedule.Next(js.from()); ok && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
+
+// logRefusals logs each refused file once per distinct refusal. s.mu is
+// held.
+func (s *Scheduler) logRefusals(refused []Refused) {
+	seen := map[string]bool{}
+	for _, r := range refused {
+		seen[r.File] = true
+		if s.logged[r.File] != r.Err.Error() {
+			s.logged[r.File] = r.Err.Error()
+			s.Log.Error("job refused", "file", r.File, "err", r.Err.Error())
+		}
+	}
+	for f := range s.logged {
+		if !seen[f] {
+			delete(s.logged, f)
+		}
+	}
+}
+
+// forgetDeleted drops the record of a job whose file is gone, so it
+// never runs again (a file of that name written later is a new job). A
+// refused file keeps its record: fixing it resumes the job. s.mu is
+// held.
+func (s *Scheduler) forgetDeleted(jobs []Job, refused []Refused) {
+	s.st.Jobs = slices.DeleteFunc(s.st.Jobs, func(js jobState) bool {
+		if slices.ContainsFunc(jobs, func(j Job) bool { return j.Name == js.Name }) {
+			return false
+		}
+		return !slices.ContainsFunc(refused, func(r Refused) bool { return fileName(r.File) == js.Name })
+	})
+}
+
+// save writes the record; a failure is logged loudly and retried at the
+// next tick (the record in memory is still the truth). s.mu is held.
+func (s *Scheduler) save() {
+	if err := writeState(s.State, s.st); err != nil {
+		s.Log.Error("job record not written", "path", s.State, "err", err.Error())
+	}
+}
+
+// List is what bxctl jobs shows: every job file as read at the last
+// tick, with its next and last runs.
+func (s *Scheduler) List() *wire.JobList {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &wire.JobList{Jobs: []wire.JobInfo{}, Refused: []wire.JobRefusal{}}
+	for _, j := range s.jobs {
+		info := wire.JobInfo{Name: j.Name, Schedule: j.Schedule.String(), Deliver: j.Deliver.String()}
+		if js := s.st.job(j.Name); js != nil {
+			info.Runs = js.Runs
+			if t, ok := j.Schedule.Next(js.from()); ok {
+				info.Next = stamp(t)
+			}
+			if js.Last != nil {
+				l := *js.Last
+				l.Text, _ = truncate.Bytes(l.Text, wire.MaxJobListText)
+				l.Reason, _ = truncate.Bytes(l.Reason, wire.MaxJobListText)
+				l.Denied = nil
+				for _, d := range js.Last.Denied[:min(len(js.Last.Denied), wire.MaxJobListCalls)] {
+					d, _ = truncate.Bytes(d, wire.MaxJobListText)
+					l.Denied = append(l.Denied, d)
+				}
+				info.Last = &l
+			}
+		}
+		out.Jobs = append(out.Jobs, info)
+	}
+	for _, r := range s.refused {
+		msg, _ := truncate.Bytes(r.Err.Error(), 4*wire.MaxJobListText)
+		out.Refused = append(out.Refused, wire.JobRefusal{File: r.File, Error: msg})
+	}
+	return out
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
