@@ -46,6 +46,7 @@ var commands = map[string]command{
 	"chat":      {"talk to Boxmaker from the terminal", runChat},
 	"memory":    {"memory writes: log, undo FILE, check (stdin), review", runMemory},
 	"reindex":   {"rebuild memoryd's recall index from the files", runReindex},
+	"jobs":      {"list the scheduled jobs: next and last runs, how each ended, refused files", runJobs},
 	"doctor":    {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 }
 

@@ -2,7 +2,10 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +49,9 @@ const DefaultPoll = 15 * time.Second
 // previous loopd left under way. A record that cannot be read refuses
 // the start: the scheduler must not forget what it ran.
 func (s *Scheduler) Start() error {
+	if err := os.MkdirAll(filepath.Dir(s.State), 0o700); err != nil {
+		return fmt.Errorf("job record: %w", err)
+	}
 	st, err := readState(s.State)
 	if err != nil {
 		return err
@@ -141,8 +147,12 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 		s.Run(ctx, j, &run)
 		end := s.now()
 		run.Ended = stamp(end)
-		if run.Outcome == wire.JobRunning {
-			run.Outcome = wire.JobFailed
+		switch {
+		case run.Outcome != wire.JobRunning:
+		case ctx.Err() != nil:
+			run.Outcome, run.Reason = wire.JobInterrupted, "loopd stopped during the run"
+		default:
+			run.Outcome, run.Reason = wire.JobFailed, "the run ended without an outcome"
 		}
 		s.Log.Info("job run ended", "job", j.Name, "run", run.Run, "outcome", string(run.Outcome), "reason", run.Reason, "denied", len(run.Denied))
 		s.mu.Lock()

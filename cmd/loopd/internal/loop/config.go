@@ -31,6 +31,7 @@ type Config struct {
 	Serving  ServingConfig  `toml:"serving"`
 	Turn     TurnConfig     `toml:"turn"`
 	SelfTest SelfTestConfig `toml:"selftest"`
+	Jobs     JobsConfig     `toml:"jobs"` // jobs.go
 }
 
 // ModelConfig is how loopd calls the model. Sampling values are in
@@ -97,6 +98,9 @@ func Load(path string) (Config, error) {
 	}
 	if c.Model.MainSlot < 0 || *c.Model.BackgroundSlot < 0 {
 		return Config{}, fmt.Errorf("config %s: slots must not be negative", path)
+	}
+	if err := c.Jobs.check(path); err != nil {
+		return Config{}, err
 	}
 	for _, s := range c.SelfTest.Skip {
 		switch s {

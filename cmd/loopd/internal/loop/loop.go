@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
@@ -78,18 +79,30 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 			}
 		}
 	}
+	// Jobs run on the background slot, one after another, each a
+	// session of its own through brokerd like any other (jobs.go).
+	bgEngine := *engine
+	bgEngine.Model = bg
+	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return Baseline(ctx, system, mem, id) })
+	if err := sched.Start(); err != nil {
+		return daemon.Refuse(err)
+	}
 	m := &server.Manager{
 		State:  cfg.StateDir,
 		Engine: engine,
 		Baseline: func(id string) (session.Baseline, error) {
 			return Baseline(ctx, system, mem, id)
 		},
-		Log: log,
+		Log:  log,
+		Jobs: sched.List,
 	}
 	m.Start(ctx)
+	var jobsDone sync.WaitGroup
+	runJobs(ctx, sched, &jobsDone)
 	log.Info("serving", "socket", ln.Path(), "state", cfg.StateDir)
 	err = ln.Serve(ctx, m.Serve)
 	m.Wait()
+	jobsDone.Wait()
 	return err
 }
 

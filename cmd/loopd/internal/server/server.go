@@ -10,8 +10,8 @@
 //     tool results marked interrupted, never re-run) before the session's
 //     next message is logged or its outcomes are read (answers_since);
 //   - every frame is decoded strictly (package rpc's server loop);
-//     anything but a [wire.Send], a [wire.Stop] or a [wire.AnswersSince]
-//     (answers.go) is refused with
+//     anything but a [wire.Send], a [wire.Stop], a [wire.AnswersSince]
+//     (answers.go) or a [wire.ListJobs] is refused with
 //     forbidden, and a refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
 //     followers hear [wire.Stopped] (stop.go).
@@ -39,6 +39,7 @@ type Manager struct {
 	Engine   *turn.Engine
 	Baseline func(id string) (session.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
+	Jobs     func() *wire.JobList // bxctl jobs (list_jobs); nil: no scheduler
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -78,7 +79,15 @@ func (m *Manager) Start(ctx context.Context) {
 	m.sessions = map[string]*live{}
 	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
 		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }),
-		rpc.On(m.answersSince))
+		rpc.On(m.answersSince), rpc.On(m.listJobs))
+}
+
+// listJobs answers bxctl jobs.
+func (m *Manager) listJobs(context.Context, sockets.Peer, *wire.ListJobs) strict.Variant {
+	if m.Jobs == nil {
+		return &wire.Error{Op: "list_jobs", Kind: wire.Unavailable, Msg: "this loopd runs no scheduler"}
+	}
+	return m.Jobs()
 }
 
 // Wait waits for running turns to stop (after the daemon's ctx ends).
