@@ -30,8 +30,9 @@ const (
 // Caps on what one [JobRun] carries in a [JobList], so that the list of
 // every job ([MaxJobs]) fits one loop.sock frame.
 const (
-	MaxJobs         = 64
-	MaxJobListText  = 160 // bytes of a run's answer or reason
+	MaxJobs         = 32  // job files loopd reads, valid or refused
+	MaxJobListText  = 240 // bytes of a run's answer or reason
+	MaxJobListCall  = 320 // bytes of one refused call (its runbook pointer is at the end)
 	MaxJobListCalls = 3   // calls refused, listed per run
 )
 

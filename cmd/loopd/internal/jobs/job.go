@@ -19,9 +19,9 @@ import (
 
 // Caps on what the owner's job directory may hold.
 const (
-	MaxFiles  = 64       // job files read; more are refused
-	MaxFile   = 32 << 10 // bytes of one job file
-	MaxPrompt = 16 << 10 // bytes of one prompt (under wire.MaxMessage)
+	MaxFiles  = wire.MaxJobs // job files read; more are refused, as one
+	MaxFile   = 32 << 10     // bytes of one job file
+	MaxPrompt = 16 << 10     // bytes of one prompt (under wire.MaxMessage)
 )
 
 // NamePattern is what a job's name may be; the file is <name>.toml.
@@ -177,8 +177,8 @@ func Load(dir string, owners ownership.Owners, lim Limits) ([]Job, []Refused) {
 		}
 		path := filepath.Join(dir, e.Name())
 		if n++; n > MaxFiles {
-			refused = append(refused, Refused{File: path, Err: fmt.Errorf("job %s: more than %d job files; this one is not read; see docs/runbook.md#job-invalid", path, MaxFiles)})
-			continue
+			refused = append(refused, Refused{File: dir, Err: fmt.Errorf("read jobs %s: more than %d job files; %s and the files after it (by name) are not read; see docs/runbook.md#job-invalid", dir, MaxFiles, e.Name())})
+			break
 		}
 		data, err := owners.ReadFile(path, MaxFile)
 		if err != nil {

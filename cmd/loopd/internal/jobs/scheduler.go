@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/ownership"
 	"wntrmute.dev/boxmaker/pkg/truncate"
@@ -243,7 +244,7 @@ func (s *Scheduler) List() *wire.JobList {
 				l.Reason, _ = truncate.Bytes(l.Reason, wire.MaxJobListText)
 				l.Denied = nil
 				for _, d := range js.Last.Denied[:min(len(js.Last.Denied), wire.MaxJobListCalls)] {
-					d, _ = truncate.Bytes(d, wire.MaxJobListText)
+					d = cutKeepingEnd(d, wire.MaxJobListCall)
 					l.Denied = append(l.Denied, d)
 				}
 				info.Last = &l
@@ -252,10 +253,26 @@ func (s *Scheduler) List() *wire.JobList {
 		out.Jobs = append(out.Jobs, info)
 	}
 	for _, r := range s.refused {
-		msg, _ := truncate.Bytes(r.Err.Error(), 4*wire.MaxJobListText)
+		msg := cutKeepingEnd(r.Err.Error(), 2*wire.MaxJobListCall)
 		out.Refused = append(out.Refused, wire.JobRefusal{File: r.File, Error: msg})
 	}
 	return out
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// cutKeepingEnd cuts s to at most n bytes by dropping its middle, so
+// that a refusal's runbook pointer, at its end, is never cut off.
+func cutKeepingEnd(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " … "
+	tail := n / 3
+	head, _ := truncate.Bytes(s, n-tail-len(mark))
+	end := s[len(s)-tail:]
+	for len(end) > 0 && !utf8.RuneStart(end[0]) {
+		end = end[1:]
+	}
+	return head + mark + end
+}
