@@ -94,3 +94,43 @@ func (o *JobOutcome) UnmarshalText(b []byte) error {
 	}
 	return fmt.Errorf("unknown job outcome %q", b)
 }
+
+// JobReportsSince asks loopd for the reports of finished runs whose
+// deliver is a Mattermost channel or direct message, after sequence
+// number After, oldest first: gatewayd posts each one once. loopd keeps
+// the last [MaxJobReports] of them. loopd answers [JobReports].
+type JobReportsSince struct {
+	After int64 `json:"after"`
+}
+
+// Tag implements strict.Variant.
+func (*JobReportsSince) Tag() string { return "job_reports_since" }
+
+// Caps on the reports loopd keeps and sends in one [JobReports].
+const (
+	MaxJobReports      = 32
+	MaxJobReportsBytes = 48 << 10 // text of one JobReports; a client asks again after the last Seq
+)
+
+// JobReport is one finished run, to post where its job file says.
+type JobReport struct {
+	Seq     int64      `json:"seq"`
+	Job     string     `json:"job"`
+	Run     int64      `json:"run"`
+	Session string     `json:"session"`
+	Deliver string     `json:"deliver"` // "channel:<id>" or "dm:<user id>"
+	Outcome JobOutcome `json:"outcome"`
+	Text    string     `json:"text"`
+	Reason  string     `json:"reason,omitempty"`
+	Denied  []string   `json:"denied,omitempty"`
+}
+
+// JobReports answers JobReportsSince. More says the byte cap left later
+// reports out.
+type JobReports struct {
+	Items []JobReport `json:"items"`
+	More  bool        `json:"more"`
+}
+
+// Tag implements strict.Variant.
+func (*JobReports) Tag() string { return "job_reports" }

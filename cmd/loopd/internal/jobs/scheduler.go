@@ -34,6 +34,10 @@ type Scheduler struct {
 	// deleted files); 15 s if zero. A run is also started on time
 	// between polls.
 	Poll time.Duration
+	// Exists reports whether a session's log is already there; a run
+	// never reuses one (after a lost record, run numbers skip past the
+	// sessions that are left). Nil: none is.
+	Exists func(session string) bool
 
 	mu      sync.Mutex // guards the fields below
 	st      *stateFile
@@ -131,6 +135,9 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 			continue
 		}
 		js.Runs++
+		for i := 0; s.Exists != nil && s.Exists(SessionID(j.Name, js.Runs)) && i < 1<<16; i++ {
+			js.Runs++
+		}
 		js.From = stamp(now)
 		js.Last = &wire.JobRun{Run: js.Runs, Session: SessionID(j.Name, js.Runs), Started: stamp(now),
 			Outcome: wire.JobRunning, Catchup: slot.Before(s.started), SHA256: j.SHA256}
@@ -162,6 +169,9 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 			// Times that passed while the run ran are not run again:
 			// a job never follows itself back to back.
 			js.From = stamp(end)
+		}
+		if j.Deliver.Kind != "log" {
+			s.report(j, &run)
 		}
 		s.save()
 		s.mu.Unlock()
@@ -275,4 +285,40 @@ func cutKeepingEnd(s string, n int) string {
 		end = end[1:]
 	}
 	return head + mark + end
+}
+
+// report queues run's report for gatewayd, keeping the last
+// wire.MaxJobReports. s.mu is held.
+func (s *Scheduler) report(j Job, run *wire.JobRun) {
+	s.st.Seq++
+	s.st.Reports = append(s.st.Reports, wire.JobReport{Seq: s.st.Seq, Job: j.Name, Run: run.Run, Session: run.Session,
+		Deliver: j.Deliver.String(), Outcome: run.Outcome, Text: run.Text, Reason: run.Reason, Denied: run.Denied})
+	if n := len(s.st.Reports); n > wire.MaxJobReports {
+		s.st.Reports = slices.Delete(s.st.Reports, 0, n-wire.MaxJobReports)
+	}
+}
+
+// Reports answers gatewayd's job_reports_since: the kept reports after
+// after, oldest first, within wire.MaxJobReportsBytes.
+func (s *Scheduler) Reports(after int64) *wire.JobReports {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &wire.JobReports{Items: []wire.JobReport{}}
+	size := 0
+	for _, r := range s.st.Reports {
+		if r.Seq <= after {
+			continue
+		}
+		n := len(r.Text) + len(r.Reason) + 64
+		for _, d := range r.Denied {
+			n += len(d)
+		}
+		if size+n > wire.MaxJobReportsBytes && len(out.Items) > 0 {
+			out.More = true
+			break
+		}
+		size += n
+		out.Items = append(out.Items, r)
+	}
+	return out
 }

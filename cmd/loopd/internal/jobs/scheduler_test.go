@@ -218,3 +218,48 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestSchedulerNeverReusesASession: after the record is lost, run
+// numbers skip past the sessions already on disk.
+func TestSchedulerNeverReusesASession(t *testing.T) {
+	dir, state := dirs(t)
+	c := &clock{}
+	c.set("2026-12-01T09:59:00Z")
+	var runs []ran
+	writeJob(t, dir, "brief", hourly("brief", "p"))
+	s := newScheduler(t, dir, state, c, &runs)
+	s.Exists = func(id string) bool { return id == "job-brief-1" || id == "job-brief-2" }
+	s.Tick(context.Background(), c.now())
+	c.set("2026-12-01T10:00:00Z")
+	s.Tick(context.Background(), c.now())
+	require.Equal(t, "job-brief-3", runs[0].session)
+}
+
+// TestSchedulerReports: a run whose deliver is Mattermost leaves a
+// report for gatewayd, numbered, after the cursor it names; a log-only
+// job leaves none; only the last wire.MaxJobReports are kept.
+func TestSchedulerReports(t *testing.T) {
+	dir, state := dirs(t)
+	c := &clock{}
+	c.set("2026-12-01T09:59:00Z")
+	var runs []ran
+	writeJob(t, dir, "brief", strings.Replace(hourly("brief", "p"), `"log"`, `"dm:8fz3uyc1d7bqxmh5m1ffn3jtbe"`, 1))
+	writeJob(t, dir, "quiet", hourly("quiet", "q"))
+	s := newScheduler(t, dir, state, c, &runs)
+	ctx := context.Background()
+	s.Tick(ctx, c.now())
+	for range wire.MaxJobReports + 3 {
+		c.advance(time.Hour)
+		s.Tick(ctx, c.now())
+	}
+	all := s.Reports(0)
+	require.Len(t, all.Items, wire.MaxJobReports)
+	first := all.Items[0]
+	require.Equal(t, int64(4), first.Seq, "the oldest reports were not dropped")
+	require.Equal(t, "dm:8fz3uyc1d7bqxmh5m1ffn3jtbe", first.Deliver)
+	require.Equal(t, "done: p", first.Text)
+	require.Len(t, s.Reports(int64(wire.MaxJobReports+2)).Items, 1)
+	// The record survives a restart.
+	s = newScheduler(t, dir, state, c, &runs)
+	require.Len(t, s.Reports(0).Items, wire.MaxJobReports)
+}

@@ -19,13 +19,17 @@ import (
 const MaxState = 1 << 20
 
 // MaxRunText caps a run's answer or reason as kept in the record.
-const MaxRunText = 4 << 10
+const MaxRunText = 12 << 10
 
 // stateFile is loop/jobs.json: per job, the time from which its slots
 // count (a slot after From and at or before now is due), how many runs
 // it has had and the last of them. Only loopd writes it.
 type stateFile struct {
 	Jobs []jobState `json:"jobs"`
+	// Seq numbers the reports; Reports are the last wire.MaxJobReports
+	// runs whose deliver is Mattermost, for gatewayd to post once each.
+	Seq     int64            `json:"seq"`
+	Reports []wire.JobReport `json:"reports"`
 }
 
 type jobState struct {
@@ -53,7 +57,7 @@ func fileName(path string) string { return strings.TrimSuffix(filepath.Base(path
 
 // readState reads the record strictly; a missing file is an empty one.
 func readState(path string) (*stateFile, error) {
-	st := &stateFile{Jobs: []jobState{}}
+	st := &stateFile{Jobs: []jobState{}, Reports: []wire.JobReport{}}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -82,6 +86,9 @@ func readState(path string) (*stateFile, error) {
 	}
 	if st.Jobs == nil {
 		st.Jobs = []jobState{}
+	}
+	if st.Reports == nil {
+		st.Reports = []wire.JobReport{}
 	}
 	return st, nil
 }

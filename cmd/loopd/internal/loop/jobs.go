@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -60,8 +61,9 @@ func (c Config) scheduler(log *slog.Logger, bg *turn.Engine, baseline func(strin
 	r := &jobs.Runner{State: c.StateDir, Engine: bg, Baseline: baseline}
 	s := &jobs.Scheduler{
 		Dir: layout.Jobs.In(c.StateDir), State: filepath.Join(layout.LoopState.In(c.StateDir), "jobs.json"),
-		Owners: c.Jobs.owners(), Limits: jobs.Limits{MaxCalls: bg.Limits.MaxCalls, ToolResultCap: bg.Limits.ResultCap},
+		Owners: c.Jobs.owners(), Limits: jobs.Limits{MaxCalls: cmp.Or(bg.Limits.MaxCalls, turn.DefaultLimits.MaxCalls), ToolResultCap: cmp.Or(bg.Limits.ResultCap, turn.DefaultLimits.ResultCap)},
 		Run: r.Run, Log: log.With("part", "jobs"), Poll: ms(c.Jobs.PollMS),
+		Exists: func(id string) bool { _, err := os.Lstat(session.Dir(c.StateDir, id)); return err == nil },
 	}
 	if c.Jobs.ClockFile != "" {
 		s.Now = fileClock(c.Jobs.ClockFile, log)

@@ -94,7 +94,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 			return Baseline(ctx, system, mem, id)
 		},
 		Log:  log,
-		Jobs: sched.List,
+		Jobs: sched.List, JobReports: sched.Reports,
 	}
 	m.Start(ctx)
 	var jobsDone sync.WaitGroup

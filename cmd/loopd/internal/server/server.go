@@ -11,8 +11,8 @@
 //     next message is logged or its outcomes are read (answers_since);
 //   - every frame is decoded strictly (package rpc's server loop);
 //     anything but a [wire.Send], a [wire.Stop], a [wire.AnswersSince]
-//     (answers.go) or a [wire.ListJobs] is refused with
-//     forbidden, and a refused frame ends the connection;
+//     (answers.go), a [wire.ListJobs] or a [wire.JobReportsSince] is
+//     refused with forbidden, and a refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
 //     followers hear [wire.Stopped] (stop.go).
 package server
@@ -40,6 +40,8 @@ type Manager struct {
 	Baseline func(id string) (session.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
 	Jobs     func() *wire.JobList // bxctl jobs (list_jobs); nil: no scheduler
+	// JobReports answers gatewayd's job_reports_since; nil: no scheduler.
+	JobReports func(after int64) *wire.JobReports
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -79,7 +81,7 @@ func (m *Manager) Start(ctx context.Context) {
 	m.sessions = map[string]*live{}
 	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
 		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }),
-		rpc.On(m.answersSince), rpc.On(m.listJobs))
+		rpc.On(m.answersSince), rpc.On(m.listJobs), rpc.On(m.jobReports))
 }
 
 // listJobs answers bxctl jobs.
@@ -88,6 +90,14 @@ func (m *Manager) listJobs(context.Context, sockets.Peer, *wire.ListJobs) strict
 		return &wire.Error{Op: "list_jobs", Kind: wire.Unavailable, Msg: "this loopd runs no scheduler"}
 	}
 	return m.Jobs()
+}
+
+// jobReports answers gatewayd's job_reports_since.
+func (m *Manager) jobReports(_ context.Context, _ sockets.Peer, r *wire.JobReportsSince) strict.Variant {
+	if m.JobReports == nil {
+		return &wire.Error{Op: "job_reports_since", Kind: wire.Unavailable, Msg: "this loopd runs no scheduler"}
+	}
+	return m.JobReports(r.After)
 }
 
 // Wait waits for running turns to stop (after the daemon's ctx ends).
