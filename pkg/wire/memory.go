@@ -145,6 +145,8 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(ReviewItems) },
 	func() strict.Variant { return new(ReviewDecide) },
 	func() strict.Variant { return new(MemoryDone) },
+	func() strict.Variant { return new(TieringRequest) },
+	func() strict.Variant { return new(TieringStats) },
 	func() strict.Variant { return new(Error) },
 )
 
