@@ -28,7 +28,7 @@ type jobStack struct {
 	host       string
 }
 
-func newJobStack(t *testing.T, ttl time.Duration) *jobStack {
+func newJobStack(t *testing.T, ttl time.Duration, jobsConfig string) *jobStack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
@@ -44,7 +44,7 @@ func newJobStack(t *testing.T, ttl time.Duration) *jobStack {
 	for _, c := range layout.FirstConfigs {
 		switch c.Role {
 		case "loopd":
-			text := c.Text(p) + fmt.Sprintf("\n[jobs]\nclock_file = %q\npoll_ms = 20\n", js.clock)
+			text := c.Text(p) + fmt.Sprintf("\n[jobs]\nclock_file = %q\npoll_ms = 20\n", js.clock) + jobsConfig
 			require.NoError(t, os.WriteFile(c.Path(js.state), []byte(text), 0o600))
 		case "brokerd":
 			text := fmt.Sprintf("approval_ttl_ms = %d\n", ttl.Milliseconds()) + c.Text(p)
@@ -135,7 +135,7 @@ var readReport = fake.ToolCall{Name: "call_tool", Arguments: `{"name":"read_file
 // it expires; a deleted job never runs again; and the times missed while
 // Boxmaker was down run once when it starts again.
 func TestStackJobs(t *testing.T) {
-	js := newJobStack(t, 1500*time.Millisecond)
+	js := newJobStack(t, 1500*time.Millisecond, "")
 	js.at("2026-12-01T09:59:00Z")
 	js.owned(&layout.Grants, "reports.toml", readGrant("auto"))
 	js.owned(&layout.Jobs, "brief.toml", job("brief", `cron = "0 * * * *"`, "first prompt"))

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -85,6 +86,9 @@ type Job struct {
 	Deliver  Deliver
 	Caps     Caps
 	SHA256   string // of the file's bytes: an edit shows as a new hash
+	// Build, for a built-in job, makes the run's prompt when the run
+	// starts (Prompt is then unused); an error fails the run.
+	Build func(ctx context.Context, session string) (string, error)
 }
 
 // Refused is a job file that was not taken, and why (the error ends with
@@ -192,6 +196,9 @@ func Load(dir string, owners ownership.Owners, lim Limits) ([]Job, []Refused) {
 			continue
 		}
 		j, err := Parse(path, data, lim)
+		if err == nil && j.Name == TieringName {
+			err = fmt.Errorf("job %s: the name %q is the built-in tiering job's (set [jobs] tiering in loopd.toml instead)", path, TieringName)
+		}
 		if err != nil {
 			refused = append(refused, Refused{File: path, Err: fmt.Errorf("%v; see docs/runbook.md#job-invalid", err)})
 			continue

@@ -23,6 +23,14 @@ type Runner struct {
 
 // Run implements [RunFunc].
 func (r *Runner) Run(ctx context.Context, j Job, run *wire.JobRun) {
+	prompt := j.Prompt
+	if j.Build != nil {
+		var err error
+		if prompt, err = j.Build(ctx, run.Session); err != nil {
+			run.Outcome, run.Reason = wire.JobFailed, cut(err.Error())
+			return
+		}
+	}
 	s, err := session.Open(r.State, run.Session, func() (session.Baseline, error) { return r.Baseline(run.Session) })
 	if err != nil {
 		run.Outcome, run.Reason = wire.JobFailed, "the run's session could not start: "+err.Error()
@@ -30,7 +38,7 @@ func (r *Runner) Run(ctx context.Context, j Job, run *wire.JobRun) {
 	}
 	defer s.Close()
 	text := fmt.Sprintf("This is run %d of the owner's scheduled job %q (%s). No one is reading along: answer in full; the answer is the run's report.\n\n%s",
-		run.Run, j.Name, j.Schedule, j.Prompt)
+		run.Run, j.Name, j.Schedule, prompt)
 	if err := s.Append(&session.User{Turn: 1, Text: text}); err != nil {
 		run.Outcome, run.Reason = wire.JobFailed, "the run's message could not be logged: "+err.Error()
 		return

@@ -38,6 +38,9 @@ type Scheduler struct {
 	// never reuses one (after a lost record, run numbers skip past the
 	// sessions that are left). Nil: none is.
 	Exists func(session string) bool
+	// Builtin are jobs of loopd's own (the tiering job), scheduled like
+	// the files' jobs.
+	Builtin []Job
 
 	mu      sync.Mutex // guards the fields below
 	st      *stateFile
@@ -113,6 +116,7 @@ func (s *Scheduler) Loop(ctx context.Context) {
 // returns the earliest time a job falls due next (zero if none).
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 	jobs, refused := Load(s.Dir, s.Owners, s.Limits)
+	jobs = append(slices.Clip(s.Builtin), jobs...)
 	var due []Job
 	var runs []*wire.JobRun
 	s.mu.Lock()

@@ -263,3 +263,36 @@ func TestSchedulerReports(t *testing.T) {
 	s = newScheduler(t, dir, state, c, &runs)
 	require.Len(t, s.Reports(0).Items, wire.MaxJobReports)
 }
+
+// TestBuiltinNameReserved: a job file may not take the tiering job's
+// name, and the built-in job is listed and run like a file's.
+func TestBuiltinNameReserved(t *testing.T) {
+	dir, state := dirs(t)
+	c := &clock{}
+	c.set("2026-12-01T09:59:00Z")
+	var runs []ran
+	writeJob(t, dir, TieringName, hourly(TieringName, "p"))
+	s := newScheduler(t, dir, state, c, &runs)
+	sched, err := ParseCron("0 * * * *")
+	require.NoError(t, err)
+	s.Builtin = []Job{Tiering(sched, func(context.Context, string) (*wire.TieringStats, error) { return &wire.TieringStats{}, nil })}
+	s.Tick(context.Background(), c.now())
+	l := s.List()
+	require.Len(t, l.Refused, 1)
+	require.Contains(t, l.Refused[0].Error, "built-in tiering job's")
+	require.Len(t, l.Jobs, 1)
+	c.set("2026-12-01T10:00:00Z")
+	s.Tick(context.Background(), c.now())
+	require.Equal(t, []ran{{TieringName, "", "job-memory-tiering-1", false}}, runs)
+}
+
+func TestTieringPrompt(t *testing.T) {
+	p := TieringPrompt(&wire.TieringStats{Files: []wire.TierFile{
+		{File: "memory.md", Entries: []wire.TierEntry{{Text: "a\nb", Hits: 3, LastFound: "2026-11-30T00:00:00Z"}, {Text: "c"}}},
+		{File: "user.md", Entries: []wire.TierEntry{}}}})
+	for _, want := range []string{`memory.md (file "memory", 2 entries):`, "1. [found 3 times, last 2026-11-30T00:00:00Z] a\\nb", "2. [found 0 times, last never] c", "user.md (file \"user\", 0 entries):\n(empty"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("TieringPrompt lacks %q:\n%s", want, p)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/jobs"
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/layout"
@@ -34,6 +35,10 @@ type JobsConfig struct {
 	// reads the current time (RFC 3339) from this file instead of the
 	// system clock, so a test moves time without waiting for it.
 	ClockFile string `toml:"clock_file"`
+	// Tiering is when the built-in memory tiering job runs, a cron line
+	// (default jobs.DefaultTiering, Sundays 04:00 UTC), or "off". It runs
+	// only with memoryd (memory_socket set).
+	Tiering string `toml:"tiering"`
 }
 
 func (c JobsConfig) owners() ownership.Owners {
@@ -52,18 +57,35 @@ func (c JobsConfig) check(path string) error {
 	case c.ClockFile != "" && !filepath.IsAbs(c.ClockFile):
 		return fmt.Errorf("config %s: jobs.clock_file must be an absolute path, got %q", path, c.ClockFile)
 	}
+	if _, err := c.tiering(); err != nil {
+		return fmt.Errorf("config %s: jobs.tiering: %v", path, err)
+	}
 	return nil
+}
+
+// tiering is the tiering job's schedule; ok is false when it is off.
+func (c JobsConfig) tiering() (jobs.Schedule, error) {
+	switch c.Tiering {
+	case "off":
+		return jobs.Schedule{}, nil
+	case "":
+		return jobs.ParseCron(jobs.DefaultTiering)
+	}
+	return jobs.ParseCron(c.Tiering)
 }
 
 // scheduler builds the job scheduler over the background slot's engine:
 // each run is a session of its own with a fresh baseline.
-func (c Config) scheduler(log *slog.Logger, bg *turn.Engine, baseline func(string) (session.Baseline, error)) *jobs.Scheduler {
+func (c Config) scheduler(log *slog.Logger, bg *turn.Engine, baseline func(string) (session.Baseline, error), mem *memory.Client) *jobs.Scheduler {
 	r := &jobs.Runner{State: c.StateDir, Engine: bg, Baseline: baseline}
 	s := &jobs.Scheduler{
 		Dir: layout.Jobs.In(c.StateDir), State: filepath.Join(layout.LoopState.In(c.StateDir), "jobs.json"),
 		Owners: c.Jobs.owners(), Limits: jobs.Limits{MaxCalls: cmp.Or(bg.Limits.MaxCalls, turn.DefaultLimits.MaxCalls), ToolResultCap: cmp.Or(bg.Limits.ResultCap, turn.DefaultLimits.ResultCap)},
 		Run: r.Run, Log: log.With("part", "jobs"), Poll: ms(c.Jobs.PollMS),
 		Exists: func(id string) bool { _, err := os.Lstat(session.Dir(c.StateDir, id)); return err == nil },
+	}
+	if t, _ := c.Jobs.tiering(); mem != nil && c.Jobs.Tiering != "off" {
+		s.Builtin = append(s.Builtin, jobs.Tiering(t, mem.Tiering))
 	}
 	if c.Jobs.ClockFile != "" {
 		s.Now = fileClock(c.Jobs.ClockFile, log)

@@ -83,7 +83,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	// session of its own through brokerd like any other (jobs.go).
 	bgEngine := *engine
 	bgEngine.Model = bg
-	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return Baseline(ctx, system, mem, id) })
+	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return Baseline(ctx, system, mem, id) }, mem)
 	if err := sched.Start(); err != nil {
 		return daemon.Refuse(err)
 	}
