@@ -296,3 +296,12 @@ func TestTieringPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployExample: deploy/jobs/example.toml is a valid job file.
+func TestDeployExample(t *testing.T) {
+	data, err := os.ReadFile("../../../../deploy/jobs/example.toml")
+	require.NoError(t, err)
+	j, err := Parse("/state/jobs/example.toml", data, Limits{MaxCalls: 12, ToolResultCap: 16384})
+	require.NoError(t, err)
+	require.Equal(t, "cron 0 7 * * 1-5", j.Schedule.String())
+}
