@@ -9,6 +9,11 @@ import "fmt"
 // ones with the refusal. The same [JobRun] is what loopd keeps of each
 // job's last run in its own state (loop/jobs.json).
 
+// JobSessionPrefix starts every job run's session id
+// ("job-<name>-<n>"). loop.sock refuses a user message for such a
+// session: a run's log has one writer, the scheduler.
+const JobSessionPrefix = "job-"
+
 // ListJobs asks loopd for its jobs. bxctl to loopd.
 type ListJobs struct{}
 

@@ -154,7 +154,7 @@ func jobPosts(r wire.JobReport) []string {
 // jobOf is the job whose run session is id ("job-<name>-<n>", loopd's
 // package jobs), if it is one.
 func jobOf(id string) (string, bool) {
-	rest, ok := strings.CutPrefix(id, "job-")
+	rest, ok := strings.CutPrefix(id, wire.JobSessionPrefix)
 	i := strings.LastIndexByte(rest, '-')
 	if !ok || i < 1 || strings.Trim(rest[i+1:], "0123456789") != "" || i == len(rest)-1 {
 		return "", false

@@ -213,7 +213,7 @@ func Load(dir string, owners ownership.Owners, lim Limits) ([]Job, []Refused) {
 // run, and the id names the job wherever the session is shown (an
 // approval, bxctl approvals, the audit log).
 func SessionID(name string, n int64) string {
-	id := fmt.Sprintf("job-%s-%d", name, n)
+	id := fmt.Sprintf("%s%s-%d", wire.JobSessionPrefix, name, n)
 	if wire.CheckSessionID(id) != nil {
 		panic("jobs: session id " + id + " is not a session id") // NamePattern keeps it one
 	}

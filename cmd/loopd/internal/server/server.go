@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -213,6 +214,9 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 func check(s *wire.Send) error {
 	if err := wire.CheckSessionID(s.Session); err != nil {
 		return err
+	}
+	if strings.HasPrefix(s.Session, wire.JobSessionPrefix) {
+		return fmt.Errorf("session %s is a scheduled job's run, written only by the scheduler; read it in sessions/%s, or talk in another session", s.Session, s.Session)
 	}
 	if s.Text == "" {
 		return errors.New("the message is empty")
