@@ -210,10 +210,14 @@ func TestStackJobs(t *testing.T) {
 	selftestReplies(js.srv)
 	js.srv.Script(fake.Reply{Reasoning: "Caught up.", Content: "Caught up once."})
 	js.up()
-	out = js.until("last: run 2 (session job-other-2)", "a catch-up for times missed while loopd was down", "answer: Caught up once.", "next 2026-12-01T18:00:00Z")
-	// Let the scheduler poll a few more times: no further run appears.
-	time.Sleep(300 * time.Millisecond)
-	out = js.jobs()
-	require.Contains(t, out, "2 runs", "the missed times ran more than once")
-	require.Equal(t, n+3+1, len(js.srv.Requests(1)), "the self-test's three calls and one run, no more")
+	js.until("last: run 2 (session job-other-2)", "a catch-up for times missed while loopd was down", "answer: Caught up once.", "next 2026-12-01T18:00:00Z")
+	// A marker job, first seen in a tick after the catch-up's, runs in a
+	// later one still: by its end any second catch-up run would have run.
+	js.owned(&layout.Jobs, "marker.toml", job("marker", `at = "2026-12-01T17:31:00Z"`, "marker prompt"))
+	js.until("job marker: at 2026-12-01T17:31:00Z")
+	js.srv.Script(fake.Reply{Reasoning: "Mark.", Content: "Marked."})
+	js.at("2026-12-01T17:31:00Z")
+	out = js.until("last: run 1 (session job-marker-1)", "answer: Marked.")
+	require.Contains(t, out, "every 1h, deliver log, next 2026-12-01T18:00:00Z, 2 runs", "the missed times ran more than once")
+	require.Equal(t, n+3+1+1, len(js.srv.Requests(1)), "the self-test's three calls, one catch-up run and the marker, no more")
 }
