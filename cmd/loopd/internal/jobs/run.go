@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
@@ -78,4 +79,22 @@ const MaxDenied = 16
 func cut(s string) string {
 	s, _ = truncate.Bytes(s, MaxRunText)
 	return s
+}
+
+// CloseInterrupted closes the open turn of a run a stopped loopd left
+// under way (its missing tool results marked interrupted, never re-run),
+// as any session's is closed when it is next opened; a run that never
+// got a log has nothing to close.
+func (r *Runner) CloseInterrupted(id string) error {
+	if _, err := os.Lstat(session.Dir(r.State, id)); err != nil {
+		return nil
+	}
+	s, err := session.Open(r.State, id, func() (session.Baseline, error) {
+		return session.Baseline{}, fmt.Errorf("session %s has no baseline", id)
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return turn.Interrupted(s)
 }

@@ -38,6 +38,9 @@ type Scheduler struct {
 	// never reuses one (after a lost record, run numbers skip past the
 	// sessions that are left). Nil: none is.
 	Exists func(session string) bool
+	// Interrupted, if set, closes the log of a run a previous loopd left
+	// under way (Runner.CloseInterrupted); an error is logged.
+	Interrupted func(session string) error
 	// Builtin are jobs of loopd's own (the tiering job), scheduled like
 	// the files' jobs.
 	Builtin []Job
@@ -66,9 +69,19 @@ func (s *Scheduler) Start() error {
 	}
 	changed := false
 	for i := range st.Jobs {
-		if l := st.Jobs[i].Last; l != nil && l.Outcome == wire.JobRunning {
+		l := st.Jobs[i].Last
+		if l != nil && l.Outcome == wire.JobRunning {
 			l.Outcome, l.Reason = wire.JobInterrupted, "loopd stopped during the run"
 			changed = true
+		}
+		if l != nil && l.Outcome == wire.JobInterrupted {
+			// Stopped mid-run (killed, or cancelled at a clean stop):
+			// its log's open turn is closed; closing is idempotent.
+			if s.Interrupted != nil {
+				if err := s.Interrupted(l.Session); err != nil {
+					s.Log.Error("an interrupted run's log was not closed", "session", l.Session, "err", err.Error())
+				}
+			}
 		}
 	}
 	if changed {

@@ -82,7 +82,8 @@ func (c Config) scheduler(log *slog.Logger, bg *turn.Engine, baseline func(strin
 		Dir: layout.Jobs.In(c.StateDir), State: filepath.Join(layout.LoopState.In(c.StateDir), "jobs.json"),
 		Owners: c.Jobs.owners(), Limits: jobs.Limits{MaxCalls: cmp.Or(bg.Limits.MaxCalls, turn.DefaultLimits.MaxCalls), ToolResultCap: cmp.Or(bg.Limits.ResultCap, turn.DefaultLimits.ResultCap)},
 		Run: r.Run, Log: log.With("part", "jobs"), Poll: ms(c.Jobs.PollMS),
-		Exists: func(id string) bool { _, err := os.Lstat(session.Dir(c.StateDir, id)); return err == nil },
+		Interrupted: r.CloseInterrupted,
+		Exists:      func(id string) bool { _, err := os.Lstat(session.Dir(c.StateDir, id)); return err == nil },
 	}
 	if t, _ := c.Jobs.tiering(); mem != nil && c.Jobs.Tiering != "off" {
 		s.Builtin = append(s.Builtin, jobs.Tiering(t, mem.Tiering))
