@@ -33,7 +33,8 @@ func newJobStack(t *testing.T, ttl time.Duration, jobsConfig string) *jobStack {
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
-	js := &jobStack{t: t, bin: buildStack(t), state: ShortState(t)}
+	// gatewayd too: bxctl up starts it only when its config exists.
+	js := &jobStack{t: t, bin: Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd"), state: ShortState(t)}
 	js.srv = fake.New(t, fake.Options{Slots: 2, NCtx: 65536})
 	selftestReplies(js.srv)
 	preconfigure(t, js.state, js.srv)
