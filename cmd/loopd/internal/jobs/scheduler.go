@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/truncate"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
@@ -51,6 +52,7 @@ type Scheduler struct {
 	refused []Refused
 	logged  map[string]string // file -> the refusal last logged, so each is logged once
 	started time.Time         // the first tick: slots before it were missed while loopd was down
+	written []byte            // the record as last written, so an unchanged one is not rewritten
 }
 
 // DefaultPoll is how often the jobs directory is read again.
@@ -85,7 +87,7 @@ func (s *Scheduler) Start() error {
 		}
 	}
 	if changed {
-		if err := writeState(s.State, st); err != nil {
+		if _, err := writeState(s.State, st); err != nil {
 			return err
 		}
 	}
@@ -180,6 +182,7 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 			run.Outcome, run.Reason = wire.JobFailed, "the run ended without an outcome"
 		}
 		s.Log.Info("job run ended", "job", j.Name, "run", run.Run, "outcome", string(run.Outcome), "reason", run.Reason, "denied", len(run.Denied))
+		fitRun(&run)
 		s.mu.Lock()
 		if js := s.st.job(j.Name); js != nil && js.Runs == run.Run {
 			js.Last = &run
@@ -247,9 +250,15 @@ func (s *Scheduler) forgetDeleted(jobs []Job, refused []Refused) {
 // save writes the record; a failure is logged loudly and retried at the
 // next tick (the record in memory is still the truth). s.mu is held.
 func (s *Scheduler) save() {
-	if err := writeState(s.State, s.st); err != nil {
-		s.Log.Error("job record not written", "path", s.State, "err", err.Error())
+	if b, err := strict.Marshal(s.st); err == nil && string(b) == string(s.written) {
+		return // unchanged: no write, no fsync, at every poll
 	}
+	b, err := writeState(s.State, s.st)
+	if err != nil {
+		s.Log.Error("job record not written", "path", s.State, "err", err.Error())
+		return
+	}
+	s.written = b
 }
 
 // List is what bxctl jobs shows: every job file as read at the last
@@ -283,7 +292,68 @@ func (s *Scheduler) List() *wire.JobList {
 		msg := cutKeepingEnd(r.Err.Error(), 2*wire.MaxJobListCall)
 		out.Refused = append(out.Refused, wire.JobRefusal{File: r.File, Error: msg})
 	}
+	fitList(out)
 	return out
+}
+
+// fitList drops, while the list would be over loop.sock's frame, first
+// the runs' answers, then their refused calls, then their reasons (JSON
+// escaping can make text six times longer); bxctl jobs then shows less,
+// and the session logs keep everything.
+func fitList(l *wire.JobList) {
+	limit := wire.LoopFrameMax - 1024
+	for step := 0; encodedLen(l) > limit && step < 3; step++ {
+		for i := range l.Jobs {
+			if r := l.Jobs[i].Last; r != nil {
+				switch step {
+				case 0:
+					r.Text = ""
+				case 1:
+					r.Denied = nil
+				case 2:
+					r.Reason = ""
+				}
+			}
+		}
+	}
+}
+
+// maxRecord caps one run or report, encoded, in loopd's record, so the
+// record (wire.MaxJobs runs and wire.MaxJobReports reports) stays well
+// under MaxState and always reads back.
+const maxRecord = 24 << 10
+
+// fitRun caps what a run's record keeps: the reason and each refused
+// call by length, then the answer until the run, encoded, is within
+// maxRecord (the session log keeps everything).
+func fitRun(r *wire.JobRun) {
+	r.Reason = cutKeepingEnd(r.Reason, 1<<10)
+	for i, d := range r.Denied {
+		r.Denied[i] = cutKeepingEnd(d, 2*wire.MaxJobListCall)
+	}
+	for encodedLen(r) > maxRecord && r.Text != "" {
+		r.Text, _ = truncate.Bytes(r.Text, len(r.Text)/2)
+	}
+}
+
+// maxReportCalls caps the refused calls a report carries.
+const maxReportCalls = 8
+
+func encodedLen(v any) int {
+	b, err := strict.Marshal(v)
+	if err != nil {
+		return 1 << 30
+	}
+	return len(b)
+}
+
+// fitReport cuts r's text until r, encoded, is within a page of
+// reports: text that JSON escapes heavily (control characters) can be
+// six times its length.
+func fitReport(r *wire.JobReport) {
+	for encodedLen(r) > maxRecord && r.Text != "" {
+		r.Text, _ = truncate.Bytes(r.Text, len(r.Text)/2)
+	}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -308,8 +378,13 @@ func cutKeepingEnd(s string, n int) string {
 // wire.MaxJobReports. s.mu is held.
 func (s *Scheduler) report(j Job, run *wire.JobRun) {
 	s.st.Seq++
-	s.st.Reports = append(s.st.Reports, wire.JobReport{Seq: s.st.Seq, Job: j.Name, Run: run.Run, Session: run.Session,
-		Deliver: j.Deliver.String(), Outcome: run.Outcome, Text: run.Text, Reason: run.Reason, Denied: run.Denied})
+	r := wire.JobReport{Seq: s.st.Seq, Job: j.Name, Run: run.Run, Session: run.Session,
+		Deliver: j.Deliver.String(), Outcome: run.Outcome, Text: run.Text, Reason: cutKeepingEnd(run.Reason, 1<<10)}
+	for _, d := range run.Denied[:min(len(run.Denied), maxReportCalls)] {
+		r.Denied = append(r.Denied, cutKeepingEnd(d, 2*wire.MaxJobListCall))
+	}
+	fitReport(&r)
+	s.st.Reports = append(s.st.Reports, r)
 	if n := len(s.st.Reports); n > wire.MaxJobReports {
 		s.st.Reports = slices.Delete(s.st.Reports, 0, n-wire.MaxJobReports)
 	}
@@ -326,10 +401,7 @@ func (s *Scheduler) Reports(after int64) *wire.JobReports {
 		if r.Seq <= after {
 			continue
 		}
-		n := len(r.Text) + len(r.Reason) + 64
-		for _, d := range r.Denied {
-			n += len(d)
-		}
+		n := encodedLen(r)
 		if size+n > wire.MaxJobReportsBytes && len(out.Items) > 0 {
 			out.More = true
 			break

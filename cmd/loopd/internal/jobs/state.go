@@ -14,9 +14,9 @@ import (
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// MaxState caps loopd's record of runs (64 jobs, each with one run of
-// at most a few kilobytes of text).
-const MaxState = 1 << 20
+// MaxState caps loopd's record of runs: wire.MaxJobs runs and
+// wire.MaxJobReports reports, each at most maxRecord encoded, is 1.5 MiB.
+const MaxState = 4 << 20
 
 // MaxRunText caps a run's answer or reason as kept in the record.
 const MaxRunText = 12 << 10
@@ -96,28 +96,28 @@ func readState(path string) (*stateFile, error) {
 // writeState replaces the record atomically: a temporary file, fsynced,
 // renamed over it, and the directory fsynced, so a crash leaves the old
 // record or the new one.
-func writeState(path string, st *stateFile) error {
+func writeState(path string, st *stateFile) ([]byte, error) {
 	data, err := strict.Marshal(st)
 	if err != nil {
-		return fmt.Errorf("write job record: %w", err)
+		return nil, fmt.Errorf("write job record: %w", err)
 	}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return fmt.Errorf("write job record: %w", err)
+		return nil, fmt.Errorf("write job record: %w", err)
 	}
 	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("write job record: %w", err)
+		return nil, fmt.Errorf("write job record: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write job record: %w", err)
+		return nil, fmt.Errorf("write job record: %w", err)
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()
 		d.Close()
 	}
-	return nil
+	return data, nil
 }
