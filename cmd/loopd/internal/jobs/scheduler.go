@@ -132,8 +132,11 @@ func (s *Scheduler) Loop(ctx context.Context) {
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 	jobs, refused := Load(s.Dir, s.Owners, s.Limits)
 	jobs = append(slices.Clip(s.Builtin), jobs...)
-	var due []Job
-	var runs []*wire.JobRun
+	type dueRun struct {
+		job  Job
+		slot time.Time
+	}
+	var due []dueRun
 	s.mu.Lock()
 	if s.started.IsZero() {
 		s.started = now
@@ -149,29 +152,23 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 			s.st.Jobs = append(s.st.Jobs, jobState{Name: j.Name, From: stamp(now)})
 			continue
 		}
-		slot, ok := j.Schedule.Next(js.from())
-		if !ok || slot.After(now) {
-			continue
+		if slot, ok := j.Schedule.Next(js.from()); ok && !slot.After(now) {
+			due = append(due, dueRun{j, slot})
 		}
-		js.Runs++
-		for i := 0; s.Exists != nil && s.Exists(SessionID(j.Name, js.Runs)) && i < 1<<16; i++ {
-			js.Runs++
-		}
-		js.From = stamp(now)
-		js.Last = &wire.JobRun{Run: js.Runs, Session: SessionID(j.Name, js.Runs), Started: stamp(now),
-			Outcome: wire.JobRunning, Catchup: slot.Before(s.started), SHA256: j.SHA256}
-		due = append(due, j)
-		runs = append(runs, js.Last)
 	}
 	s.save()
 	s.mu.Unlock()
-	for i, j := range due {
+	for _, d := range due {
 		if ctx.Err() != nil {
 			break
 		}
-		run := *runs[i]
+		j := d.job
+		run, ok := s.begin(j, d.slot)
+		if !ok {
+			continue
+		}
 		s.Log.Info("job run started", "job", j.Name, "run", run.Run, "session", run.Session, "catchup", run.Catchup)
-		s.Run(ctx, j, &run)
+		s.Run(ctx, j, run)
 		end := s.now()
 		run.Ended = stamp(end)
 		switch {
@@ -182,21 +179,46 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) time.Time {
 			run.Outcome, run.Reason = wire.JobFailed, "the run ended without an outcome"
 		}
 		s.Log.Info("job run ended", "job", j.Name, "run", run.Run, "outcome", string(run.Outcome), "reason", run.Reason, "denied", len(run.Denied))
-		fitRun(&run)
+		fitRun(run)
 		s.mu.Lock()
 		if js := s.st.job(j.Name); js != nil && js.Runs == run.Run {
-			js.Last = &run
+			js.Last = run
 			// Times that passed while the run ran are not run again:
 			// a job never follows itself back to back.
 			js.From = stamp(end)
 		}
 		if j.Deliver.Kind != "log" {
-			s.report(j, &run)
+			s.report(j, run)
 		}
 		s.save()
 		s.mu.Unlock()
 	}
 	return s.nextDue()
+}
+
+// begin records run n+1 of j as under way, durably, just before it
+// starts (so a stop between two due runs leaves the second not begun,
+// to run at the next start), and returns a copy for the run to fill.
+// The run stands for slot and every earlier time missed; it is a
+// catch-up when slot fell before this loopd's first tick.
+func (s *Scheduler) begin(j Job, slot time.Time) (*wire.JobRun, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	js := s.st.job(j.Name)
+	if js == nil {
+		return nil, false
+	}
+	now := s.now()
+	js.Runs++
+	for i := 0; s.Exists != nil && s.Exists(SessionID(j.Name, js.Runs)) && i < 1<<16; i++ {
+		js.Runs++
+	}
+	js.From = stamp(now)
+	js.Last = &wire.JobRun{Run: js.Runs, Session: SessionID(j.Name, js.Runs), Started: stamp(now),
+		Outcome: wire.JobRunning, Catchup: slot.Before(s.started), SHA256: j.SHA256}
+	s.save()
+	run := *js.Last
+	return &run, true
 }
 
 // nextDue is the earliest next time of any valid job.

@@ -305,3 +305,32 @@ func TestDeployExample(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "cron 0 7 * * 1-5", j.Schedule.String())
 }
+
+// TestSchedulerStopBetweenRuns: two jobs due in one tick run one after
+// the other; a stop during the first leaves the second not begun, and
+// it runs (as a catch-up) at the next start.
+func TestSchedulerStopBetweenRuns(t *testing.T) {
+	dir, state := dirs(t)
+	c := &clock{}
+	c.set("2026-12-01T09:59:00Z")
+	var runs []ran
+	writeJob(t, dir, "a", hourly("a", "p"))
+	writeJob(t, dir, "b", hourly("b", "q"))
+	s := newScheduler(t, dir, state, c, &runs)
+	s.Tick(context.Background(), c.now())
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Run = func(ctx context.Context, j Job, r *wire.JobRun) { runs = append(runs, ran{j.Name, j.Prompt, r.Session, r.Catchup}); cancel() }
+	c.set("2026-12-01T10:00:00Z")
+	s.Tick(ctx, c.now())
+	require.Len(t, runs, 1)
+	c.set("2026-12-01T10:05:00Z")
+	s = newScheduler(t, dir, state, c, &runs)
+	s.Tick(context.Background(), c.now())
+	require.Len(t, runs, 2)
+	require.Equal(t, ran{"b", "q", "job-b-1", true}, runs[1])
+	for _, j := range s.List().Jobs {
+		if j.Name == "a" && (j.Last == nil || j.Last.Outcome != wire.JobInterrupted) {
+			t.Errorf("a's last run = %+v, want interrupted", j.Last)
+		}
+	}
+}
