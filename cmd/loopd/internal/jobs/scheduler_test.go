@@ -319,7 +319,10 @@ func TestSchedulerStopBetweenRuns(t *testing.T) {
 	s := newScheduler(t, dir, state, c, &runs)
 	s.Tick(context.Background(), c.now())
 	ctx, cancel := context.WithCancel(context.Background())
-	s.Run = func(ctx context.Context, j Job, r *wire.JobRun) { runs = append(runs, ran{j.Name, j.Prompt, r.Session, r.Catchup}); cancel() }
+	s.Run = func(ctx context.Context, j Job, r *wire.JobRun) {
+		runs = append(runs, ran{j.Name, j.Prompt, r.Session, r.Catchup})
+		cancel()
+	}
 	c.set("2026-12-01T10:00:00Z")
 	s.Tick(ctx, c.now())
 	require.Len(t, runs, 1)
