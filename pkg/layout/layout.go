@@ -129,9 +129,13 @@ var (
 	Index = Entry{Path: "index", Kind: Dir, Mode: 0o700, Writer: "memoryd", Up: true, Owner: Memoryd, Files: 0o600,
 		Doc: "the recall index (disposable: rebuilt from sessions/ and notes.md)", Rests: "0700 memoryd's"}
 	Gateway = Entry{Path: "gateway", Kind: Dir, Mode: 0o700, Writer: "gatewayd", Up: true, Owner: Gatewayd, Files: 0o600,
-		Doc: "gatewayd's record of approval posts to mark dead (approvals.jsonl), its cursor of handled posts (cursor.json) and the answers delivered per session (delivered.json)", Rests: "0700 gatewayd's"}
+		Doc: "gatewayd's record of approval posts to mark dead (approvals.jsonl), its cursor of handled posts (cursor.json), the answers delivered per session (delivered.json) and the newest job report posted (jobs.json)", Rests: "0700 gatewayd's"}
 	Jobs = Entry{Path: "jobs", Kind: Dir, Mode: 0o750, Writer: "owner", Up: true, Owner: Owner, Group: Loopd, Files: 0o640,
 		Doc: "the owner's scheduled jobs, *.toml; loopd reads them and never writes them", Rests: "0750, group loopd's; job files 0640: only loopd reads, only the owner writes"}
+	// LoopState is loopd's own state beside the session logs: its record
+	// of the owner's jobs' runs (jobs.json).
+	LoopState = Entry{Path: "loop", Kind: Dir, Mode: 0o700, Writer: "loopd", Up: true, Owner: Loopd, Files: 0o600,
+		Doc: "loopd's own state: jobs.json, each job's next and last runs", Rests: "0700 loopd's"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -194,7 +198,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 

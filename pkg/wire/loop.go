@@ -130,6 +130,8 @@ var LoopRequests = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Stop) },
 	func() strict.Variant { return new(AnswersSince) },
 	func() strict.Variant { return new(Compact) },
+	func() strict.Variant { return new(ListJobs) },
+	func() strict.Variant { return new(JobReportsSince) },
 )
 
 // Accepted: the message is logged. Queued is true when a turn was running
@@ -240,6 +242,8 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(StopDone) },
 	func() strict.Variant { return new(Answers) },
 	func() strict.Variant { return new(Compacted) },
+	func() strict.Variant { return new(JobList) },
+	func() strict.Variant { return new(JobReports) },
 	func() strict.Variant { return new(Error) },
 )
 

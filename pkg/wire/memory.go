@@ -148,6 +148,8 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(FleetStatus) },
 	func() strict.Variant { return new(FleetState) },
 	func() strict.Variant { return new(FleetResync) },
+	func() strict.Variant { return new(TieringRequest) },
+	func() strict.Variant { return new(TieringStats) },
 	func() strict.Variant { return new(Error) },
 )
 

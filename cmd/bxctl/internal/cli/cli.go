@@ -49,6 +49,7 @@ var commands = map[string]command{
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},
 	"memory":        {"memory: status (the fleet outbox), resync, log, undo FILE, check (stdin), review", runMemory},
 	"reindex":       {"rebuild memoryd's recall index from the files", runReindex},
+	"jobs":          {"list the scheduled jobs: next and last runs, how each ended, refused files", runJobs},
 	"install":       {"install Boxmaker's units, users and images on this systemd host (root)", runInstall},
 	"doctor":        {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},

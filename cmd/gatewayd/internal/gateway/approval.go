@@ -77,6 +77,9 @@ func (g *Gateway) checkApproval(ctx context.Context, call wire.PendingCall) (*ap
 	if cerr != nil || code != call.Code {
 		return nil, postRefusal(wire.Invalid, "approval %d has no valid code; gatewayd posts only approvals that can be answered safely", call.ID)
 	}
+	if job, ok := jobOf(call.Session); ok {
+		return g.jobApproval(ctx, call, code, job) // jobs.go: no thread of its own
+	}
 	root, ok := strings.CutPrefix(call.Session, SessionPrefix)
 	if !ok || !mattermost.ValidID(root) {
 		return nil, postRefusal(wire.Invalid, "session %q is not a Mattermost thread of this gateway; answer it with bxctl approve", call.Session)

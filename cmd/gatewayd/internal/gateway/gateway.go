@@ -12,6 +12,9 @@
 //     or from a gap fetched after a lost connection;
 //   - every turn's outcome is posted in its thread once: when it ends,
 //     or, if gatewayd was down then, at its next start (delivery.go);
+//   - a job's report is posted only to a channel gatewayd hears or a
+//     direct message to an allowlisted user, whatever loopd names
+//     (jobs.go);
 //   - everything posted that Boxmaker did not write passes through
 //     package render: no mention, no embedded image, nothing hidden;
 //   - an approval is answered only by an approver, only in its thread,
@@ -60,6 +63,7 @@ type Gateway struct {
 	sweepEvery    time.Duration
 	stream        *mattermost.Stream
 	lookupRetries []time.Duration // waits before judging a post again after a failed thread lookup
+	jobsEvery     time.Duration   // how often job reports are asked for (jobs.go); DefaultJobPoll if 0
 
 	mu       sync.Mutex // guards the fields below
 	seen     map[string]bool
@@ -168,6 +172,8 @@ func (g *Gateway) Serve(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); g.stream.Run(ctx) }()
 	go func() { defer wg.Done(); g.sweep(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); g.deliverJobs(ctx) }() // the owner's jobs' reports (jobs.go)
 	err = l.Serve(ctx, rpc.NewServer(&wire.Gateway, g.log, rpc.Stream(g.serveApproval)).Serve)
 	wg.Wait()
 	if errors.Is(err, context.Canceled) {

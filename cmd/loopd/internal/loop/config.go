@@ -38,6 +38,7 @@ type Config struct {
 	Turn     TurnConfig     `toml:"turn"`
 	SelfTest SelfTestConfig `toml:"selftest"`
 	Epoch    EpochConfig    `toml:"epoch"`
+	Jobs     JobsConfig     `toml:"jobs"` // jobs.go
 }
 
 // ModelConfig is how loopd calls the model. Sampling values are in
@@ -110,6 +111,9 @@ func Load(path string) (Config, error) {
 	}
 	if c.Model.MainSlot < 0 || *c.Model.BackgroundSlot < 0 {
 		return Config{}, fmt.Errorf("config %s: slots must not be negative", path)
+	}
+	if err := c.Jobs.check(path); err != nil {
+		return Config{}, err
 	}
 	for _, s := range c.SelfTest.Skip {
 		switch s {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
@@ -78,20 +79,33 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 			}
 		}
 	}
+	// Jobs run on the background slot, one after another, each a
+	// session of its own through brokerd like any other (jobs.go).
+	bgEngine := *engine
+	bgEngine.Model = bg
+	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return cfg.Baseline(ctx, system, mem, id, 0) }, mem)
+	if err := sched.Start(); err != nil {
+		return daemon.Refuse(err)
+	}
 	m := &server.Manager{
 		State:  cfg.StateDir,
 		Engine: engine,
 		Baseline: func(id string) (session.Baseline, error) {
 			return cfg.Baseline(ctx, system, mem, id, 0)
 		},
-		Log:    log,
-		Epoch:  cfg.changer(log, main, bg, nCtx, system, mem),
-		Policy: cfg.policy(),
+		Log:        log,
+		Epoch:      cfg.changer(log, main, bg, nCtx, system, mem),
+		Policy:     cfg.policy(),
+		Jobs:       sched.List,
+		JobReports: sched.Reports,
 	}
 	m.Start(ctx)
+	var jobsDone sync.WaitGroup
+	runJobs(ctx, sched, &jobsDone)
 	log.Info("serving", "socket", ln.Path(), "state", cfg.StateDir)
 	err = ln.Serve(ctx, m.Serve)
 	m.Wait()
+	jobsDone.Wait()
 	return err
 }
 

@@ -1,10 +1,12 @@
 // Package memory is loopd's port to memoryd on memory.sock: the identity
-// block for a new epoch's baseline, and word that a turn has ended so
-// memoryd can index it from the session log.
+// block for a new epoch's baseline, word that a turn has ended so
+// memoryd can index it from the session log, and the identity entries'
+// recall counts for the tiering job.
 //
 // Invariant: loopd never sends memory text to memoryd and never edits
 // memory; it only asks for the block (checked by memoryd each time) and
-// names ended turns. A block memoryd refuses is an error here, so no
+// the counts, and names ended turns (a run's memory edits go, like every
+// session's, as tool calls through brokerd). A block memoryd refuses is an error here, so no
 // session starts without its identity.
 package memory
 
@@ -46,4 +48,14 @@ func (c *Client) TurnDone(ctx context.Context, session string, epoch, turn int64
 		return unavailable(err)
 	}
 	return nil
+}
+
+// Tiering asks for the identity entries' recall counts, for the
+// built-in tiering job's run in session.
+func (c *Client) Tiering(ctx context.Context, session string) (*wire.TieringStats, error) {
+	st, err := rpc.Ask[*wire.TieringStats](ctx, &wire.Memory, c.Path, &wire.TieringRequest{Session: session})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return st, nil
 }

@@ -11,8 +11,9 @@
 //     next message is logged or its outcomes are read (answers_since);
 //   - every frame is decoded strictly (package rpc's server loop);
 //     anything but a [wire.Send], a [wire.Stop], a [wire.AnswersSince]
-//     (answers.go) or a [wire.Compact] (epoch.go) is refused with
-//     forbidden, and a refused frame ends the connection;
+//     (answers.go), a [wire.Compact] (epoch.go), a [wire.ListJobs] or a
+//     [wire.JobReportsSince] (jobs) is refused with forbidden, and a
+//     refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
 //     followers hear [wire.Stopped] (stop.go);
 //   - an epoch changes only while no turn runs in the session, and at
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +48,9 @@ type Manager struct {
 	// Epoch changes epochs (epoch.go); nil: a session keeps its epoch.
 	Epoch  *epoch.Changer
 	Policy Policy
+	Jobs   func() *wire.JobList // bxctl jobs (list_jobs); nil: no scheduler
+	// JobReports answers gatewayd's job_reports_since; nil: no scheduler.
+	JobReports func(after int64) *wire.JobReports
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -87,7 +92,23 @@ func (m *Manager) Start(ctx context.Context) {
 	m.sessions = map[string]*live{}
 	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
 		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }),
-		rpc.On(m.answersSince), rpc.On(m.compact))
+		rpc.On(m.answersSince), rpc.On(m.compact), rpc.On(m.listJobs), rpc.On(m.jobReports))
+}
+
+// listJobs answers bxctl jobs.
+func (m *Manager) listJobs(context.Context, sockets.Peer, *wire.ListJobs) strict.Variant {
+	if m.Jobs == nil {
+		return &wire.Error{Op: "list_jobs", Kind: wire.Unavailable, Msg: "this loopd runs no scheduler"}
+	}
+	return m.Jobs()
+}
+
+// jobReports answers gatewayd's job_reports_since.
+func (m *Manager) jobReports(_ context.Context, _ sockets.Peer, r *wire.JobReportsSince) strict.Variant {
+	if m.JobReports == nil {
+		return &wire.Error{Op: "job_reports_since", Kind: wire.Unavailable, Msg: "this loopd runs no scheduler"}
+	}
+	return m.JobReports(r.After)
 }
 
 // Wait waits for running turns to stop (after the daemon's ctx ends).
@@ -215,6 +236,9 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 func check(s *wire.Send) error {
 	if err := wire.CheckSessionID(s.Session); err != nil {
 		return err
+	}
+	if strings.HasPrefix(s.Session, wire.JobSessionPrefix) {
+		return fmt.Errorf("session %s is a scheduled job's run, written only by the scheduler; read it in sessions/%s, or talk in another session", s.Session, s.Session)
 	}
 	if s.Text == "" {
 		return errors.New("the message is empty")

@@ -131,6 +131,7 @@ func TestRefusals(t *testing.T) {
 		{"../etc", "x", "session id"},
 		{"s1", "", "empty"},
 		{"s1", strings.Repeat("a", wire.MaxMessage+1), "over the limit"},
+		{"job-brief-1", "x", "scheduled job's run"},
 	} {
 		c.send(tt.session, tt.text)
 		e, ok := c.next().(*wire.Error)

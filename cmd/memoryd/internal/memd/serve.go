@@ -18,9 +18,10 @@ import (
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// memoryServer is memory.sock: loopd's identity requests and ended turns.
+// memoryServer is memory.sock: loopd's identity requests, ended turns
+// and the tiering job's request for recall counts (tiering.go).
 func (m *Memd) memoryServer() *rpc.Server {
-	return rpc.NewServer(&wire.Memory, m.log, rpc.On(m.identity), rpc.On(m.turnDone))
+	return rpc.NewServer(&wire.Memory, m.log, rpc.On(m.identity), rpc.On(m.turnDone), rpc.On(m.tiering))
 }
 
 // identity answers a new epoch's identity request with the block.
@@ -136,6 +137,7 @@ func (m *Memd) recall(ctx context.Context, raw []byte) *wire.ToolResult {
 		m.log.Error("recall", "err", err.Error())
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Class: dataclass.Public}
 	}
+	m.countIdentity(a.Query) // tiering.go
 	return Format(a.Query, hits)
 }
 

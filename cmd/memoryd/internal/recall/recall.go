@@ -79,7 +79,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, source UNINDEXED, class
 CREATE TABLE IF NOT EXISTS turns(session TEXT NOT NULL, epoch INTEGER NOT NULL, turn INTEGER NOT NULL, PRIMARY KEY(session, epoch, turn));
 CREATE TABLE IF NOT EXISTS notes(id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS note_hits(id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_found TEXT NOT NULL);
-`
+` + identitySchema
 
 // Open opens (creating) the index at path. Nothing above maxClass is
 // indexed.

@@ -1,0 +1,41 @@
+package jobs
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/pkg/chat"
+)
+
+// TestCloseInterrupted: a run's log that a stopped loopd left mid-turn
+// (a tool call without its result) is closed: the call gets an
+// interrupted result and the turn its end; a session that was never
+// written is left alone, and closing twice adds nothing.
+func TestCloseInterrupted(t *testing.T) {
+	state := t.TempDir()
+	r := &Runner{State: state}
+	id := SessionID("brief", 1)
+	s, err := session.Open(state, id, func() (session.Baseline, error) { return session.Baseline{System: "sys", Tools: []chat.Tool{}}, nil })
+	require.NoError(t, err)
+	require.NoError(t, s.Append(&session.User{Turn: 1, Text: "go"}))
+	call := chat.ToolCall{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "call_tool", Arguments: `{}`}}
+	require.NoError(t, s.Append(&session.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{call}}}))
+	require.NoError(t, s.Close())
+
+	require.NoError(t, r.CloseInterrupted(id))
+	require.NoError(t, r.CloseInterrupted(id))
+	require.NoError(t, r.CloseInterrupted(SessionID("brief", 2)))
+
+	s, err = session.Open(state, id, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	recs := s.Records()
+	require.Len(t, recs, 5, "user, assistant, interrupted result, stop, turn end")
+	res, ok := recs[2].(*session.ToolResult)
+	require.True(t, ok)
+	require.Equal(t, session.StatusInterrupted, res.Status)
+	_, ok = recs[4].(*session.TurnEnd)
+	require.True(t, ok)
+}
