@@ -39,7 +39,7 @@ type Service struct {
 	Binary  string // the podman binary
 	dir     string // everything it owns: storage, run root, HOME, socket
 	env     []string
-	globals []string // --root and friends, for CLI calls
+	globals []string  // --root and friends, for CLI calls
 	cmd     *exec.Cmd // nil for a service this package did not start
 	done    chan struct{}
 	log     *bytes.Buffer
