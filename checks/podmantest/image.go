@@ -40,7 +40,7 @@ var (
 // ToolImage builds the tool image with images/tool-image (the toolkit,
 // a static busybox, the CA bundle; see docs/tool-image.md), imports it
 // once per service and returns its ID. $BOXMAKER_TOOL_TAR names a tar
-// built already, to import instead.
+// built already, to import instead (and then no source tree is needed).
 func (s *Service) ToolImage(t testing.TB) string {
 	t.Helper()
 	return s.toolImage(t, "")
@@ -49,7 +49,8 @@ func (s *Service) ToolImage(t testing.TB) string {
 // TestnetToolImage is the tool image built with the boxmaker_testnet tag,
 // whose egress proxy may also reach loopback and private test networks,
 // so that a test can serve the proxy's allowed side itself. Release
-// builds never carry the tag (pkg/netpolicy).
+// builds never carry the tag (pkg/netpolicy). $BOXMAKER_TESTNET_TOOL_TAR
+// names a tar built already with TOOLKIT_TAGS=boxmaker_testnet.
 func (s *Service) TestnetToolImage(t testing.TB) string {
 	t.Helper()
 	return s.toolImage(t, "boxmaker_testnet")
@@ -64,12 +65,15 @@ func (s *Service) toolImage(t testing.TB, tags string) string {
 		return id
 	}
 	id, err := func() (string, error) {
-		root, err := RepoRoot()
-		if err != nil {
-			return "", err
-		}
 		tarPath := os.Getenv("BOXMAKER_TOOL_TAR")
-		if tarPath == "" || tags != "" {
+		if tags != "" {
+			tarPath = os.Getenv("BOXMAKER_TESTNET_TOOL_TAR")
+		}
+		if tarPath == "" {
+			root, err := RepoRoot()
+			if err != nil {
+				return "", err
+			}
 			tarPath = filepath.Join(s.dir, "tool-image"+tags+".tar")
 			cmd := exec.Command(filepath.Join(root, "images", "tool-image"), tarPath)
 			cmd.Dir = root

@@ -2,12 +2,16 @@
 // Podman that checks/podman-setup built at the version go.mod pins for
 // the bindings, with the containers.conf it wrote, on a socket in a
 // temporary directory, with its own storage there too, and stops it when
-// the tests end.
+// the tests end. With $BOXMAKER_PODMAN_SOCKET set it uses that running
+// service instead (a rootless user's own socket, as in the VM test host),
+// and never stops it.
 //
 // Invariant: a test that needs Podman never passes without it. [Require]
-// starts the service once per test binary and fails the test when CI is
-// set and the service could not be started, and elsewhere skips it with
-// one line saying why; [Main] stops it when the tests end.
+// starts (or reaches) the service once per test binary and fails the test
+// when CI is set and the service could not be started, and elsewhere
+// skips it with one line saying why; [Main] stops a service it started
+// when the tests end. [Service.Rootless] is what the service itself
+// reports, never assumed.
 package podmantest
 
 import (
@@ -35,10 +39,14 @@ type Service struct {
 	Binary  string // the podman binary
 	dir     string // everything it owns: storage, run root, HOME, socket
 	env     []string
-	globals []string // --root and friends, for CLI calls
-	cmd     *exec.Cmd
+	globals []string  // --root and friends, for CLI calls
+	cmd     *exec.Cmd // nil for a service this package did not start
 	done    chan struct{}
 	log     *bytes.Buffer
+	// Rootless is whether the service runs rootless, as its own info
+	// reports: a rootless service maps a container's ids into one user's
+	// subordinate range, which decides the runner's user namespace mode.
+	Rootless bool
 }
 
 var (
@@ -70,7 +78,13 @@ func Require(t testing.TB) *Service {
 	if !inMain {
 		t.Fatal("podmantest.Require needs the package's TestMain to call podmantest.Main (which stops the service)")
 	}
-	once.Do(func() { shared, reason = Start(Options{}) })
+	once.Do(func() {
+		if sock := os.Getenv(SocketEnv); sock != "" {
+			shared, reason = External(sock)
+			return
+		}
+		shared, reason = Start(Options{})
+	})
 	if shared != nil {
 		return shared
 	}
@@ -132,8 +146,18 @@ func Start(o Options) (*Service, error) {
 		}
 	}
 	s := &Service{Socket: filepath.Join(dir, "podman.sock"), Binary: bin, dir: dir, done: make(chan struct{}), log: new(bytes.Buffer)}
-	s.env = append([]string{"HOME=" + home, "CONTAINERS_CONF=" + conf, "PODMAN_IGNORE_CGROUPSV1_WARNING=1",
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, o.Env...)
+	s.env = []string{"HOME=" + home, "CONTAINERS_CONF=" + conf, "PODMAN_IGNORE_CGROUPSV1_WARNING=1",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if o.Attr == nil && os.Geteuid() != 0 {
+		// Rootless as this user: its runtime directory and session bus
+		// (the systemd cgroup manager's way to its user manager).
+		for _, k := range []string{"XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"} {
+			if v, ok := os.LookupEnv(k); ok {
+				s.env = append(s.env, k+"="+v)
+			}
+		}
+	}
+	s.env = append(s.env, o.Env...)
 	s.globals = []string{"--root", filepath.Join(dir, "storage"), "--runroot", filepath.Join(dir, "run"), "--tmpdir", filepath.Join(dir, "tmp")}
 	if o.Attr != nil {
 		// Rootless keeps its storage where the user's config says.
@@ -155,6 +179,10 @@ func Start(o Options) (*Service, error) {
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	if err := s.waitReady(30 * time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if s.Rootless, err = s.rootless(); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -194,8 +222,13 @@ func (s *Service) HTTP() *http.Client {
 // URL is the socket as the bindings name it.
 func (s *Service) URL() string { return "unix://" + s.Socket }
 
-// Stop stops the service and removes its directory.
+// Stop stops the service and removes its directory. A service this
+// package did not start ([External]) keeps running; only the directory
+// its tool image tars were written to goes.
 func (s *Service) Stop() error {
+	if s.cmd == nil {
+		return os.RemoveAll(s.dir)
+	}
 	if s.cmd.Process != nil {
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -209,6 +242,14 @@ func (s *Service) Stop() error {
 		// Rootless Podman leaves a pause process holding its user
 		// namespace; it would outlive the tests. The caller owns dir.
 		return killPause(s.dir)
+	}
+	if os.Geteuid() != 0 {
+		// A rootless service's own storage holds files of its
+		// subordinate ids, which only its user namespace may delete.
+		rm := exec.Command(s.Binary, append(append([]string{}, s.globals...), "unshare", "rm", "-rf", s.dir)...)
+		rm.Env = s.env
+		rm.Run()
+		return os.RemoveAll(s.dir)
 	}
 	// Storage may still hold mounts (overlay's private bind of its
 	// home); detach them, then delete everything.
@@ -306,8 +347,19 @@ func (s *Service) CLI(stdin []byte, args ...string) (string, error) {
 
 // Find locates the podman binary and containers.conf that
 // checks/podman-setup built and wrote for go.mod's bindings version
-// ($BOXMAKER_PODMAN overrides the binary).
+// ($BOXMAKER_PODMAN overrides the binary, $BOXMAKER_PODMAN_CONF the
+// configuration; with both set no source tree is needed, as in a test
+// binary copied into the VM test host).
 func Find() (bin, conf string, err error) {
+	bin, conf = os.Getenv("BOXMAKER_PODMAN"), os.Getenv("BOXMAKER_PODMAN_CONF")
+	if bin != "" && conf != "" {
+		for _, p := range []string{bin, conf} {
+			if _, err := os.Stat(p); err != nil {
+				return "", "", fmt.Errorf("podman: %v", err)
+			}
+		}
+		return bin, conf, nil
+	}
 	version, err := Version()
 	if err != nil {
 		return "", "", err
@@ -321,9 +373,11 @@ func Find() (bin, conf string, err error) {
 		cache = filepath.Join(home, ".cache", "boxmaker")
 	}
 	dir := filepath.Join(cache, "podman-"+version)
-	bin, conf = filepath.Join(dir, "bin", "podman"), filepath.Join(dir, "containers.conf")
-	if b := os.Getenv("BOXMAKER_PODMAN"); b != "" {
-		bin = b
+	if bin == "" {
+		bin = filepath.Join(dir, "bin", "podman")
+	}
+	if conf == "" {
+		conf = filepath.Join(dir, "containers.conf")
 	}
 	for _, p := range []string{bin, conf} {
 		if _, err := os.Stat(p); err != nil {

@@ -2,7 +2,8 @@
 // PID 1, the unified cgroup v2 hierarchy, rootless Podman 5.8.2's run-time
 // parts) from Debian's packages, boots it under qemu's software emulation
 // with no network device, and gives tests a command channel into it
-// (package channel, served by checks/vm/agent).
+// (package channel, served by checks/vm/agent) and a scan of the whole
+// guest for a canary ([FindCanary], checks/vm/canary).
 //
 // # Invariant
 //

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,12 +97,12 @@ func TestEgressProxyRefusesLiteralsAndPrivateNames(t *testing.T) {
 // container's hosts file, as a rebinding DNS server would answer), is
 // refused by the proxy's address check on the new connection, with the
 // test build of the proxy, which lets the first request reach the
-// bridge.
+// host (hostSide).
 func TestEgressRedirectRebound(t *testing.T) {
 	svc := podmantest.Require(t)
 	ln, err := net.Listen("tcp", "0.0.0.0:80")
 	if err != nil {
-		t.Fatalf("listen on port 80 (the tests run as root, as in CI): %v", err)
+		t.Fatalf("listen on port 80 (the tests run as root, as in CI, or where unprivileged ports start at 0): %v", err)
 	}
 	var p *Podman
 	hits := make(chan string, 16)
@@ -121,7 +120,7 @@ func TestEgressRedirectRebound(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
-	p = newRunner(t, svc, svc.TestnetToolImage(t), func(c *Config) { c.extraHosts = []string{"gw.test:10.88.0.1"} })
+	p = newRunner(t, svc, svc.TestnetToolImage(t), func(c *Config) { c.extraHosts = []string{"gw.test:" + hostSide(t, svc)} })
 	var decisions lockedBuffer
 	p.log = slog.New(slog.NewTextHandler(&decisions, nil))
 	out := run(t, p, decide(t, autoGrant("f", "http_fetch", []string{"gw.test"}), "http_fetch", map[string]string{"url": "http://gw.test/rebind"}))
@@ -157,18 +156,20 @@ func rebind(svc *podmantest.Service, p *Podman, name, addr string) error {
 		if err != nil {
 			return err
 		}
+		// Podman owns the file as the container's root: rootless, a
+		// subordinate id only the service's user namespace can write as.
 		path = strings.TrimSpace(path)
-		b, err := os.ReadFile(path)
+		b, err := svc.AsOwner(nil, "cat", path)
 		if err != nil {
 			return err
 		}
-		lines := strings.Split(string(b), "\n")
+		lines := strings.Split(b, "\n")
 		for i, l := range lines {
 			if f := strings.Fields(l); len(f) > 1 && f[1] == name {
 				lines[i] = addr + "\t" + name
 			}
 		}
-		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		if _, err := svc.AsOwner([]byte(strings.Join(lines, "\n")), "sh", "-c", `cat > "$0"`, path); err != nil {
 			return err
 		}
 	}

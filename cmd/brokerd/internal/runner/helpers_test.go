@@ -83,6 +83,10 @@ func newRunner(t testing.TB, svc *podmantest.Service, image string, mod func(*Co
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What Check would find: the user namespace mode follows the
+	// service (keep-id rootless, auto rootful), for tests that do not
+	// run the startup check.
+	p.cfg.rootless = svc.Rootless
 	return p
 }
 
@@ -113,7 +117,7 @@ func tripwire(t *testing.T, network, addr string) (net.Listener, <-chan bool) {
 	t.Helper()
 	ln, err := net.Listen(network, addr)
 	if err != nil {
-		t.Fatalf("listen on %s (the tests run as root, as in CI): %v", addr, err)
+		t.Fatalf("listen on %s (the tests run as root, as in CI, or where unprivileged ports start at 0, as in the VM test host): %v", addr, err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	accepted := make(chan bool, 8)

@@ -31,7 +31,20 @@ const testnetMarker = "/etc/boxmaker-tool-tags"
 // cmd/toolkit).
 const probeScript = `echo @status; cat /proc/self/status; echo @uid_map; cat /proc/self/uid_map; ` +
 	`echo @net; cat /proc/net/dev; echo @namespaces; /bin/toolkit probe-namespaces; ` +
+	`echo @dev; for f in /dev/* /dev/.[!.]*; do { [ -e "$f" ] || [ -L "$f" ]; } && echo "${f#/dev/}"; done; ` +
 	`echo @tags; cat ` + testnetMarker + ` 2>/dev/null; echo @end`
+
+// runtimeDev is what the OCI runtime puts in a container's /dev with no
+// device asked for: the null, zero, full, random, urandom and tty nodes,
+// the pts, shm and mqueue mounts and the standard links. Anything else
+// came from the server's configuration. Rootless Podman bind-mounts a
+// containers.conf device instead of creating it, so it shows in neither
+// inspect's devices nor its mounts: only this listing, from inside,
+// finds it.
+var runtimeDev = map[string]bool{
+	"console": true, "core": true, "fd": true, "full": true, "mqueue": true, "null": true, "ptmx": true, "pts": true,
+	"random": true, "shm": true, "stderr": true, "stdin": true, "stdout": true, "tty": true, "urandom": true, "zero": true,
+}
 
 // wantNamespaces is what toolkit probe-namespaces must print under the
 // runner's seccomp profile (toolProfile): each attempt refused by the
@@ -72,6 +85,7 @@ func (p *Podman) probe(conn context.Context) error {
 // what differs from a tool container's isolation (seccomp filtering, no
 // new privileges, no capabilities, uid 65534, only a loopback interface,
 // no way to make or enter a namespace,
+// nothing in /dev but the runtime's own (runtimeDev),
 // a user namespace: never the identity uid map, and, rootful, no range
 // that reaches the host's root).
 func probeDiffers(out string, rootful bool) (tags string, bad []string) {
@@ -115,6 +129,14 @@ func probeDiffers(out string, rootful bool) (tags string, bad []string) {
 		bad = append(bad, fmt.Sprintf("network interfaces %q (want only lo)", ifs))
 	}
 	bad = append(bad, namespacesDiffer(sections["namespaces"])...)
+	if dev, ok := sections["dev"]; !ok || len(dev) == 0 {
+		bad = append(bad, "no /dev listing")
+	}
+	for _, d := range sections["dev"] {
+		if !runtimeDev[strings.TrimSpace(d)] {
+			bad = append(bad, fmt.Sprintf("device /dev/%s (want only the runtime's own)", strings.TrimSpace(d)))
+		}
+	}
 	uidMap := make([]string, len(sections["uid_map"]))
 	for i, l := range sections["uid_map"] {
 		uidMap[i] = strings.Join(strings.Fields(l), " ")

@@ -22,7 +22,7 @@ func TestEgressRedirects(t *testing.T) {
 	svc := podmantest.Require(t)
 	ln, err := net.Listen("tcp", "0.0.0.0:80")
 	if err != nil {
-		t.Fatalf("listen on port 80 (the tests run as root, as in CI): %v", err)
+		t.Fatalf("listen on port 80 (the tests run as root, as in CI, or where unprivileged ports start at 0): %v", err)
 	}
 	hits := make(chan string, 16)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -38,8 +38,9 @@ func TestEgressRedirects(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
+	host := hostSide(t, svc)
 	p := newRunner(t, svc, svc.TestnetToolImage(t), func(c *Config) {
-		c.extraHosts = []string{"gw.test:10.88.0.1", "cgnat.test:100.64.0.1", "other.test:10.88.0.1"}
+		c.extraHosts = []string{"gw.test:" + host, "cgnat.test:100.64.0.1", "other.test:" + host}
 	})
 	var decisions lockedBuffer
 	p.log = slog.New(slog.NewTextHandler(&decisions, nil))
