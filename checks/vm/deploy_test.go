@@ -164,9 +164,23 @@ func TestDeployment(t *testing.T) {
 		for _, p := range g.tokenNowhere(t, token) {
 			t.Error(p)
 		}
+		// The whole disk, every tmpfs and every process's environment
+		// and command line: the token may be only where systemd keeps
+		// gatewayd's decrypted credential (ramfs, the unit's own) and in
+		// the fake Mattermost's record of it (test infrastructure).
+		for _, h := range FindCanary(t, m, []byte(token)) {
+			if h.Kind == "file" && (strings.HasPrefix(h.Path, "/run/credentials/"+units.UnitName(layout.Gatewayd)+"/") || strings.HasPrefix(h.Path, "/run/bx-fakes/")) {
+				continue
+			}
+			t.Errorf("the bot token is in clear at %s", h)
+		}
 	})
 	t.Run("restart", func(t *testing.T) {
-		for _, p := range g.restarts(t, layout.Loopd) {
+		var probs []string
+		for _, role := range layout.Daemons {
+			probs = append(probs, g.restarts(t, role)...)
+		}
+		for _, p := range probs {
 			t.Error(p)
 		}
 	})
