@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,8 +13,6 @@ import (
 
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // TestStackOutcomeAfterGatewayDies: gatewayd is killed (SIGKILL) while a
@@ -34,38 +31,18 @@ func TestStackOutcomeAfterGatewayDies(t *testing.T) {
 		llama.Reply{Reasoning: "Time first.", ToolCalls: []llama.ToolCall{{Name: "clock", Arguments: `{}`}}},
 		llama.Reply{Reasoning: "Slow.", Content: "never sent", StallAfter: 1, Stall: 10 * time.Minute},
 	)
-	fmm := mm.New(t)
-	bot := fmm.AddUser("boxmaker", true)
-	owner := fmm.AddUser("owner", false)
-	dm := fmm.Direct(bot.ID, owner.ID)
+	chat := newChatRig(t)
 	preconfigure(t, state, srv)
-	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n",
-		fmm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"), owner.ID)
-	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "gatewayd.toml"), []byte(cfg), 0o600))
+	chat.writeGatewayConfig(t, state, 0o600)
 	u, _ := url.Parse(srv.URL())
-	env := []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token}
+	env := chat.tokenEnv()
 	logs := func() string {
 		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
 		return string(b)
 	}
-	connected := func(n int) {
-		t.Helper()
-		for i := 0; fmm.Connections() < n; i++ {
-			if i > 1500 {
-				t.Fatalf("gatewayd never connected:\n%s", logs())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	botPosts := func(root string) []mm.Post {
-		var got []mm.Post
-		for _, p := range fmm.Thread(root) {
-			if p.UserID == bot.ID {
-				got = append(got, p)
-			}
-		}
-		return got
-	}
+	connected := func(n int) { chat.connected(t, n, logs) }
+	botPosts := chat.botPosts
+	fmm, owner, dm := chat.mm, chat.owner, chat.dm
 
 	exited := Up(t, bin, state, u.Host, env)
 	connected(1)

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,7 +15,6 @@ import (
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // TestStackGatewayRestartsAloneMidTurn is the systemd case: gatewayd is
@@ -35,18 +33,14 @@ func TestStackGatewayRestartsAloneMidTurn(t *testing.T) {
 	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
 	selftestReplies(srv)
 	srv.Script(llama.Reply{Reasoning: "Slow.", Content: "the answer after the restart", StallAfter: 1, Stall: stall})
-	fmm := mm.New(t)
-	bot := fmm.AddUser("boxmaker", true)
-	owner := fmm.AddUser("owner", false)
-	dm := fmm.Direct(bot.ID, owner.ID)
+	chat := newChatRig(t)
+	fmm, bot, owner, dm := chat.mm, chat.bot, chat.owner, chat.dm
 	preconfigure(t, state, srv)
 	u, _ := url.Parse(srv.URL())
 	// Without gatewayd.toml bxctl up runs the other four roles; this
 	// test runs gatewayd itself, as its unit would.
 	Up(t, bin, state, u.Host, nil)
-	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n",
-		fmm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"), owner.ID)
-	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "gatewayd.toml"), []byte(cfg), 0o640))
+	chat.writeGatewayConfig(t, state, 0o640)
 	users, err := layout.LoadUsers(state)
 	require.NoError(t, err)
 	uid, gid := layout.ConfigFile("gatewayd").IDs(users)
@@ -65,24 +59,8 @@ func TestStackGatewayRestartsAloneMidTurn(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		return cmd
 	}
-	connected := func(n int) {
-		t.Helper()
-		for i := 0; fmm.Connections() < n; i++ {
-			if i > 1500 {
-				t.Fatalf("gatewayd never connected:\n%s", logs.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	botPosts := func(root string) []mm.Post {
-		var got []mm.Post
-		for _, p := range fmm.Thread(root) {
-			if p.UserID == bot.ID {
-				got = append(got, p)
-			}
-		}
-		return got
-	}
+	connected := func(n int) { chat.connected(t, n, logs.String) }
+	botPosts := chat.botPosts
 
 	first := gateway()
 	connected(1)
