@@ -44,6 +44,24 @@ type Deployment struct {
 	Credentials []CredentialJSON `json:"credentials"`
 	Images      []ImageJSON      `json:"images"`
 	Units       []UnitJSON       `json:"units"`
+	// Files (beyond the contract's first schema) are the files of the
+	// state tree an installer writes as they are: config/users.toml, the
+	// ids every daemon checks its peers and its entries against.
+	Files []FileJSON `json:"files"`
+	// Configs are each role's config file (the layout's config/<role>.toml
+	// entry: its path, mode, owner and group); its text is the owner's,
+	// so Text is empty here.
+	Configs []FileJSON `json:"configs"`
+}
+
+// FileJSON is one file an installer writes: its path (with placeholders),
+// mode, owner, group and text.
+type FileJSON struct {
+	Path  string `json:"path"`
+	Mode  string `json:"mode"`
+	Owner string `json:"owner"`
+	Group string `json:"group"`
+	Text  string `json:"text"`
 }
 
 // User is one role's system user.
@@ -74,6 +92,11 @@ type ImageJSON struct {
 	Role   string `json:"role"`
 	Name   string `json:"name"`
 	Binary string `json:"binary"`
+	// TLS (beyond the contract's first schema) is whether the image holds
+	// the CA bundle: [TLS] of its role; the tool image always does (its
+	// tools fetch over HTTPS). The Nix images read it, so the table says
+	// it once.
+	TLS bool `json:"tls"`
 }
 
 // UnitJSON is a [Unit] in the file: sections as section -> key -> values.
@@ -132,14 +155,21 @@ func unixMode(e *layout.Entry) uint32 {
 // Build is the deployment.
 func Build() Deployment {
 	d := Deployment{Version: 1, StateDir: StateDir, Users: Users(), Tmpfiles: Tmpfiles(StateDir),
-		Credentials: []CredentialJSON{}, Images: []ImageJSON{}, Units: []UnitJSON{}}
+		Credentials: []CredentialJSON{}, Images: []ImageJSON{}, Units: []UnitJSON{},
+		Files: []FileJSON{{Path: State + "/" + layout.UsersFile.Path, Mode: fmt.Sprintf("%04o", layout.UsersFile.Mode.Perm()),
+			Owner: "root", Group: "root", Text: layout.DefaultUsers(layout.ID{}).Text()}}}
+	for _, r := range layout.Daemons {
+		e := layout.ConfigFile(r)
+		d.Configs = append(d.Configs, FileJSON{Path: ConfigDir + "/" + r + ".toml", Mode: fmt.Sprintf("%04o", e.Mode.Perm()),
+			Owner: UserName(e.Owner), Group: UserName(e.GroupRole())})
+	}
 	for _, c := range Credentials {
 		d.Credentials = append(d.Credentials, CredentialJSON(c))
 	}
 	for _, r := range layout.Daemons {
-		d.Images = append(d.Images, ImageJSON{Role: r, Name: "boxmaker-" + r, Binary: r})
+		d.Images = append(d.Images, ImageJSON{Role: r, Name: "boxmaker-" + r, Binary: r, TLS: TLS(r)})
 	}
-	d.Images = append(d.Images, ImageJSON{Role: Tool, Name: "boxmaker-tool", Binary: "toolkit"})
+	d.Images = append(d.Images, ImageJSON{Role: Tool, Name: "boxmaker-tool", Binary: "toolkit", TLS: true})
 	for _, u := range Table() {
 		j := UnitJSON{Name: u.Name, Role: u.Role, ExposureMax: float64(u.ExposureMax) / 10, Sections: map[string]map[string][]string{}}
 		for _, s := range u.Sections {
