@@ -97,7 +97,7 @@ in
   };
 
   # pkgs: formats.toml's type as pkgs/pkgs-lib/formats.nix declares it;
-  # generate and linkFarm force their input and return a fixed store path.
+  # generate and writeText force their input and return a fixed store path.
   pkgs = {
     formats.toml = { }: {
       type = with types; let
@@ -105,7 +105,8 @@ in
       in valueType;
       generate = name: value: builtins.deepSeq (builtins.toJSON value) (fakePkg name).outPath;
     };
-    linkFarm = name: entries: builtins.deepSeq entries (store "cccccccccccccccccccccccccccccccc" name);
+    writeText = name: text: builtins.deepSeq text (fakePkg name).outPath;
+    coreutils = fakePkg "coreutils";
     runtimeShell = "/bin/sh";
   };
 
@@ -114,5 +115,6 @@ in
     stream = fakePkg "stream-${r}";
     id = "sha256:" + hex (builtins.substring 0 1 (builtins.hashString "sha256" r));
   });
-  binaries = lib.genAttrs [ "gatewayd" "loopd" "inferproxy" "brokerd" "memoryd" "bxctl" "toolkit" ] fakePkg;
+  # Each role's root filesystem (images/default.nix `roots`).
+  roots = lib.genAttrs [ "gatewayd" "loopd" "inferproxy" "brokerd" "memoryd" ] (r: fakePkg "boxmaker-${r}-root");
 }
