@@ -69,6 +69,8 @@ let
     arg = if m == null then null else builtins.elemAt m 2;
   in
     if ph == "@podman@" then podman
+    else if ph == "@llama@" then cfg.llamaServer
+    else if ph == "@model@" then cfg.model
     else if ph == "@state@" then deployment.stateDir
     # The daemons check their config against the layout there.
     else if ph == "@config@" then "${deployment.stateDir}/config"
@@ -87,7 +89,7 @@ let
   placeholdersIn = s: map builtins.head (lib.filter builtins.isList (builtins.split "(@[^@[:space:]]*@)" s));
 
   unitStrings = lib.concatMap (u: lib.concatLists (lib.mapAttrsToList (_: sec: lib.concatLists (builtins.attrValues sec)) u.sections)) deployment.units;
-  fileStrings = lib.concatMap (f: [ f.path f.owner f.group ]) (deployment.files ++ deployment.configs);
+  fileStrings = lib.concatMap (f: [ f.path f.owner f.group f.text ]) (deployment.files ++ deployment.configs);
   allPlaceholders = lib.unique (lib.concatMap placeholdersIn (unitStrings ++ deployment.tmpfiles ++ fileStrings));
   missing = lib.filter (p: valueOf p == null) allPlaceholders;
   missingCreds = lib.filter (p: lib.hasPrefix "@credential:" p) missing;
@@ -102,11 +104,16 @@ let
   roleUnits = map (u: u.name) deployment.units;
 
   # --- the role configs and users.toml, written where the daemons read
-  # them (the layout's modes), before any role starts.
+  # them (the layout's modes), before any role starts. A role's config is
+  # its first config (deployment.json's, as bxctl up writes it) with the
+  # owner's `settings` over it, key by key.
   roleOfConfig = f: lib.removeSuffix ".toml" (baseNameOf f.path);
+  firstSettings = lib.listToAttrs (map (f: lib.nameValuePair (roleOfConfig f)
+    (lib.mapAttrs (_: lib.mkDefault) (builtins.fromTOML (subst f.text)))) (lib.filter (f: f.text != "") deployment.configs));
+  unconfigured = map roleOfConfig (lib.filter (f: (cfg.settings.${roleOfConfig f} or { }) == { }) deployment.configs);
   configSources = map (f: f // {
     src = toml.generate "${roleOfConfig f}.toml" cfg.settings.${roleOfConfig f};
-  }) (lib.filter (f: cfg.settings ? ${roleOfConfig f} && cfg.settings.${roleOfConfig f} != { }) deployment.configs)
+  }) (lib.filter (f: !(lib.elem (roleOfConfig f) unconfigured)) deployment.configs)
     ++ map (f: f // { src = pkgs.writeText (baseNameOf f.path) f.text; }) deployment.files;
   configUnit = {
     unitConfig = {
@@ -202,6 +209,11 @@ in
       type = types.attrsOf (types.strMatching "/.+");
     };
 
+    model = mkOption {
+      description = "The model's name for loopd's first config (bxctl install's --model).";
+      type = types.str;
+      default = "default";
+    };
     llamaServer = mkOption {
       description = "llama-server's address, ip:port or [ipv6]:port (not a name: inferproxy's unit allows exactly that host).";
       type = types.str;
@@ -269,6 +281,10 @@ in
         message = "services.boxmaker: ${lib.concatStringsSep ", " (lib.optional (!llamaOK) "llamaServer \"${cfg.llamaServer}\" is not ip:port" ++ map (a: "\"${a}\" is not an address or a prefix") badAddrs)}: a unit's IPAddressAllow= takes addresses only (a name would be resolved by nobody); see docs/runbook.md#nix-network";
       }
       {
+        assertion = unconfigured == [ ];
+        message = "services.boxmaker.settings: ${lib.concatStringsSep ", " unconfigured} has no config (deployment.json has no first config for it: it needs the owner's details, deploy/<role>.toml explains them); see docs/runbook.md#nix-config-missing";
+      }
+      {
         assertion = missingOther == [ ];
         message = "services.boxmaker: deployment.json holds a placeholder this module has no value for (${lib.concatStringsSep ", " missingOther}); see docs/runbook.md#nix-deployment-version";
       }
@@ -300,13 +316,6 @@ in
       // { boxmaker-config = configUnit; }
       // lib.listToAttrs (map loadUnit toolImages);
 
-    # brokerd's runner: its user's Podman socket and the tool image by ID
-    # (bxctl install writes the same [runner] table).
-    services.boxmaker.settings = lib.mkIf (toolImages != [ ] && builtins.length podmanUsers == 1) (let u = builtins.head podmanUsers; in {
-      ${u.role}.runner = {
-        podman_socket = "/run/user/${toString u.uid}/podman/podman.sock";
-        tool_image = cfg.images.${(builtins.head toolImages).role}.id;
-      };
-    });
+    services.boxmaker.settings = firstSettings;
   };
 }

@@ -96,6 +96,8 @@ let
       module = { services.boxmaker.honchoAddresses = lib.mkForce [ "100.64.0.9/33" ]; }; }
     { name = "addresses as one string"; anchor = "type";
       module = { services.boxmaker.mattermostAddresses = lib.mkForce "100.64.0.8 100.100.100.100"; }; }
+    { name = "gatewayd unconfigured"; anchor = "nix-config-missing";
+      module = { services.boxmaker.settings.gatewayd = lib.mkForce { }; }; }
     { name = "root missing"; anchor = "nix-deployment-version";
       module = { services.boxmaker.roots = lib.mkForce (removeAttrs stubs.roots [ "loopd" ]); }; }
   ];
@@ -117,6 +119,7 @@ else {
     images = lib.mapAttrs (_: i: i.id) stubs.images;
     roots = lib.mapAttrs (_: r: "${r}") stubs.roots;
     inherit (base.services.boxmaker) credentials llamaServer mattermostAddresses honchoAddresses;
+    model = (eval { }).config.services.boxmaker.model;
   };
   negatives = map (n: refused n) negatives;
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/units"
 )
@@ -62,8 +64,9 @@ type evalOut struct {
 		Groups map[string]struct {
 			GID uint32 `json:"gid"`
 		} `json:"groups"`
-		Tmpfiles []string `json:"tmpfiles"`
-		Podman   bool     `json:"podman"`
+		Tmpfiles []string                  `json:"tmpfiles"`
+		Podman   bool                      `json:"podman"`
+		Settings map[string]map[string]any `json:"settings"`
 	} `json:"positive"`
 	Inputs struct {
 		Podman              string            `json:"podman"`
@@ -71,6 +74,7 @@ type evalOut struct {
 		Roots               map[string]string `json:"roots"`
 		Credentials         map[string]string `json:"credentials"`
 		LlamaServer         string            `json:"llamaServer"`
+		Model               string            `json:"model"`
 		MattermostAddresses []string          `json:"mattermostAddresses"`
 		HonchoAddresses     []string          `json:"honchoAddresses"`
 	} `json:"inputs"`
@@ -201,6 +205,8 @@ func values(t *testing.T, d units.Deployment, r evalOut) map[string]string {
 	for name, p := range in.Credentials {
 		v[units.CredentialPath(name)] = p
 	}
+	// What bxctl install hands layout.FirstConfigs as Params.
+	v[units.Llama], v[units.Model] = in.LlamaServer, in.Model
 	return v
 }
 
@@ -308,6 +314,28 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		want := fmt.Sprintf("install -m %s -o %s -g %s ", c.Mode, c.Owner, c.Group)
 		if path := sub(c.Path); strings.Contains(exec, path) && !strings.Contains(exec, want) {
 			t.Errorf("boxmaker-config writes %s without the layout's mode and owners (%s): %s", path, want, exec)
+		}
+	}
+
+	// Each role's settings hold its first config (deployment.json's text,
+	// substituted) under whatever the owner added.
+	for _, c := range d.Configs {
+		role := strings.TrimSuffix(filepath.Base(c.Path), ".toml")
+		if c.Text == "" {
+			continue
+		}
+		var first map[string]any
+		if _, err := toml.Decode(sub(c.Text), &first); err != nil {
+			t.Fatalf("first config of %s: %v", role, err)
+		}
+		got := r.Positive.Settings[role]
+		for k, want := range first {
+			if !reflect.DeepEqual(fmt.Sprint(got[k]), fmt.Sprint(want)) {
+				t.Errorf("settings.%s.%s = %v, want the first config's %v", role, k, got[k], want)
+			}
+		}
+		if !strings.Contains(exec, " "+sub(c.Path)) {
+			t.Errorf("boxmaker-config does not write %s", sub(c.Path))
 		}
 	}
 

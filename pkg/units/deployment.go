@@ -49,8 +49,10 @@ type Deployment struct {
 	// ids every daemon checks its peers and its entries against.
 	Files []FileJSON `json:"files"`
 	// Configs are each role's config file (the layout's config/<role>.toml
-	// entry: its path, mode, owner and group); its text is the owner's,
-	// so Text is empty here.
+	// entry: its path, mode, owner and group) with its first text, as
+	// `bxctl up` and bxctl install write it (layout.FirstConfigs, with
+	// placeholders for the host's values); "" for a role whose config
+	// only the owner can write (gatewayd's Mattermost details).
 	Configs []FileJSON `json:"configs"`
 }
 
@@ -160,8 +162,14 @@ func Build() Deployment {
 			Owner: "root", Group: "root", Text: layout.DefaultUsers(layout.ID{}).Text()}}}
 	for _, r := range layout.Daemons {
 		e := layout.ConfigFile(r)
-		d.Configs = append(d.Configs, FileJSON{Path: ConfigDir + "/" + r + ".toml", Mode: fmt.Sprintf("%04o", e.Mode.Perm()),
-			Owner: UserName(e.Owner), Group: UserName(e.GroupRole())})
+		f := FileJSON{Path: ConfigDir + "/" + r + ".toml", Mode: fmt.Sprintf("%04o", e.Mode.Perm()),
+			Owner: UserName(e.Owner), Group: UserName(e.GroupRole())}
+		for _, c := range layout.FirstConfigs {
+			if c.Role == r {
+				f.Text = c.Text(layout.Params{State: StateDir, Llama: Llama, Model: Model, ToolImage: Image(Tool), PodmanSocket: PodmanSocket()})
+			}
+		}
+		d.Configs = append(d.Configs, f)
 	}
 	for _, c := range Credentials {
 		d.Credentials = append(d.Credentials, CredentialJSON(c))
@@ -197,7 +205,7 @@ func JSON() []byte {
 }
 
 // placeholderRE matches every placeholder the contract defines.
-var placeholderRE = regexp.MustCompile(`@(podman|state|config|(image|root|net):[a-z]+|bin:[a-z]+|credential:[a-z][a-z0-9-]*)@`)
+var placeholderRE = regexp.MustCompile(`@(podman|state|config|llama|model|(image|root|net):[a-z]+|bin:[a-z]+|credential:[a-z][a-z0-9-]*)@`)
 
 // anyAtRE matches anything that looks like a placeholder.
 var anyAtRE = regexp.MustCompile(`@[^@\s]*@`)
