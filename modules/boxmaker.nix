@@ -100,6 +100,9 @@ let
     serviceConfig = lib.mapAttrs (_: map subst) (u.sections.Service or { });
     wantedBy = u.sections.Install.WantedBy or [ ];
     requiredBy = u.sections.Install.RequiredBy or [ ];
+    # A switch that changes the role's config or users.toml restarts it
+    # (boxmaker-config has rewritten them by then: it is ordered before).
+    restartTriggers = map (f: f.src) (lib.filter (f: f.for == null || f.for == u.role) configSources);
   };
   roleUnits = map (u: u.name) deployment.units;
 
@@ -112,9 +115,10 @@ let
     (lib.mapAttrs (_: lib.mkDefault) (builtins.fromTOML (subst f.text)))) (lib.filter (f: f.text != "") deployment.configs));
   unconfigured = map roleOfConfig (lib.filter (f: (cfg.settings.${roleOfConfig f} or { }) == { }) deployment.configs);
   configSources = map (f: f // {
+    for = roleOfConfig f;
     src = toml.generate "${roleOfConfig f}.toml" cfg.settings.${roleOfConfig f};
   }) (lib.filter (f: !(lib.elem (roleOfConfig f) unconfigured)) deployment.configs)
-    ++ map (f: f // { src = pkgs.writeText (baseNameOf f.path) f.text; }) deployment.files;
+    ++ map (f: f // { for = null; src = pkgs.writeText (baseNameOf f.path) f.text; }) deployment.files;
   configUnit = {
     unitConfig = {
       Description = [ "Boxmaker: the role configs and users.toml into ${deployment.stateDir}/config" ];

@@ -40,7 +40,7 @@ let
     ours = lib.filterAttrs (n: _: lib.hasPrefix "boxmaker-" n) c.systemd.services;
     out = {
       failed = map (a: a.message) (lib.filter (a: !a.assertion) c.assertions);
-      services = lib.mapAttrs (_: s: { inherit (s) unitConfig serviceConfig wantedBy requiredBy environment; }) ours;
+      services = lib.mapAttrs (_: s: { inherit (s) unitConfig serviceConfig wantedBy requiredBy environment restartTriggers; }) ours;
       users = c.users.users;
       groups = c.users.groups;
       tmpfiles = c.systemd.tmpfiles.rules;

@@ -39,11 +39,12 @@ type evalOut struct {
 	Positive struct {
 		Failed   []string `json:"failed"`
 		Services map[string]struct {
-			UnitConfig    map[string][]string `json:"unitConfig"`
-			ServiceConfig map[string][]string `json:"serviceConfig"`
-			WantedBy      []string            `json:"wantedBy"`
-			RequiredBy    []string            `json:"requiredBy"`
-			Environment   map[string]string   `json:"environment"`
+			UnitConfig      map[string][]string `json:"unitConfig"`
+			ServiceConfig   map[string][]string `json:"serviceConfig"`
+			WantedBy        []string            `json:"wantedBy"`
+			RequiredBy      []string            `json:"requiredBy"`
+			Environment     map[string]string   `json:"environment"`
+			RestartTriggers []string            `json:"restartTriggers"`
 		} `json:"services"`
 		Users map[string]struct {
 			UID          uint32 `json:"uid"`
@@ -258,6 +259,11 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		}
 		if w := orEmpty(u.Sections["Install"]["WantedBy"]); !reflect.DeepEqual(got.WantedBy, w) {
 			t.Errorf("%s WantedBy: got %v, want %v", u.Name, got.WantedBy, w)
+		}
+		// Restarted when its config or users.toml changes: one trigger
+		// per file boxmaker-config writes for it.
+		if want := len(d.Files) + 1; len(got.RestartTriggers) != want {
+			t.Errorf("%s: %d restart triggers %v, want %d (its config and users.toml)", u.Name, len(got.RestartTriggers), got.RestartTriggers, want)
 		}
 		if len(got.Environment) != 0 {
 			t.Errorf("%s: the module sets environment %v", u.Name, got.Environment)

@@ -43,6 +43,7 @@ let
       serviceConfig = mkOption { type = types.addCheck (types.attrsOf unitOption) checkService; default = { }; };
       wantedBy = mkOption { type = types.listOf unitNameType; default = [ ]; };
       requiredBy = mkOption { type = types.listOf unitNameType; default = [ ]; };
+      restartTriggers = mkOption { type = types.listOf types.unspecified; default = [ ]; };
       environment = mkOption { type = with types; attrsOf (nullOr (oneOf [ str path package ])); default = { }; };
     };
   };
