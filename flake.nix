@@ -11,6 +11,7 @@
       pkgs = nixpkgs.legacyPackages.${system};
       lib = nixpkgs.lib;
       built = import ./nix { inherit pkgs; };
+      # The role roots and the images, from one definition.
       images = import ./images { inherit pkgs; inherit (built) binaries; };
 
       verifyDevice = pkgs.writeShellScript "verify-device" ''
@@ -25,15 +26,16 @@
     in
     {
       packages.${system} = built.binaries
-        // lib.mapAttrs' (role: i: lib.nameValuePair "image-${role}" i.stream) images
+        // lib.mapAttrs' (role: i: lib.nameValuePair "image-${role}" i.stream) images.images
+        // lib.mapAttrs' (role: r: lib.nameValuePair "root-${role}" r) images.roots
         // { default = built.binaries.bxctl; };
 
-      # The module, with the binaries and images this flake's pinned
-      # nixpkgs builds (the module's own defaults use the system's pkgs).
+      # The module, with the roots and images this flake's pinned nixpkgs
+      # builds (the module's own defaults use the system's pkgs).
       nixosModules.boxmaker = { lib, ... }: {
         imports = [ ./modules/boxmaker.nix ];
-        services.boxmaker.binaries = lib.mkDefault built.binaries;
-        services.boxmaker.images = lib.mkDefault images;
+        services.boxmaker.roots = lib.mkDefault images.roots;
+        services.boxmaker.images = lib.mkDefault images.images;
       };
       nixosModules.default = self.nixosModules.boxmaker;
 

@@ -1,40 +1,53 @@
-# The OCI images: one per role of modules/deployment.json's `images` list,
-# and the tool image (docs/tool-image.md, "For deployment"), each a
-# dockerTools.streamLayeredImage with its ID (the config digest,
-# sha256:<64 hex>) recorded at build time, so that units and brokerd's
-# config name images by ID and nothing is ever pulled.
+# The role roots and the OCI images, from one definition.
 #
-# Invariant: a role image holds its binary, /etc/passwd and /etc/group with
-# its user (from deployment.json's users, never restated here), and the CA
-# bundle only where the role speaks TLS; nothing else (no shell, no loader:
-# every binary is static). The image's `created` is dockerTools' default,
-# 1970-01-01T00:00:01Z, so a build is reproducible.
+# `roots.<role>`: the directory holding a role's root filesystem, which
+# the NixOS module hands to the role's unit as RootDirectory= (the
+# placeholder @root:<role>@) and to brokerd's as the home of @bin:brokerd@,
+# as bxctl install does with the unpacked image. `images.<role>`: the same
+# root as a dockerTools.streamLayeredImage with its ID (the config digest,
+# sha256:<64 hex>), for every entry of modules/deployment.json's `images`;
+# the module loads only the tool image (into brokerd's rootless Podman).
+#
+# Invariant: a role root holds what images/role-image puts in the role's
+# image and nothing else: /bin/<binary> (static), /etc/passwd and
+# /etc/group with root, the role's user (deployment.json's `users`) and
+# nobody, the CA bundle only where deployment.json's image says `tls`, an
+# empty /etc/resolv.conf and /etc/hosts only where the role's unit binds
+# them (its network), and the empty mount points every unit needs. Nothing
+# is restated: ids, names, TLS and mounts all come from deployment.json.
 { pkgs, lib ? pkgs.lib, binaries ? (import ../nix { inherit pkgs; }).binaries }:
 
 let
   deployment = builtins.fromJSON (builtins.readFile ../modules/deployment.json);
   userOf = role: lib.findFirst (u: u.role == role) null deployment.users;
+  unitOf = role: lib.findFirst (u: u.role == role) null deployment.units;
 
-  # Roles that open TLS connections themselves: gatewayd (Mattermost),
-  # memoryd (Honcho), inferproxy (llama-server over the tailnet). An image
-  # entry may say so itself with "tls".
-  speaksTLS = img: img.tls or (lib.elem img.role [ "gatewayd" "memoryd" "inferproxy" ]);
+  # The unit's own file binds (-/etc/resolv.conf, -/etc/hosts for a role
+  # with a network) need a file to mount over inside a read-only root.
+  fileBinds = role: let u = unitOf role; in
+    if u == null then [ ] else
+      map (lib.removePrefix "-")
+        (lib.filter (p: lib.hasPrefix "-/etc/" p || lib.hasPrefix "/etc/" p)
+          ((u.sections.Service.BindReadOnlyPaths or [ ]) ++ (u.sections.Service.BindPaths or [ ])));
 
-  cacert = pkgs.runCommand "boxmaker-cacert" { } ''
-    mkdir -p $out/etc/ssl/certs
-    cp ${pkgs.cacert}/etc/ssl/certs/ca-bundle.crt $out/etc/ssl/certs/ca-certificates.crt
-  '';
-
-  etcFor = name: u: pkgs.runCommand "${name}-etc" { } ''
-    mkdir -p $out/etc
+  root = img: let u = userOf img.role; in pkgs.runCommand "${img.name}-root" { } ''
+    mkdir -p $out/bin $out/etc $out/proc $out/dev $out/sys $out/run $out/tmp $out/var/tmp $out${deployment.stateDir}
+    cp ${binaries.${img.binary}}/bin/${img.binary} $out/bin/${img.binary}
     cat > $out/etc/passwd <<PASSWD
-    root:x:0:0:root:/:/sbin/nologin
-    ${u.name}:x:${toString u.uid}:${toString u.gid}:${u.name}:/:/sbin/nologin
+    root:x:0:0:root:/nonexistent:/bin/false
+    ${u.name}:x:${toString u.uid}:${toString u.gid}:boxmaker ${u.role}:/nonexistent:/bin/false
+    nobody:x:65534:65534:nobody:/nonexistent:/bin/false
     PASSWD
     cat > $out/etc/group <<GROUP
     root:x:0:
     ${u.name}:x:${toString u.gid}:
+    nogroup:x:65534:
     GROUP
+    ${lib.optionalString img.tls ''
+      mkdir -p $out/etc/ssl/certs
+      cp ${pkgs.cacert}/etc/ssl/certs/ca-bundle.crt $out/etc/ssl/certs/ca-certificates.crt
+    ''}
+    ${lib.concatMapStrings (f: "touch $out${f}\n") (fileBinds img.role)}
   '';
 
   # The ID: the sha256 of the config blob the stream names in manifest.json.
@@ -48,10 +61,15 @@ let
     u = userOf img.role;
     stream = pkgs.dockerTools.streamLayeredImage {
       inherit (img) name;
-      contents = [ binaries.${img.binary} (etcFor img.name u) ] ++ lib.optional (speaksTLS img) cacert;
+      contents = [ roots.${img.role} ];
+      # The store makes every directory 0555; the image's /tmp is 1777 as
+      # images/role-image makes it (a unit mounts its own over it).
+      fakeRootCommands = "chmod 1777 tmp var/tmp";
       config = {
         User = "${toString u.uid}:${toString u.gid}";
         Entrypoint = [ "/bin/${img.binary}" ];
+        Env = [ "PATH=/bin" ];
+        WorkingDir = "/";
       };
     };
   in { inherit stream; id = idOf stream; };
@@ -59,6 +77,10 @@ let
   # docs/tool-image.md: toolkit, static busybox with its applet links, the
   # CA bundle, root and nobody, empty /tmp /run /work; no Entrypoint, Cmd
   # or User (the runner sets them), PATH=/bin only.
+  cacert = pkgs.runCommand "boxmaker-cacert" { } ''
+    mkdir -p $out/etc/ssl/certs
+    cp ${pkgs.cacert}/etc/ssl/certs/ca-bundle.crt $out/etc/ssl/certs/ca-certificates.crt
+  '';
   toolEtc = pkgs.runCommand "boxmaker-tool-etc" { } ''
     mkdir -p $out/etc
     printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' > $out/etc/passwd
@@ -67,7 +89,7 @@ let
   toolImage = img: let
     stream = pkgs.dockerTools.streamLayeredImage {
       inherit (img) name;
-      contents = [ binaries.toolkit pkgs.pkgsStatic.busybox cacert toolEtc ];
+      contents = [ binaries.${img.binary} pkgs.pkgsStatic.busybox toolEtc ] ++ lib.optional img.tls cacert;
       extraCommands = ''
         mkdir -p tmp run work usr/bin
         chmod 1777 tmp
@@ -76,5 +98,12 @@ let
       config.Env = [ "PATH=/bin" ];
     };
   in { inherit stream; id = idOf stream; };
+
+  # A role image is an image of a role with a user; the tool image has none.
+  roleImages = lib.filter (img: userOf img.role != null) deployment.images;
+  roots = lib.listToAttrs (map (img: lib.nameValuePair img.role (root img)) roleImages);
 in
-lib.listToAttrs (map (img: lib.nameValuePair img.role (if userOf img.role == null then toolImage img else roleImage img)) deployment.images)
+{
+  inherit roots;
+  images = lib.listToAttrs (map (img: lib.nameValuePair img.role (if userOf img.role == null then toolImage img else roleImage img)) deployment.images);
+}

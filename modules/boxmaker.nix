@@ -1,16 +1,19 @@
 # nixosModules.boxmaker: Boxmaker on NixOS.
 #
-# Invariant: every user, uid, group, subordinate range, path, mode,
-# network and hardening setting comes from ./deployment.json, the file the
-# Go layout table generates (docs/nix.md, /work contract "deployment.json");
-# this file maps that schema onto NixOS options and substitutes the
-# placeholders (@podman@, @image:<role>@, @bin:<name>@, @state@, @config@)
-# and restates none of it. What it adds is only what NixOS needs and the
-# schema cannot say: the image IDs and store paths, the role configs from
-# `settings` (pkgs.formats.toml), the encrypted credentials' paths, and one
-# oneshot unit per image that loads it into its user's Podman storage.
-# Secrets never enter the store: a secret in `settings` or in an
-# environment (file) of a Boxmaker unit is refused by an assertion.
+# Invariant: every user, uid, group, subordinate range, home, path, mode,
+# network rule and hardening setting comes from ./deployment.json, the file
+# pkg/units generates from the layout table (docs/units.md); this file maps
+# that schema onto NixOS options and substitutes its placeholders exactly
+# as bxctl install does (docs/nix.md's table), restating none of it. Each
+# role is a hardened system unit of its own user with its image's root
+# filesystem (a store path built by ../images from the same definition as
+# the image) as RootDirectory=; only brokerd runs rootless Podman, and the
+# tool image is loaded into it. What the module adds is what NixOS needs
+# and the schema cannot say: the store paths, the addresses each role may
+# reach (typed options), the encrypted credentials' paths, and two oneshot
+# units (the role configs and users.toml into @config@; the tool image
+# into brokerd's Podman). Secrets never enter the store: a secret in
+# `settings` or in an environment (file) of a Boxmaker unit is refused.
 { config, lib, pkgs, ... }:
 
 let
@@ -18,110 +21,176 @@ let
   cfg = config.services.boxmaker;
   deployment = builtins.fromJSON (builtins.readFile ./deployment.json);
   toml = pkgs.formats.toml { };
+  built = import ../images { inherit pkgs; };
 
   roles = map (u: u.role) deployment.users;
   userOf = role: lib.findFirst (u: u.role == role) null deployment.users;
   unitName = u: lib.removeSuffix ".service" u.name;
   credentialNames = map (c: c.name) deployment.credentials;
-  imageRoles = map (i: i.role) deployment.images;
-  # An image of a role without a user of its own (the tool image) is loaded
-  # by brokerd, the one role that drives tool containers (design card).
-  loaderOf = role: if userOf role != null then role else "brokerd";
-
+  podman = "${config.virtualisation.podman.package}/bin/podman";
   storePrefix = builtins.storeDir + "/";
 
-  # The role configs: one TOML file per role in one store directory, which
-  # @config@ names. The tool image's ID goes into brokerd's runner table.
-  configDir = pkgs.linkFarm "boxmaker-config" (map (role: {
-    name = "${role}.toml";
-    path = toml.generate "${role}.toml" cfg.settings.${role};
-  }) roles);
+  # The image without a user of its own (the tool image) is brokerd's: the
+  # one role that drives tool containers, in its own rootless Podman.
+  toolImages = lib.filter (i: userOf i.role == null) deployment.images;
+  podmanUsers = lib.filter (u: u.linger && u.subUidCount > 0) deployment.users;
 
-  placeholders =
-    [
-      { from = "@podman@"; to = "${config.virtualisation.podman.package}/bin/podman"; }
-      { from = "@state@"; to = deployment.stateDir; }
-      { from = "@config@"; to = "${configDir}"; }
-    ]
-    ++ map (role: { from = "@image:${role}@"; to = cfg.images.${role}.id; }) imageRoles
-    ++ lib.mapAttrsToList (name: pkg: { from = "@bin:${name}@"; to = "${pkg}/bin/${name}"; }) cfg.binaries;
-  subst = builtins.replaceStrings (map (p: p.from) placeholders) (map (p: p.to) placeholders);
-  # A placeholder left after substitution is one this module does not know.
-  leftover = s: builtins.match ".*(@[a-z]+(:[A-Za-z0-9_-]+)?@).*" s;
-
-  substSection = sec: lib.mapAttrs (_: vs: map subst vs) sec;
-
-  # Each role's encrypted credentials, as LoadCredentialEncrypted= values.
-  credentialsOf = role:
-    map (c: "${c.name}:${cfg.credentials.${c.name}}")
-      (lib.filter (c: c.role == role && cfg.credentials ? ${c.name}) deployment.credentials);
-
-  unitFor = u: {
-    unitConfig = substSection (u.sections.Unit or { });
-    serviceConfig = substSection (u.sections.Service or { })
-      // lib.optionalAttrs (credentialsOf u.role != [ ]) { LoadCredentialEncrypted = credentialsOf u.role; };
-    wantedBy = u.sections.Install.WantedBy or [ ];
-    requiredBy = u.sections.Install.RequiredBy or [ ];
+  # --- addresses: what bxctl install's --llama, --mattermost-net and
+  # --honcho-net are, and the same refusal of a name for an address.
+  octet = s: builtins.match "[0-9]{1,3}" s != null && lib.toInt s <= 255;
+  isV4 = s: let p = lib.splitString "." s; in builtins.length p == 4 && lib.all octet p;
+  # An IPv6 address: hex digits and colons (an embedded IPv4 tail
+  # allowed), at least one colon; a name has none.
+  isV6 = s: builtins.match "[0-9a-fA-F:]*:[0-9a-fA-F:]*" s != null
+    || (let m = builtins.match "([0-9a-fA-F:]*:)([0-9.]+)" s; in m != null && isV4 (builtins.elemAt m 1));
+  isPrefix = s: let m = builtins.match "([^/]+)/([0-9]{1,3})" s; in
+    m != null && (let a = builtins.elemAt m 0; n = lib.toInt (builtins.elemAt m 1); in
+      (isV4 a && n <= 32) || (isV6 a && n <= 128));
+  isAddr = s: isV4 s || isV6 s || isPrefix s;
+  # llama-server's ip:port (or [v6]:port): inferproxy may reach that host.
+  llamaParts = let
+    m4 = builtins.match "([0-9.]+):([0-9]{1,5})" cfg.llamaServer;
+    m6 = builtins.match "[[]([0-9a-fA-F:.]+)[]]:([0-9]{1,5})" cfg.llamaServer;
+  in if m4 != null && isV4 (builtins.head m4) then m4 else if m6 != null && isV6 (builtins.head m6) then m6 else null;
+  llamaOK = llamaParts != null && (let p = lib.toInt (builtins.elemAt llamaParts 1); in p >= 1 && p <= 65535);
+  badAddrs = lib.filter (a: !isAddr a) (cfg.mattermostAddresses ++ cfg.honchoAddresses);
+  # @net:<role>@ of each role with a network, as bxctl install's Values.
+  net = {
+    inferproxy = if llamaOK then builtins.head llamaParts else cfg.llamaServer;
+    gatewayd = lib.concatStringsSep " " cfg.mattermostAddresses;
+    memoryd = lib.concatStringsSep " " cfg.honchoAddresses;
   };
 
-  # One oneshot per image: load it into its user's rootless storage and
-  # check the ID, before the unit that runs it starts (nothing is pulled).
+  # --- placeholders: each value found in deployment.json, by its kind.
+  binRoot = name: lib.findFirst (i: i.binary == name && cfg.roots ? ${i.role}) null deployment.images;
+  valueOf = ph: let
+    m = builtins.match "@([a-z]+)(:([A-Za-z0-9_-]+))?@" ph;
+    kind = if m == null then null else builtins.elemAt m 0;
+    arg = if m == null then null else builtins.elemAt m 2;
+  in
+    if ph == "@podman@" then podman
+    else if ph == "@llama@" then cfg.llamaServer
+    else if ph == "@model@" then cfg.model
+    else if ph == "@state@" then deployment.stateDir
+    # The daemons check their config against the layout there.
+    else if ph == "@config@" then "${deployment.stateDir}/config"
+    else if kind == "image" && cfg.images ? ${arg} then cfg.images.${arg}.id
+    else if kind == "root" && cfg.roots ? ${arg} then "${cfg.roots.${arg}}"
+    # A host-run role's binary is its image root's, as bxctl install does.
+    else if kind == "bin" && binRoot arg != null then "${cfg.roots.${(binRoot arg).role}}/bin/${arg}"
+    else if kind == "net" && net ? ${arg} then net.${arg}
+    else if kind == "credential" && cfg.credentials ? ${arg} then cfg.credentials.${arg}
+    else null;
+  # Each placeholder is substituted where it stands; one without a value
+  # is left as it is and refused by an assertion below.
+  subst = s: lib.concatMapStrings (p:
+    if builtins.isList p then (let v = valueOf (builtins.head p); in if v == null then builtins.head p else v) else p)
+    (builtins.split "(@[^@[:space:]]*@)" s);
+  placeholdersIn = s: map builtins.head (lib.filter builtins.isList (builtins.split "(@[^@[:space:]]*@)" s));
+
+  unitStrings = lib.concatMap (u: lib.concatLists (lib.mapAttrsToList (_: sec: lib.concatLists (builtins.attrValues sec)) u.sections)) deployment.units;
+  fileStrings = lib.concatMap (f: [ f.path f.owner f.group f.text ]) (deployment.files ++ deployment.configs);
+  allPlaceholders = lib.unique (lib.concatMap placeholdersIn (unitStrings ++ deployment.tmpfiles ++ fileStrings));
+  missing = lib.filter (p: valueOf p == null) allPlaceholders;
+  missingCreds = lib.filter (p: lib.hasPrefix "@credential:" p) missing;
+  missingOther = lib.filter (p: !(lib.hasPrefix "@credential:" p)) missing;
+
+  unitFor = u: {
+    unitConfig = lib.mapAttrs (_: map subst) (u.sections.Unit or { });
+    serviceConfig = lib.mapAttrs (_: map subst) (u.sections.Service or { });
+    wantedBy = u.sections.Install.WantedBy or [ ];
+    requiredBy = u.sections.Install.RequiredBy or [ ];
+    # A switch that changes the role's config or users.toml restarts it
+    # (boxmaker-config has rewritten them by then: it is ordered before).
+    restartTriggers = map (f: f.src) (lib.filter (f: f.for == null || f.for == u.role) configSources);
+  };
+  roleUnits = map (u: u.name) deployment.units;
+
+  # --- the role configs and users.toml, written where the daemons read
+  # them (the layout's modes), before any role starts. A role's config is
+  # its first config (deployment.json's, as bxctl up writes it) with the
+  # owner's `settings` over it, key by key.
+  roleOfConfig = f: lib.removeSuffix ".toml" (baseNameOf f.path);
+  firstSettings = lib.listToAttrs (map (f: lib.nameValuePair (roleOfConfig f)
+    (lib.mapAttrs (_: lib.mkDefault) (builtins.fromTOML (subst f.text)))) (lib.filter (f: f.text != "") deployment.configs));
+  unconfigured = map roleOfConfig (lib.filter (f: (cfg.settings.${roleOfConfig f} or { }) == { }) deployment.configs);
+  configSources = map (f: f // {
+    for = roleOfConfig f;
+    src = toml.generate "${roleOfConfig f}.toml" cfg.settings.${roleOfConfig f};
+  }) (lib.filter (f: !(lib.elem (roleOfConfig f) unconfigured)) deployment.configs)
+    ++ map (f: f // { for = null; src = pkgs.writeText (baseNameOf f.path) f.text; }) deployment.files;
+  configUnit = {
+    unitConfig = {
+      Description = [ "Boxmaker: the role configs and users.toml into ${deployment.stateDir}/config" ];
+      After = [ "systemd-tmpfiles-setup.service" ];
+      Before = roleUnits;
+    };
+    requiredBy = roleUnits;
+    serviceConfig = {
+      Type = [ "oneshot" ];
+      RemainAfterExit = [ "yes" ];
+      ExecStart = map (f: "${pkgs.coreutils}/bin/install -m ${f.mode} -o ${subst f.owner} -g ${subst f.group} ${f.src} ${subst f.path}") configSources;
+    };
+  };
+
+  # --- the tool image into brokerd's rootless Podman (nothing is pulled),
+  # its ID checked, before brokerd starts.
   loadUnit = img: let
-    user = userOf (loaderOf img.role);
+    u = builtins.head podmanUsers;
     image = cfg.images.${img.role};
-    consumers = map (u: u.name) (lib.filter (u: u.role == loaderOf img.role) deployment.units);
+    consumers = map (x: x.name) (lib.filter (x: x.role == u.role) deployment.units);
   in lib.nameValuePair "${img.name}-image" {
     unitConfig = {
-      Description = [ "Load ${img.name} into ${user.name}'s Podman storage" ];
-      After = [ "user@${toString user.uid}.service" ];
-      Requires = [ "user@${toString user.uid}.service" ];
+      Description = [ "Boxmaker: load ${img.name} into ${u.name}'s Podman storage" ];
+      After = [ "user@${toString u.uid}.service" ];
+      Requires = [ "user@${toString u.uid}.service" ];
       Before = consumers;
     };
     requiredBy = consumers;
     serviceConfig = {
       Type = [ "oneshot" ];
       RemainAfterExit = [ "yes" ];
-      User = [ user.name ];
-      Group = [ user.name ];
-      Environment = [ "XDG_RUNTIME_DIR=/run/user/${toString user.uid}" ];
+      User = [ u.name ];
+      Group = [ u.name ];
       ExecStart = [
-        "${pkgs.runtimeShell} -c '${image.stream} | ${config.virtualisation.podman.package}/bin/podman load'"
-        "${config.virtualisation.podman.package}/bin/podman image exists ${image.id}"
+        "${pkgs.runtimeShell} -c '${image.stream} | ${podman} load'"
+        "${podman} image exists ${image.id}"
       ];
     };
+    environment = { HOME = u.home; XDG_RUNTIME_DIR = "/run/user/${toString u.uid}"; };
   };
 
-  # Keys of a role config whose value is a secret, and the one form a
-  # secret may take there: a systemd credential of the deployment's list.
+  # --- secrets: keys of a role config whose value is a secret, and the one
+  # form a secret may take there: a credential of the deployment's list.
   secretKey = k: builtins.match "(.*_)?(token|key|secret|password|passphrase)" (lib.toLower k) != null;
   secretsIn = path: v:
     if builtins.isAttrs v then lib.concatLists (lib.mapAttrsToList (k: x:
       if secretKey k && !builtins.isAttrs x then [ { path = path ++ [ k ]; value = x; } ] else secretsIn (path ++ [ k ]) x) v)
     else if builtins.isList v then lib.concatMap (secretsIn path) v
     else [ ];
-  allSecrets = lib.concatMap (role: map (s: s // { inherit role; }) (secretsIn [ role ] cfg.settings.${role})) roles;
+  allSecrets = lib.concatMap (role: secretsIn [ role ] cfg.settings.${role}) roles;
   credentialRef = v: if builtins.isString v then builtins.match "credential:([A-Za-z0-9_.-]+)" v else null;
   badSecrets = lib.filter (s: credentialRef s.value == null) allSecrets;
   refs = lib.concatMap (s: let r = credentialRef s.value; in lib.optional (r != null) (builtins.head r)) allSecrets;
 
-  ourUnits = map unitName deployment.units ++ map (i: "${i.name}-image") deployment.images;
+  ourUnits = map unitName deployment.units ++ [ "boxmaker-config" ] ++ map (i: "${i.name}-image") toolImages;
   svc = name: config.systemd.services.${name};
   envFileUnits = lib.filter (n: (svc n).serviceConfig ? EnvironmentFile) ourUnits;
   envSecret = n: lib.any secretKey (builtins.attrNames (svc n).environment)
     || lib.any (e: secretKey (builtins.head (lib.splitString "=" e))) ((svc n).serviceConfig.Environment or [ ]);
   envSecretUnits = lib.filter envSecret ourUnits;
-  unitStrings = lib.concatMap (u: lib.concatLists (lib.mapAttrsToList (_: sec: lib.concatLists (builtins.attrValues sec)) u.sections)) deployment.units;
-  left = lib.filter (m: m != null) (map (s: leftover (subst s)) (unitStrings ++ deployment.tmpfiles));
 in
 {
   options.services.boxmaker = {
-    enable = lib.mkEnableOption "Boxmaker, the personal agent harness (every role a rootless Podman container of its own user)";
+    enable = lib.mkEnableOption "Boxmaker, the personal agent harness (each role a hardened system unit of its own user; brokerd's tool containers in its rootless Podman)";
 
     settings = mkOption {
       description = ''
         Each role's config (`<role>.toml`, written with pkgs.formats.toml into
-        the store, so world-readable): never a secret. A secret key's value
-        must be `credential:NAME`, a name of `services.boxmaker.credentials`.
+        the store, so world-readable, and installed into
+        /var/lib/boxmaker/config with the layout's mode): never a secret. A
+        secret key's value must be `credential:NAME`, a name of
+        `services.boxmaker.credentials`.
       '';
       default = { };
       type = types.submodule {
@@ -144,23 +213,44 @@ in
       type = types.attrsOf (types.strMatching "/.+");
     };
 
+    model = mkOption {
+      description = "The model's name for loopd's first config (bxctl install's --model).";
+      type = types.str;
+      default = "default";
+    };
+    llamaServer = mkOption {
+      description = "llama-server's address, ip:port or [ipv6]:port (not a name: inferproxy's unit allows exactly that host).";
+      type = types.str;
+      example = "100.64.0.7:8080";
+    };
+    mattermostAddresses = mkOption {
+      description = "The addresses or prefixes gatewayd may reach (Mattermost's and the resolver's), never names.";
+      type = types.listOf types.str;
+      default = [ ];
+      example = [ "100.64.0.8" "100.100.100.100" ];
+    };
+    honchoAddresses = mkOption {
+      description = "The addresses or prefixes memoryd may reach (Honcho's; none by default), never names.";
+      type = types.listOf types.str;
+      default = [ ];
+    };
+
+    roots = mkOption {
+      description = "Each role's root filesystem (../images `roots`), the RootDirectory= of its unit.";
+      type = types.attrsOf types.package;
+      default = built.roots;
+      defaultText = lib.literalExpression "(import ../images { inherit pkgs; }).roots";
+    };
     images = mkOption {
-      description = "Each image's stream script (dockerTools.streamLayeredImage) and ID (the config digest, sha256:<64 hex>).";
+      description = "Each image's stream script (dockerTools.streamLayeredImage) and ID (the config digest, sha256:<64 hex>); the module loads the tool image.";
       type = types.attrsOf (types.submodule {
         options = {
           stream = mkOption { type = types.either types.package types.str; };
           id = mkOption { type = types.strMatching "sha256:[0-9a-f]{64}"; };
         };
       });
-      default = import ../images { inherit pkgs; };
-      defaultText = lib.literalExpression "import ../images { inherit pkgs; }";
-    };
-
-    binaries = mkOption {
-      description = "The Go binaries, by name, for @bin:<name>@.";
-      type = types.attrsOf types.package;
-      default = (import ../nix { inherit pkgs; }).binaries;
-      defaultText = lib.literalExpression "(import ../nix { inherit pkgs; }).binaries";
+      default = built.images;
+      defaultText = lib.literalExpression "(import ../images { inherit pkgs; }).images";
     };
   };
 
@@ -179,43 +269,57 @@ in
         message = "services.boxmaker: an environment-file secret (${lib.concatStringsSep ", " (envFileUnits ++ envSecretUnits)}): a Boxmaker unit takes its secrets only through LoadCredentialEncrypted, never EnvironmentFile= or a secret variable; see docs/runbook.md#nix-secret-in-environment";
       }
       {
-        assertion = lib.all (n: lib.elem n credentialNames) (builtins.attrNames cfg.credentials);
-        message = "services.boxmaker.credentials: ${lib.concatStringsSep ", " (lib.subtractLists credentialNames (builtins.attrNames cfg.credentials))} is not a credential of the deployment (${lib.concatStringsSep ", " credentialNames}); see docs/runbook.md#nix-credential-path";
+        assertion = lib.all (n: lib.elem n credentialNames) (builtins.attrNames cfg.credentials ++ refs);
+        message = "services.boxmaker: ${lib.concatStringsSep ", " (lib.subtractLists credentialNames (builtins.attrNames cfg.credentials ++ refs))} is not a credential of the deployment (${lib.concatStringsSep ", " credentialNames}); see docs/runbook.md#nix-credential-path";
       }
       {
         assertion = lib.all (p: !(lib.hasPrefix storePrefix p)) (builtins.attrValues cfg.credentials);
         message = "services.boxmaker.credentials: a credential in the Nix store is readable by every user; keep the .cred file outside it (e.g. /etc/credstore.encrypted); see docs/runbook.md#nix-credential-path";
       }
       {
-        assertion = lib.all (n: cfg.credentials ? ${n}) refs;
-        message = "services.boxmaker: the settings refer to credential ${lib.concatStringsSep ", " (lib.filter (n: !(cfg.credentials ? ${n})) refs)} but services.boxmaker.credentials does not say where it is; see docs/runbook.md#nix-credential-path";
+        assertion = missingCreds == [ ] && lib.all (n: cfg.credentials ? ${n}) refs;
+        message = "services.boxmaker: the units or settings need credential ${lib.concatStringsSep ", " (lib.unique (map (p: lib.removeSuffix "@" (lib.removePrefix "@credential:" p)) missingCreds ++ lib.filter (n: !(cfg.credentials ? ${n})) refs))} but services.boxmaker.credentials does not say where it is; see docs/runbook.md#nix-credential-path";
       }
       {
-        assertion = left == [ ];
-        message = "services.boxmaker: deployment.json holds a placeholder this module does not substitute (${lib.concatMapStringsSep ", " (m: builtins.elemAt m 0) left}); see docs/runbook.md#nix-deployment-version";
+        assertion = llamaOK && badAddrs == [ ];
+        message = "services.boxmaker: ${lib.concatStringsSep ", " (lib.optional (!llamaOK) "llamaServer \"${cfg.llamaServer}\" is not ip:port" ++ map (a: "\"${a}\" is not an address or a prefix") badAddrs)}: a unit's IPAddressAllow= takes addresses only (a name would be resolved by nobody); see docs/runbook.md#nix-network";
+      }
+      {
+        assertion = unconfigured == [ ];
+        message = "services.boxmaker.settings: ${lib.concatStringsSep ", " unconfigured} has no config (deployment.json has no first config for it: it needs the owner's details, deploy/<role>.toml explains them); see docs/runbook.md#nix-config-missing";
+      }
+      {
+        assertion = missingOther == [ ];
+        message = "services.boxmaker: deployment.json holds a placeholder this module has no value for (${lib.concatStringsSep ", " missingOther}); see docs/runbook.md#nix-deployment-version";
+      }
+      {
+        assertion = toolImages == [ ] || builtins.length podmanUsers == 1;
+        message = "services.boxmaker: deployment.json has a tool image but ${toString (builtins.length podmanUsers)} users with linger and subordinate ids, not the one (brokerd) whose Podman runs it; see docs/runbook.md#nix-deployment-version";
       }
     ];
 
+    # brokerd's rootless Podman (its user manager's podman.socket, which
+    # this module enables for every user manager: docs/nix.md).
     virtualisation.podman.enable = true;
 
     users.users = lib.listToAttrs (map (u: lib.nameValuePair u.name ({
       isSystemUser = true;
       uid = u.uid;
       group = u.name;
-      linger = u.linger;
+      inherit (u) home createHome linger;
+    } // lib.optionalAttrs (u.subUidCount > 0) {
       subUidRanges = [ { startUid = u.subUidStart; count = u.subUidCount; } ];
       subGidRanges = [ { startGid = u.subUidStart; count = u.subUidCount; } ];
-    } // lib.optionalAttrs (u ? home) { home = u.home; createHome = true; })) deployment.users);
+    })) deployment.users);
 
     users.groups = lib.listToAttrs (map (u: lib.nameValuePair u.name { gid = u.gid; }) deployment.users);
 
     systemd.tmpfiles.rules = map subst deployment.tmpfiles;
 
     systemd.services = lib.listToAttrs (map (u: lib.nameValuePair (unitName u) (unitFor u)) deployment.units)
-      // lib.listToAttrs (map loadUnit deployment.images);
+      // { boxmaker-config = configUnit; }
+      // lib.listToAttrs (map loadUnit toolImages);
 
-    services.boxmaker.settings = lib.optionalAttrs (lib.elem "tool" imageRoles && lib.elem "brokerd" roles) {
-      brokerd.runner.tool_image = cfg.images.tool.id;
-    };
+    services.boxmaker.settings = firstSettings;
   };
 }

@@ -13,20 +13,19 @@
 let
   stubs = import ./stubs.nix { inherit lib; };
 
-  # What the positive case sets: both credentials, every secret as a
-  # credential reference.
+  # What the positive case sets: the deployment's one credential, every
+  # secret as a credential reference, addresses for each role's network.
   base = {
     services.boxmaker = {
       enable = true;
-      credentials = {
-        mattermost-token = "/etc/credstore.encrypted/mattermost-token.cred";
-        honcho-key = "/etc/credstore.encrypted/honcho-key.cred";
-      };
+      credentials.mattermost-token = "/etc/credstore.encrypted/mattermost-token.cred";
       settings.gatewayd.token = "credential:mattermost-token";
-      settings.memoryd.honcho.key = "credential:honcho-key";
       settings.memoryd.honcho.url = "https://honcho.example.ts.net";
+      llamaServer = "100.64.0.7:8080";
+      mattermostAddresses = [ "100.64.0.8" "100.100.100.100" ];
+      honchoAddresses = [ "100.64.0.9/32" "fd7a:115c:a1e0::9" ];
       images = stubs.images;
-      binaries = stubs.binaries;
+      roots = stubs.roots;
     };
   };
 
@@ -41,12 +40,14 @@ let
     ours = lib.filterAttrs (n: _: lib.hasPrefix "boxmaker-" n) c.systemd.services;
     out = {
       failed = map (a: a.message) (lib.filter (a: !a.assertion) c.assertions);
-      services = lib.mapAttrs (_: s: { inherit (s) unitConfig serviceConfig wantedBy requiredBy environment; }) ours;
+      services = lib.mapAttrs (_: s: { inherit (s) unitConfig serviceConfig wantedBy requiredBy environment restartTriggers; }) ours;
       users = c.users.users;
       groups = c.users.groups;
       tmpfiles = c.systemd.tmpfiles.rules;
       podman = c.virtualisation.podman.enable;
       settings = c.services.boxmaker.settings;
+      images = c.services.boxmaker.images;
+      roots = c.services.boxmaker.roots;
     };
   in builtins.fromJSON (builtins.toJSON out);
 
@@ -67,18 +68,38 @@ let
       module = { services.boxmaker.credentials.mattermost-token = lib.mkForce "${builtins.storeDir}/0000000000000000000000000000000a-token.cred"; }; }
     { name = "unknown credential"; anchor = "nix-credential-path";
       module = { services.boxmaker.credentials.matermost-token = "/etc/credstore.encrypted/x.cred"; }; }
-    { name = "credential not given"; anchor = "nix-credential-path";
-      module = { services.boxmaker.credentials = lib.mkForce { mattermost-token = "/etc/credstore.encrypted/mattermost-token.cred"; }; }; }
     { name = "credential as a Nix path"; anchor = "type";
       module = { services.boxmaker.credentials.mattermost-token = lib.mkForce /etc/credstore.encrypted/mattermost-token.cred; }; }
     { name = "relative credential"; anchor = "type";
       module = { services.boxmaker.credentials.mattermost-token = lib.mkForce "token.cred"; }; }
     { name = "image by tag"; anchor = "type";
-      module = { services.boxmaker.images.loopd.id = lib.mkForce "localhost/boxmaker-loopd:latest"; }; }
+      module = { services.boxmaker.images.tool.id = lib.mkForce "localhost/boxmaker-tool:latest"; }; }
     { name = "misspelled option"; anchor = "type";
       module = { services.boxmaker.setings = { }; }; }
     { name = "bad Restart"; anchor = "type";
       module = { systemd.services.boxmaker-loopd.serviceConfig.Restart = lib.mkForce [ "sometimes" ]; }; }
+    { name = "honcho-key credential"; anchor = "nix-credential-path";
+      module = { services.boxmaker.credentials.honcho-key = "/etc/credstore.encrypted/honcho-key.cred"; }; }
+    { name = "honcho-key reference"; anchor = "nix-credential-path";
+      module = { services.boxmaker.settings.memoryd.honcho.key = "credential:honcho-key"; }; }
+    { name = "no credentials"; anchor = "nix-credential-path";
+      module = { services.boxmaker.credentials = lib.mkForce { }; }; }
+    { name = "llama by name"; anchor = "nix-network";
+      module = { services.boxmaker.llamaServer = lib.mkForce "straylight:8080"; }; }
+    { name = "llama without port"; anchor = "nix-network";
+      module = { services.boxmaker.llamaServer = lib.mkForce "100.64.0.7"; }; }
+    { name = "llama octet over 255"; anchor = "nix-network";
+      module = { services.boxmaker.llamaServer = lib.mkForce "100.64.0.300:8080"; }; }
+    { name = "mattermost by name"; anchor = "nix-network";
+      module = { services.boxmaker.mattermostAddresses = lib.mkForce [ "chat.example.ts.net" ]; }; }
+    { name = "honcho prefix too long"; anchor = "nix-network";
+      module = { services.boxmaker.honchoAddresses = lib.mkForce [ "100.64.0.9/33" ]; }; }
+    { name = "addresses as one string"; anchor = "type";
+      module = { services.boxmaker.mattermostAddresses = lib.mkForce "100.64.0.8 100.100.100.100"; }; }
+    { name = "gatewayd unconfigured"; anchor = "nix-config-missing";
+      module = { services.boxmaker.settings.gatewayd = lib.mkForce { }; }; }
+    { name = "root missing"; anchor = "nix-deployment-version";
+      module = { services.boxmaker.roots = lib.mkForce (removeAttrs stubs.roots [ "loopd" ]); }; }
   ];
 
   refused = n: let
@@ -91,14 +112,14 @@ if only != null
 then result (lib.findFirst (n: n.name == only) (throw "no negative case ${only}") negatives).module
 else {
   positive = result { };
-  # The values the stubs stand for, so a test can substitute the
-  # placeholders of deployment.json itself and compare.
-  substitutions = {
+  # What the stubs and the positive case give, unsubstituted, so the test
+  # builds the placeholders' values itself as bxctl install's Values does.
+  inputs = {
     podman = "${stubs.module.options.virtualisation.podman.package.default}/bin/podman";
-    config = stubs.pkgs.linkFarm "boxmaker-config" [ ];
     images = lib.mapAttrs (_: i: i.id) stubs.images;
-    binaries = lib.mapAttrs (n: p: "${p}/bin/${n}") stubs.binaries;
-    credentials = base.services.boxmaker.credentials;
+    roots = lib.mapAttrs (_: r: "${r}") stubs.roots;
+    inherit (base.services.boxmaker) credentials llamaServer mattermostAddresses honchoAddresses;
+    model = (eval { }).config.services.boxmaker.model;
   };
   negatives = map (n: refused n) negatives;
 }

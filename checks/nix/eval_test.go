@@ -3,48 +3,23 @@ package nix
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
 )
 
-// deployment is modules/deployment.json's schema (the contract between the
-// deployment generator and the module).
-type deployment struct {
-	Version  int    `json:"version"`
-	StateDir string `json:"stateDir"`
-	Users    []struct {
-		Role        string `json:"role"`
-		Name        string `json:"name"`
-		UID         int    `json:"uid"`
-		GID         int    `json:"gid"`
-		SubUIDStart int    `json:"subUidStart"`
-		SubUIDCount int    `json:"subUidCount"`
-		Linger      bool   `json:"linger"`
-	} `json:"users"`
-	Tmpfiles    []string `json:"tmpfiles"`
-	Credentials []struct {
-		Role string `json:"role"`
-		Name string `json:"name"`
-		Doc  string `json:"doc"`
-	} `json:"credentials"`
-	Images []struct {
-		Role   string `json:"role"`
-		Name   string `json:"name"`
-		Binary string `json:"binary"`
-	} `json:"images"`
-	Units []struct {
-		Name        string                         `json:"name"`
-		Role        string                         `json:"role"`
-		ExposureMax float64                        `json:"exposureMax"`
-		Sections    map[string]map[string][]string `json:"sections"`
-	} `json:"units"`
-}
-
-func loadDeployment(t *testing.T) deployment {
+func loadDeployment(t *testing.T) units.Deployment {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "modules", "deployment.json"))
 	if err != nil {
@@ -52,7 +27,7 @@ func loadDeployment(t *testing.T) deployment {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var d deployment
+	var d units.Deployment
 	if err := dec.Decode(&d); err != nil {
 		t.Fatalf("modules/deployment.json: %v", err)
 	}
@@ -64,39 +39,46 @@ type evalOut struct {
 	Positive struct {
 		Failed   []string `json:"failed"`
 		Services map[string]struct {
-			UnitConfig    map[string][]string `json:"unitConfig"`
-			ServiceConfig map[string][]string `json:"serviceConfig"`
-			WantedBy      []string            `json:"wantedBy"`
-			RequiredBy    []string            `json:"requiredBy"`
-			Environment   map[string]string   `json:"environment"`
+			UnitConfig      map[string][]string `json:"unitConfig"`
+			ServiceConfig   map[string][]string `json:"serviceConfig"`
+			WantedBy        []string            `json:"wantedBy"`
+			RequiredBy      []string            `json:"requiredBy"`
+			Environment     map[string]string   `json:"environment"`
+			RestartTriggers []string            `json:"restartTriggers"`
 		} `json:"services"`
 		Users map[string]struct {
-			UID          int    `json:"uid"`
+			UID          uint32 `json:"uid"`
 			IsSystemUser bool   `json:"isSystemUser"`
 			Group        string `json:"group"`
+			Home         string `json:"home"`
+			CreateHome   bool   `json:"createHome"`
 			Linger       *bool  `json:"linger"`
 			SubUIDRanges []struct {
-				StartUID int `json:"startUid"`
-				Count    int `json:"count"`
+				StartUID uint32 `json:"startUid"`
+				Count    uint32 `json:"count"`
 			} `json:"subUidRanges"`
 			SubGIDRanges []struct {
-				StartGID int `json:"startGid"`
-				Count    int `json:"count"`
+				StartGID uint32 `json:"startGid"`
+				Count    uint32 `json:"count"`
 			} `json:"subGidRanges"`
 		} `json:"users"`
 		Groups map[string]struct {
-			GID int `json:"gid"`
+			GID uint32 `json:"gid"`
 		} `json:"groups"`
-		Tmpfiles []string `json:"tmpfiles"`
-		Podman   bool     `json:"podman"`
+		Tmpfiles []string                  `json:"tmpfiles"`
+		Podman   bool                      `json:"podman"`
+		Settings map[string]map[string]any `json:"settings"`
 	} `json:"positive"`
-	Substitutions struct {
-		Podman      string            `json:"podman"`
-		Config      string            `json:"config"`
-		Images      map[string]string `json:"images"`
-		Binaries    map[string]string `json:"binaries"`
-		Credentials map[string]string `json:"credentials"`
-	} `json:"substitutions"`
+	Inputs struct {
+		Podman              string            `json:"podman"`
+		Images              map[string]string `json:"images"`
+		Roots               map[string]string `json:"roots"`
+		Credentials         map[string]string `json:"credentials"`
+		LlamaServer         string            `json:"llamaServer"`
+		Model               string            `json:"model"`
+		MattermostAddresses []string          `json:"mattermostAddresses"`
+		HonchoAddresses     []string          `json:"honchoAddresses"`
+	} `json:"inputs"`
 	Negatives []struct {
 		Name     string   `json:"name"`
 		Anchor   string   `json:"anchor"`
@@ -157,7 +139,7 @@ func TestModuleEval(t *testing.T) {
 	if !r.Positive.Podman {
 		t.Error("virtualisation.podman.enable is not set")
 	}
-	if len(r.Negatives) < 10 {
+	if len(r.Negatives) < 20 {
 		t.Fatalf("only %d negative cases", len(r.Negatives))
 	}
 	// The text each refusal by type must show, so that it is refused for
@@ -165,9 +147,10 @@ func TestModuleEval(t *testing.T) {
 	typeErrors := map[string]string{
 		"credential as a Nix path": "services.boxmaker.credentials.mattermost-token",
 		"relative credential":      "services.boxmaker.credentials.mattermost-token",
-		"image by tag":             "services.boxmaker.images.loopd.id",
+		"image by tag":             "services.boxmaker.images.tool.id",
 		"misspelled option":        "services.boxmaker.setings",
 		"bad Restart":              "serviceConfig",
+		"addresses as one string":  "services.boxmaker.mattermostAddresses",
 	}
 	for _, n := range r.Negatives {
 		if !n.Refused {
@@ -195,25 +178,60 @@ func TestModuleEval(t *testing.T) {
 	}
 }
 
+// values is every placeholder's value for the module's inputs, made as
+// bxctl install's Values makes it (cmd/bxctl/internal/install), with the
+// module's store paths where the installer has its unpacked images.
+func values(t *testing.T, d units.Deployment, r evalOut) map[string]string {
+	t.Helper()
+	in := r.Inputs
+	host, _, err := net.SplitHostPort(in.LlamaServer)
+	if err != nil || net.ParseIP(host) == nil {
+		t.Fatalf("the positive case's llamaServer %q is not ip:port", in.LlamaServer)
+	}
+	v := map[string]string{
+		units.Podman:                 in.Podman,
+		units.State:                  d.StateDir,
+		units.ConfigDir:              layout.Config.In(d.StateDir),
+		units.Net(layout.Inferproxy): host,
+		units.Net(layout.Gatewayd):   strings.Join(in.MattermostAddresses, " "),
+		units.Net(layout.Memoryd):    strings.Join(in.HonchoAddresses, " "),
+	}
+	for role, id := range in.Images {
+		v[units.Image(role)] = id
+	}
+	for role, p := range in.Roots {
+		v[units.Root(role)] = p
+	}
+	v[units.Bin(layout.Brokerd)] = in.Roots[layout.Brokerd] + "/bin/" + layout.Brokerd
+	for name, p := range in.Credentials {
+		v[units.CredentialPath(name)] = p
+	}
+	// What bxctl install hands layout.FirstConfigs as Params.
+	v[units.Llama], v[units.Model] = in.LlamaServer, in.Model
+	return v
+}
+
 // TestModuleMatchesDeployment: the module's units, users, groups and
-// tmpfiles rules equal deployment.json after substitution.
+// tmpfiles rules equal deployment.json after the substitution bxctl
+// install makes (pkg/units.Substitute, which fails on a placeholder left
+// without a value), and its own units are the config writer and the
+// tool image's loader into brokerd's Podman, nothing else.
 func TestModuleMatchesDeployment(t *testing.T) {
 	d := loadDeployment(t)
 	r := evalModule(t)
-	s := r.Substitutions
-	pairs := []string{"@podman@", s.Podman, "@state@", d.StateDir, "@config@", s.Config}
-	for role, id := range s.Images {
-		pairs = append(pairs, "@image:"+role+"@", id)
+	vals := values(t, d, r)
+	sub := func(s string) string {
+		out, err := units.Substitute(s, vals)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		return out
 	}
-	for name, p := range s.Binaries {
-		pairs = append(pairs, "@bin:"+name+"@", p)
-	}
-	rep := strings.NewReplacer(pairs...)
 	subst := func(sec map[string][]string) map[string][]string {
 		out := map[string][]string{}
 		for k, vs := range sec {
 			for _, v := range vs {
-				out[k] = append(out[k], rep.Replace(v))
+				out[k] = append(out[k], sub(v))
 			}
 		}
 		return out
@@ -224,27 +242,31 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		}
 		return v
 	}
+	var roleUnits []string
 	for _, u := range d.Units {
+		roleUnits = append(roleUnits, u.Name)
 		name := strings.TrimSuffix(u.Name, ".service")
 		got, ok := r.Positive.Services[name]
 		if !ok {
 			t.Errorf("the module has no unit %s", u.Name)
 			continue
 		}
-		wantSvc := subst(u.Sections["Service"])
-		for _, c := range d.Credentials {
-			if p, ok := s.Credentials[c.Name]; ok && c.Role == u.Role {
-				wantSvc["LoadCredentialEncrypted"] = append(wantSvc["LoadCredentialEncrypted"], c.Name+":"+p)
-			}
-		}
 		if w := subst(u.Sections["Unit"]); !reflect.DeepEqual(got.UnitConfig, w) {
 			t.Errorf("%s [Unit]:\n got %v\nwant %v", u.Name, got.UnitConfig, w)
 		}
-		if !reflect.DeepEqual(got.ServiceConfig, wantSvc) {
-			t.Errorf("%s [Service]:\n got %v\nwant %v", u.Name, got.ServiceConfig, wantSvc)
+		if w := subst(u.Sections["Service"]); !reflect.DeepEqual(got.ServiceConfig, w) {
+			t.Errorf("%s [Service]:\n got %v\nwant %v", u.Name, got.ServiceConfig, w)
 		}
 		if w := orEmpty(u.Sections["Install"]["WantedBy"]); !reflect.DeepEqual(got.WantedBy, w) {
 			t.Errorf("%s WantedBy: got %v, want %v", u.Name, got.WantedBy, w)
+		}
+		// Restarted when its config or users.toml changes: one trigger
+		// per file boxmaker-config writes for it.
+		if want := len(d.Files) + 1; len(got.RestartTriggers) != want {
+			t.Errorf("%s: %d restart triggers %v, want %d (its config and users.toml)", u.Name, len(got.RestartTriggers), got.RestartTriggers, want)
+		}
+		if len(got.Environment) != 0 {
+			t.Errorf("%s: the module sets environment %v", u.Name, got.Environment)
 		}
 		for k := range u.Sections["Install"] {
 			if k != "WantedBy" && k != "RequiredBy" {
@@ -252,20 +274,77 @@ func TestModuleMatchesDeployment(t *testing.T) {
 			}
 		}
 	}
-	// The module's own units are one image loader per image, nothing else.
-	if want := len(d.Units) + len(d.Images); len(r.Positive.Services) != want {
-		t.Errorf("the module has %d boxmaker units, want %d (the deployment's and one loader per image)", len(r.Positive.Services), want)
+
+	// The module's own units: the config writer and one loader per image
+	// without a user (the tool image), into brokerd's rootless Podman.
+	var broker units.User
+	for _, u := range d.Users {
+		if u.Role == layout.Brokerd {
+			broker = u
+		}
 	}
+	own := map[string]bool{"boxmaker-config": true}
 	for _, img := range d.Images {
+		if img.Role != units.Tool {
+			continue
+		}
+		own[img.Name+"-image"] = true
 		l, ok := r.Positive.Services[img.Name+"-image"]
 		if !ok {
 			t.Errorf("no loader unit for image %s", img.Name)
 			continue
 		}
-		if !strings.Contains(strings.Join(l.ServiceConfig["ExecStart"], " "), s.Images[img.Role]) {
-			t.Errorf("%s-image does not check image ID %s", img.Name, s.Images[img.Role])
+		if !reflect.DeepEqual(l.ServiceConfig["User"], []string{broker.Name}) || l.Environment["HOME"] != broker.Home ||
+			!strings.Contains(strings.Join(l.ServiceConfig["ExecStart"], " "), "image exists "+r.Inputs.Images[img.Role]) ||
+			!reflect.DeepEqual(l.RequiredBy, []string{units.UnitName(layout.Brokerd)}) {
+			t.Errorf("%s-image does not load %s into %s's Podman before brokerd: %+v", img.Name, r.Inputs.Images[img.Role], broker.Name, l)
 		}
 	}
+	for name := range r.Positive.Services {
+		if strings.HasPrefix(name+".service", "boxmaker-") && !own[name] && !slices.Contains(roleUnits, name+".service") {
+			t.Errorf("the module has a unit %s that is neither the deployment's nor its own config writer or tool loader", name)
+		}
+	}
+	cw := r.Positive.Services["boxmaker-config"]
+	if !reflect.DeepEqual(cw.RequiredBy, roleUnits) {
+		t.Errorf("boxmaker-config is required by %v, want every role's unit %v", cw.RequiredBy, roleUnits)
+	}
+	exec := strings.Join(cw.ServiceConfig["ExecStart"], "\n")
+	for _, f := range d.Files {
+		want := fmt.Sprintf("-m %s -o %s -g %s ", f.Mode, f.Owner, f.Group)
+		if !strings.Contains(exec, want) || !strings.Contains(exec, " "+sub(f.Path)) {
+			t.Errorf("boxmaker-config does not write %s (%s): %s", f.Path, want, exec)
+		}
+	}
+	for _, c := range d.Configs {
+		want := fmt.Sprintf("install -m %s -o %s -g %s ", c.Mode, c.Owner, c.Group)
+		if path := sub(c.Path); strings.Contains(exec, path) && !strings.Contains(exec, want) {
+			t.Errorf("boxmaker-config writes %s without the layout's mode and owners (%s): %s", path, want, exec)
+		}
+	}
+
+	// Each role's settings hold its first config (deployment.json's text,
+	// substituted) under whatever the owner added.
+	for _, c := range d.Configs {
+		role := strings.TrimSuffix(filepath.Base(c.Path), ".toml")
+		if c.Text == "" {
+			continue
+		}
+		var first map[string]any
+		if _, err := toml.Decode(sub(c.Text), &first); err != nil {
+			t.Fatalf("first config of %s: %v", role, err)
+		}
+		got := r.Positive.Settings[role]
+		for k, want := range first {
+			if !reflect.DeepEqual(fmt.Sprint(got[k]), fmt.Sprint(want)) {
+				t.Errorf("settings.%s.%s = %v, want the first config's %v", role, k, got[k], want)
+			}
+		}
+		if !strings.Contains(exec, " "+sub(c.Path)) {
+			t.Errorf("boxmaker-config does not write %s", sub(c.Path))
+		}
+	}
+
 	if len(r.Positive.Users) != len(d.Users) || len(r.Positive.Groups) != len(d.Users) {
 		t.Errorf("the module makes %d users and %d groups, deployment.json has %d", len(r.Positive.Users), len(r.Positive.Groups), len(d.Users))
 	}
@@ -275,10 +354,18 @@ func TestModuleMatchesDeployment(t *testing.T) {
 			t.Errorf("no user %s", u.Name)
 			continue
 		}
-		if got.UID != u.UID || !got.IsSystemUser || got.Group != u.Name || got.Linger == nil || *got.Linger != u.Linger ||
-			len(got.SubUIDRanges) != 1 || got.SubUIDRanges[0].StartUID != u.SubUIDStart || got.SubUIDRanges[0].Count != u.SubUIDCount ||
-			len(got.SubGIDRanges) != 1 || got.SubGIDRanges[0].StartGID != u.SubUIDStart || got.SubGIDRanges[0].Count != u.SubUIDCount {
+		ranges := 0
+		if u.SubUIDCount > 0 {
+			ranges = 1
+		}
+		if got.UID != u.UID || !got.IsSystemUser || got.Group != u.Name || got.Home != u.Home || got.CreateHome != u.CreateHome ||
+			got.Linger == nil || *got.Linger != u.Linger || len(got.SubUIDRanges) != ranges || len(got.SubGIDRanges) != ranges {
 			t.Errorf("user %s: got %+v, want %+v", u.Name, got, u)
+			continue
+		}
+		if ranges == 1 && (got.SubUIDRanges[0].StartUID != u.SubUIDStart || got.SubUIDRanges[0].Count != u.SubUIDCount ||
+			got.SubGIDRanges[0].StartGID != u.SubUIDStart || got.SubGIDRanges[0].Count != u.SubUIDCount) {
+			t.Errorf("user %s: subordinate ranges %+v %+v, want %d+%d", u.Name, got.SubUIDRanges, got.SubGIDRanges, u.SubUIDStart, u.SubUIDCount)
 		}
 		if g := r.Positive.Groups[u.Name]; g.GID != u.GID {
 			t.Errorf("group %s: gid %d, want %d", u.Name, g.GID, u.GID)
@@ -286,9 +373,10 @@ func TestModuleMatchesDeployment(t *testing.T) {
 	}
 	var wantTmp []string
 	for _, l := range d.Tmpfiles {
-		wantTmp = append(wantTmp, rep.Replace(l))
+		wantTmp = append(wantTmp, sub(l))
 	}
 	if !reflect.DeepEqual(r.Positive.Tmpfiles, wantTmp) {
 		t.Errorf("tmpfiles:\n got %q\nwant %q", r.Positive.Tmpfiles, wantTmp)
 	}
+	t.Logf("%d role units (+%d of the module's own), %d users, %d groups, %d tmpfiles rules, %d files", len(d.Units), len(own), len(r.Positive.Users), len(r.Positive.Groups), len(r.Positive.Tmpfiles), len(d.Files))
 }

@@ -43,6 +43,7 @@ let
       serviceConfig = mkOption { type = types.addCheck (types.attrsOf unitOption) checkService; default = { }; };
       wantedBy = mkOption { type = types.listOf unitNameType; default = [ ]; };
       requiredBy = mkOption { type = types.listOf unitNameType; default = [ ]; };
+      restartTriggers = mkOption { type = types.listOf types.unspecified; default = [ ]; };
       environment = mkOption { type = with types; attrsOf (nullOr (oneOf [ str path package ])); default = { }; };
     };
   };
@@ -97,7 +98,7 @@ in
   };
 
   # pkgs: formats.toml's type as pkgs/pkgs-lib/formats.nix declares it;
-  # generate and linkFarm force their input and return a fixed store path.
+  # generate and writeText force their input and return a fixed store path.
   pkgs = {
     formats.toml = { }: {
       type = with types; let
@@ -105,7 +106,8 @@ in
       in valueType;
       generate = name: value: builtins.deepSeq (builtins.toJSON value) (fakePkg name).outPath;
     };
-    linkFarm = name: entries: builtins.deepSeq entries (store "cccccccccccccccccccccccccccccccc" name);
+    writeText = name: text: builtins.deepSeq text (fakePkg name).outPath;
+    coreutils = fakePkg "coreutils";
     runtimeShell = "/bin/sh";
   };
 
@@ -114,5 +116,6 @@ in
     stream = fakePkg "stream-${r}";
     id = "sha256:" + hex (builtins.substring 0 1 (builtins.hashString "sha256" r));
   });
-  binaries = lib.genAttrs [ "gatewayd" "loopd" "inferproxy" "brokerd" "memoryd" "bxctl" "toolkit" ] fakePkg;
+  # Each role's root filesystem (images/default.nix `roots`).
+  roots = lib.genAttrs [ "gatewayd" "loopd" "inferproxy" "brokerd" "memoryd" ] (r: fakePkg "boxmaker-${r}-root");
 }

@@ -44,6 +44,26 @@ type Deployment struct {
 	Credentials []CredentialJSON `json:"credentials"`
 	Images      []ImageJSON      `json:"images"`
 	Units       []UnitJSON       `json:"units"`
+	// Files (beyond the contract's first schema) are the files of the
+	// state tree an installer writes as they are: config/users.toml, the
+	// ids every daemon checks its peers and its entries against.
+	Files []FileJSON `json:"files"`
+	// Configs are each role's config file (the layout's config/<role>.toml
+	// entry: its path, mode, owner and group) with its first text, as
+	// `bxctl up` and bxctl install write it (layout.FirstConfigs, with
+	// placeholders for the host's values); "" for a role whose config
+	// only the owner can write (gatewayd's Mattermost details).
+	Configs []FileJSON `json:"configs"`
+}
+
+// FileJSON is one file an installer writes: its path (with placeholders),
+// mode, owner, group and text.
+type FileJSON struct {
+	Path  string `json:"path"`
+	Mode  string `json:"mode"`
+	Owner string `json:"owner"`
+	Group string `json:"group"`
+	Text  string `json:"text"`
 }
 
 // User is one role's system user.
@@ -74,6 +94,11 @@ type ImageJSON struct {
 	Role   string `json:"role"`
 	Name   string `json:"name"`
 	Binary string `json:"binary"`
+	// TLS (beyond the contract's first schema) is whether the image holds
+	// the CA bundle: [TLS] of its role; the tool image always does (its
+	// tools fetch over HTTPS). The Nix images read it, so the table says
+	// it once.
+	TLS bool `json:"tls"`
 }
 
 // UnitJSON is a [Unit] in the file: sections as section -> key -> values.
@@ -132,14 +157,27 @@ func unixMode(e *layout.Entry) uint32 {
 // Build is the deployment.
 func Build() Deployment {
 	d := Deployment{Version: 1, StateDir: StateDir, Users: Users(), Tmpfiles: Tmpfiles(StateDir),
-		Credentials: []CredentialJSON{}, Images: []ImageJSON{}, Units: []UnitJSON{}}
+		Credentials: []CredentialJSON{}, Images: []ImageJSON{}, Units: []UnitJSON{},
+		Files: []FileJSON{{Path: State + "/" + layout.UsersFile.Path, Mode: fmt.Sprintf("%04o", layout.UsersFile.Mode.Perm()),
+			Owner: "root", Group: "root", Text: layout.DefaultUsers(layout.ID{}).Text()}}}
+	for _, r := range layout.Daemons {
+		e := layout.ConfigFile(r)
+		f := FileJSON{Path: ConfigDir + "/" + r + ".toml", Mode: fmt.Sprintf("%04o", e.Mode.Perm()),
+			Owner: UserName(e.Owner), Group: UserName(e.GroupRole())}
+		for _, c := range layout.FirstConfigs {
+			if c.Role == r {
+				f.Text = c.Text(layout.Params{State: StateDir, Llama: Llama, Model: Model, ToolImage: Image(Tool), PodmanSocket: PodmanSocket()})
+			}
+		}
+		d.Configs = append(d.Configs, f)
+	}
 	for _, c := range Credentials {
 		d.Credentials = append(d.Credentials, CredentialJSON(c))
 	}
 	for _, r := range layout.Daemons {
-		d.Images = append(d.Images, ImageJSON{Role: r, Name: "boxmaker-" + r, Binary: r})
+		d.Images = append(d.Images, ImageJSON{Role: r, Name: "boxmaker-" + r, Binary: r, TLS: TLS(r)})
 	}
-	d.Images = append(d.Images, ImageJSON{Role: Tool, Name: "boxmaker-tool", Binary: "toolkit"})
+	d.Images = append(d.Images, ImageJSON{Role: Tool, Name: "boxmaker-tool", Binary: "toolkit", TLS: true})
 	for _, u := range Table() {
 		j := UnitJSON{Name: u.Name, Role: u.Role, ExposureMax: float64(u.ExposureMax) / 10, Sections: map[string]map[string][]string{}}
 		for _, s := range u.Sections {
@@ -167,7 +205,7 @@ func JSON() []byte {
 }
 
 // placeholderRE matches every placeholder the contract defines.
-var placeholderRE = regexp.MustCompile(`@(podman|state|config|(image|root|net):[a-z]+|bin:[a-z]+|credential:[a-z][a-z0-9-]*)@`)
+var placeholderRE = regexp.MustCompile(`@(podman|state|config|llama|model|(image|root|net):[a-z]+|bin:[a-z]+|credential:[a-z][a-z0-9-]*)@`)
 
 // anyAtRE matches anything that looks like a placeholder.
 var anyAtRE = regexp.MustCompile(`@[^@\s]*@`)

@@ -14,6 +14,9 @@ const (
 	Podman    = "@podman@" // the podman binary
 	State     = "@state@"  // the state directory
 	ConfigDir = "@config@" // the directory of the role configs: @state@/config, which the daemons check against the table
+	// Only in the first configs' text (Deployment.Configs), never in a unit:
+	Llama = "@llama@" // llama-server's host:port (inferproxy's upstream)
+	Model = "@model@" // the model's name (loopd's [model])
 )
 
 // Image is the placeholder of role's image ID (sha256:<64 hex>).

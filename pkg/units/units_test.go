@@ -87,7 +87,7 @@ func TestDeploymentSchema(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"version", "stateDir", "users", "tmpfiles", "credentials", "images", "units"} {
+	for _, k := range []string{"version", "stateDir", "users", "tmpfiles", "credentials", "images", "units", "files", "configs"} {
 		if v, ok := raw[k]; !ok || v == nil {
 			t.Errorf("deployment.json: %q is missing or null", k)
 		}
@@ -107,6 +107,40 @@ func TestDeploymentSchema(t *testing.T) {
 					t.Errorf("%s [%s] %s = %q, want %q", u.Name, s.Name, k.Name, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestDeploymentFilesAndConfigs: the files and the role configs the
+// NixOS module writes are the layout's (path, mode, owners), their text
+// is layout's (users.toml, the first configs) and carries only the
+// contract's placeholders; each image's TLS is its role's.
+func TestDeploymentFilesAndConfigs(t *testing.T) {
+	d := Build()
+	if len(d.Files) != 1 || d.Files[0].Path != State+"/config/users.toml" || d.Files[0].Mode != "0644" ||
+		d.Files[0].Text != layout.DefaultUsers(layout.ID{}).Text() {
+		t.Errorf("files: %+v", d.Files)
+	}
+	if len(d.Configs) != len(layout.Daemons) {
+		t.Fatalf("%d configs, want one per role", len(d.Configs))
+	}
+	for i, r := range layout.Daemons {
+		c := d.Configs[i]
+		if c.Path != ConfigDir+"/"+r+".toml" || c.Mode != "0640" || c.Owner != "root" || c.Group != UserName(r) {
+			t.Errorf("config of %s: %+v", r, c)
+		}
+		if ps, err := Placeholders(c.Text); err != nil {
+			t.Errorf("config of %s: %v", r, err)
+		} else if r == layout.Inferproxy && !slices.Contains(ps, Llama) || r == layout.Loopd && !slices.Contains(ps, Model) {
+			t.Errorf("config of %s carries %v", r, ps)
+		}
+		if (c.Text == "") != (r == layout.Gatewayd) {
+			t.Errorf("config of %s: first text %q (only gatewayd's is the owner's alone)", r, c.Text)
+		}
+	}
+	for _, img := range d.Images {
+		if img.TLS != (img.Role == Tool || TLS(img.Role)) {
+			t.Errorf("image %s: tls %v", img.Role, img.TLS)
 		}
 	}
 }
