@@ -32,7 +32,7 @@ func ParseAnchor(line []byte) (Anchor, error) {
 		return Anchor{}, fmt.Errorf("log %q is not a clean absolute path", a.Log)
 	case a.Seq < 1:
 		return Anchor{}, fmt.Errorf("seq %d: want 1 or more", a.Seq)
-	case !isHash(a.Hash):
+	case !IsHash(a.Hash):
 		return Anchor{}, fmt.Errorf("hash %q is not a lowercase hex SHA-256", a.Hash)
 	}
 	if err := checkTime(a.Time); err != nil {

@@ -71,8 +71,6 @@ package audit
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -232,27 +230,12 @@ func (r *AcceptedBreak) setHead(h Header) { r.Seq, r.Time, r.Prev = h.Seq, h.Tim
 // with every field's form checked, and only if the line is byte for byte
 // the canonical encoding of the record it decodes to.
 func ParseLine(line []byte) (Record, error) {
-	if len(line) > MaxLine {
-		return nil, fmt.Errorf("line of %d bytes is over the limit of %d", len(line), MaxLine)
-	}
-	r, err := records.Decode(line)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHead(r.Head()); err != nil {
-		return nil, err
-	}
-	if err := r.validate(); err != nil {
-		return nil, err
-	}
-	again, err := records.Encode(r)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(again, line) {
-		return nil, fmt.Errorf("not canonical: the record encodes as %.120s", again)
-	}
-	return r, nil
+	return ParseCanonical(records, line, MaxLine, func(r Record) error {
+		if err := CheckHeader(r.Head()); err != nil {
+			return err
+		}
+		return r.validate()
+	})
 }
 
 // encode is the one way a record becomes a line: the union's encoding,
@@ -273,19 +256,6 @@ func encode(r Record) ([]byte, error) {
 	return line, nil
 }
 
-func checkHead(h Header) error {
-	if h.Seq < 1 {
-		return fmt.Errorf("seq %d: want 1 or more", h.Seq)
-	}
-	if err := checkTime(h.Time); err != nil {
-		return err
-	}
-	if !isHash(h.Prev) {
-		return fmt.Errorf("prev %q is not a lowercase hex SHA-256", h.Prev)
-	}
-	return nil
-}
-
 func checkTime(s string) error {
 	t, err := time.Parse(TimeLayout, s)
 	if err != nil || t.Format(TimeLayout) != s {
@@ -293,19 +263,3 @@ func checkTime(s string) error {
 	}
 	return nil
 }
-
-// isHash reports whether s is 64 lowercase hex digits.
-func isHash(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// hashHex is the chain's hash of a line: lowercase hex SHA-256.
-func hashHex(sum [sha256.Size]byte) string { return hex.EncodeToString(sum[:]) }

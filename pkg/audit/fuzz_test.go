@@ -30,7 +30,7 @@ func FuzzParseLine(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("re-parse of %q = %+v, %v", out, again, err)
 		}
-		if h := r.Head(); h.Seq < 1 || !isHash(h.Prev) || checkTime(h.Time) != nil {
+		if h := r.Head(); h.Seq < 1 || !IsHash(h.Prev) || checkTime(h.Time) != nil {
 			t.Fatalf("accepted header %+v", h)
 		}
 	})

@@ -66,11 +66,11 @@ func ParseHead(b []byte) (Head, error) {
 	switch {
 	case h.Seq < 0:
 		return Head{}, fmt.Errorf("parse head: seq %d is negative", h.Seq)
-	case !isHash(h.Hash):
+	case !IsHash(h.Hash):
 		return Head{}, fmt.Errorf("parse head: hash %q is not a lowercase hex SHA-256", h.Hash)
 	case h.Seq == 0 && h.Hash != Genesis:
 		return Head{}, errors.New("parse head: seq 0 must carry the genesis hash")
-	case h.Next != "" && !isHash(h.Next):
+	case h.Next != "" && !IsHash(h.Next):
 		return Head{}, fmt.Errorf("parse head: next %q is not a lowercase hex SHA-256", h.Next)
 	}
 	if again, _ := h.encode(); !bytes.Equal(again, b) {

@@ -149,7 +149,7 @@ func (a *Action) UnmarshalText(b []byte) error  { return parseText(actions, "act
 
 func errf(format string, args ...any) error  { return fmt.Errorf(format, args...) }
 func unknown[T ~string](known []T, v T) bool { return !slices.Contains(known, v) }
-func (g *GrantRef) valid() bool              { return text(g.ID) == nil && isHash(g.SHA256) }
+func (g *GrantRef) valid() bool              { return text(g.ID) == nil && IsHash(g.SHA256) }
 func (r *Decision) validate() error          { return r.Record.Validate() }
 
 // checkRef checks that an approval or result names an earlier record.
@@ -255,7 +255,7 @@ func (r *Result) validate() error {
 		return err
 	}
 	switch {
-	case !isHash(r.SHA256):
+	case !IsHash(r.SHA256):
 		return errf("result sha256 %q is not a lowercase hex SHA-256", r.SHA256)
 	case r.Size < 0:
 		return errf("result size %d is negative", r.Size)
@@ -275,7 +275,7 @@ func (r *Recovery) validate() error {
 		return errf("recovery damage %q, action %q", string(r.Damage), string(r.Action))
 	case r.Damage == Unparseable && r.Action != NoAction:
 		return errf("an unparseable line is left as it is (action none)")
-	case !isHash(r.SHA256) || r.Size < 0:
+	case !IsHash(r.SHA256) || r.Size < 0:
 		return errf("recovery needs the damaged line's hex SHA-256 and size")
 	}
 	return nil
@@ -287,7 +287,7 @@ func (r *AcceptedBreak) validate() error {
 		return errf("accepted_break file %q is not an audit log name", r.File)
 	case r.Line < 1:
 		return errf("accepted_break line %d: want 1 or more", r.Line)
-	case !isHash(r.LastGood):
+	case !IsHash(r.LastGood):
 		return errf("accepted_break last_good %q is not a lowercase hex SHA-256", r.LastGood)
 	}
 	return nil

@@ -23,7 +23,9 @@
 // The chain follows package audit's rules: line k carries seq k and prev =
 // the lowercase hex SHA-256 of line k-1's bytes (line 1: [audit.Genesis]);
 // a line must be byte for byte the canonical encoding of the record it
-// decodes to, so each record has one line and one hash. [Verify] checks
+// decodes to, so each record has one line and one hash. The rules are
+// package audit's own code ([audit.ParseCanonical], [audit.CheckHeader],
+// [audit.LineHash]), not a copy of them. [Verify] checks
 // the chain, every response's link to its request and, given the audit
 // log, every request's link to its decision, and that every consult the
 // audit log records a result for has its request and its response here
@@ -41,11 +43,7 @@
 package consultlog
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"time"
 
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/strict"
@@ -117,60 +115,28 @@ var records = strict.NewUnion[Record]("type",
 )
 
 // ParseLine decodes one line strictly, and only if it is byte for byte
-// the canonical encoding of the record it decodes to.
+// the canonical encoding of the record it decodes to (package audit's
+// line rules, [audit.ParseCanonical]).
 func ParseLine(line []byte) (Record, error) {
-	if len(line) > MaxLine {
-		return nil, fmt.Errorf("line of %d bytes is over the limit of %d", len(line), MaxLine)
-	}
-	r, err := records.Decode(line)
-	if err != nil {
-		return nil, err
-	}
-	h := r.head()
-	if h.Seq < 1 || !isHash(h.Prev) {
-		return nil, fmt.Errorf("seq %d or prev %q is not valid", h.Seq, h.Prev)
-	}
-	if t, err := time.Parse(audit.TimeLayout, h.Time); err != nil || t.Format(audit.TimeLayout) != h.Time {
-		return nil, fmt.Errorf("time %q is not in the form %s", h.Time, audit.TimeLayout)
-	}
-	if err := validate(r); err != nil {
-		return nil, err
-	}
-	again, err := records.Encode(r)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(again, line) {
-		return nil, fmt.Errorf("not canonical: the record encodes as %.120s", again)
-	}
-	return r, nil
+	return audit.ParseCanonical(records, line, MaxLine, func(r Record) error {
+		h := r.head()
+		if err := audit.CheckHeader(audit.Header{Seq: h.Seq, Time: h.Time, Prev: h.Prev}); err != nil {
+			return err
+		}
+		return validate(r)
+	})
 }
 
 func validate(r Record) error {
 	switch r := r.(type) {
 	case *Request:
-		if r.Session == "" || r.Decision < 1 || !isHash(r.DecisionSHA256) || r.Grant.ID == "" || !isHash(r.Grant.SHA256) || r.Model == "" || r.URL == "" || r.Body == "" {
+		if r.Session == "" || r.Decision < 1 || !audit.IsHash(r.DecisionSHA256) || r.Grant.ID == "" || !audit.IsHash(r.Grant.SHA256) || r.Model == "" || r.URL == "" || r.Body == "" {
 			return fmt.Errorf("request %d: a field is missing or malformed", r.Seq)
 		}
 	case *Response:
-		if r.Request < 1 || r.Request >= r.Seq || !isHash(r.RequestSHA256) || (r.StreamSHA256 != "" && !isHash(r.StreamSHA256)) {
+		if r.Request < 1 || r.Request >= r.Seq || !audit.IsHash(r.RequestSHA256) || (r.StreamSHA256 != "" && !audit.IsHash(r.StreamSHA256)) {
 			return fmt.Errorf("response %d: its request reference or stream hash is malformed", r.Seq)
 		}
 	}
 	return nil
-}
-
-func isHash(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil && s == string(bytes.ToLower([]byte(s)))
-}
-
-// LineHash is the chain's hash of a line: lowercase hex SHA-256 of its
-// bytes without the newline.
-func LineHash(line []byte) string {
-	sum := sha256.Sum256(line)
-	return hex.EncodeToString(sum[:])
 }

@@ -94,7 +94,7 @@ func scan(path string) (*state, error) {
 			}
 			st.answered[r.Request] = true
 		}
-		st.seq, st.prev = h.Seq, LineHash(b)
+		st.seq, st.prev = h.Seq, audit.LineHash(b)
 		if _, ok := r.(*Request); ok {
 			st.requests[h.Seq] = st.prev
 		}
@@ -186,7 +186,7 @@ func indexAudit(dir string) (*auditIndex, error) {
 		}
 		err := jsonl.Scan(filepath.Join(dir, e.Name()), audit.MaxLine+1, func(_ int, b []byte) error {
 			seq++
-			idx.hash[seq] = LineHash(b)
+			idx.hash[seq] = audit.LineHash(b)
 			r, err := audit.ParseLine(b)
 			if err != nil {
 				return nil // the audit verifier names damage there

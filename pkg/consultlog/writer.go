@@ -88,7 +88,7 @@ func (w *Writer) append(r Record) (int64, string, error) {
 	if _, err := w.w.AppendEncoded(line); err != nil {
 		return 0, "", fmt.Errorf("append consult %s: %w", r.Tag(), err)
 	}
-	w.seq, w.prev = h.Seq, LineHash(line)
+	w.seq, w.prev = h.Seq, audit.LineHash(line)
 	return w.seq, w.prev, nil
 }
 

@@ -1,13 +1,15 @@
 // Package sessionlog is the record vocabulary of a session log
 // (sessions/<id>/<epoch>.jsonl): loopd writes and replays it, memoryd reads
-// it to index experience. One definition for both readers, so a record
-// loopd writes is a record memoryd decodes.
+// it ([Scan]) to index experience and to file it to fleet memory. One
+// definition for writer and readers, so a record loopd writes is a record
+// memoryd decodes.
 //
 // Invariant: every record is decoded strictly through [Records]; an
 // unknown record type, field or tool result status is an error, never
 // skipped. An epoch after 0 starts with a [Head] whose taint and
-// untrusted flag every reader starts from ([TrustOf]), so trust never
-// goes down across epochs (epoch.go).
+// untrusted flag every reader starts from ([TrustOf], [Scan]), so trust
+// never goes down across epochs (epoch.go). [Scan] follows no symlink and
+// reads only regular files (read.go).
 package sessionlog
 
 import (

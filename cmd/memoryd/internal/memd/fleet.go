@@ -15,6 +15,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/escape"
 	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -90,7 +91,7 @@ func (m *Memd) runFleet(ctx context.Context) {
 const catchUpRetry = 2 * time.Second
 
 func (m *Memd) fleetCatchUp(ctx context.Context) (int, error) {
-	logs, err := recall.LogFiles(filepath.Join(m.cfg.StateDir, "sessions"))
+	logs, err := sessionlog.Files(filepath.Join(m.cfg.StateDir, "sessions"))
 	if err != nil {
 		return 0, err
 	}

@@ -28,6 +28,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/daemon"
 	"wntrmute.dev/boxmaker/pkg/rpc"
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 )
 
@@ -91,7 +92,7 @@ func (m *Memd) Close() error {
 // log it cannot read (loopd refuses a damaged one until the owner acts)
 // is logged and skipped, not fatal: the rest of memory still works.
 func (m *Memd) catchUp() (int, error) {
-	files, err := recall.LogFiles(filepath.Join(m.cfg.StateDir, "sessions"))
+	files, err := sessionlog.Files(filepath.Join(m.cfg.StateDir, "sessions"))
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
 )
 
 // memoryd reads sessions/ without following symlinks and only regular
@@ -24,9 +26,9 @@ func TestLogsNoSymlinks(t *testing.T) {
 	os.Symlink(outside, filepath.Join(sessions, "s2", "0.jsonl"))   // a linked log
 	os.Symlink(filepath.Dir(real), filepath.Join(sessions, "s3"))   // a linked session directory
 	syscall.Mkfifo(filepath.Join(sessions, "s2", "1.jsonl"), 0o600) // a FIFO would block a reader
-	files, err := LogFiles(sessions)
+	files, err := sessionlog.Files(sessions)
 	if err != nil || len(files) != 1 || files[0] != real {
-		t.Errorf("LogFiles = %v, %v; want only the regular log", files, err)
+		t.Errorf("sessionlog.Files = %v, %v; want only the regular log", files, err)
 	}
 	for _, p := range []string{filepath.Join(sessions, "s2", "0.jsonl"), filepath.Join(sessions, "s3", "0.jsonl"), filepath.Join(sessions, "s2", "1.jsonl")} {
 		if turns, err := ReadLog(p); err == nil || len(turns) != 0 {

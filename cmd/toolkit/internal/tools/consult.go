@@ -2,17 +2,9 @@ package tools
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"io/fs"
-	"net"
 	"net/http"
-	"os"
-	"strconv"
-	"time"
 
-	"wntrmute.dev/boxmaker/cmd/toolkit/internal/socks5"
 	"wntrmute.dev/boxmaker/pkg/consult"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolargs"
@@ -29,39 +21,18 @@ func runConsult(ctx context.Context, env Env, call toolargs.ConsultCall, key *to
 	if key == nil {
 		return failf("consult: no API key was granted to this call: its grant names no secret; see docs/runbook.md#consult-failed")
 	}
-	fi, err := os.Stat(env.EgressSocket)
-	if errors.Is(err, fs.ErrNotExist) {
-		return failf("%s", NoNetwork)
-	}
-	if err != nil || fi.Mode().Type() != fs.ModeSocket {
-		return failf("no network was granted to this call: the egress socket is unusable; see docs/runbook.md#egress-refused")
+	if err := checkEgress(env); err != nil {
+		return err
 	}
 	roots := env.RootCAs
 	if roots == nil {
+		var err error
 		if roots, err = x509.SystemCertPool(); err != nil {
 			return failf("consult: the CA bundle could not be read: %v", err)
 		}
 	}
 	roots = withTestRoots(roots)
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseUint(port, 10, 16)
-			if err != nil {
-				return nil, err
-			}
-			return socks5.Dial(ctx, env.EgressSocket, host, uint16(n))
-		},
-		TLSClientConfig:        &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    15 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-		DisableKeepAlives:      true,
-	}
+	tr := egressTransport(env.EgressSocket, roots)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr,
 		// A POST is never sent twice: a redirect is the endpoint's

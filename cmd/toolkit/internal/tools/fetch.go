@@ -2,18 +2,11 @@ package tools
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"time"
 
-	"wntrmute.dev/boxmaker/cmd/toolkit/internal/socks5"
 	"wntrmute.dev/boxmaker/pkg/toolargs"
 )
 
@@ -23,40 +16,17 @@ const (
 	FetchTimeout = 90 * time.Second // under the runner's time limit
 )
 
-// NoNetwork is http_fetch's message when the call has no egress proxy.
-const NoNetwork = "no network was granted to this call: its grant names no hosts; see docs/runbook.md#egress-refused"
-
 // fetch GETs the URL through the egress proxy and prints the status
 // line, the content type and the body, capped at MaxRead (a longer body
 // is cut there, and stderr says so).
 func fetch(ctx context.Context, env Env, a toolargs.HTTPFetch) error {
-	fi, err := os.Stat(env.EgressSocket)
-	if errors.Is(err, fs.ErrNotExist) {
-		return failf("%s", NoNetwork)
+	if err := checkEgress(env); err != nil {
+		return err
 	}
-	if err != nil || fi.Mode().Type() != fs.ModeSocket {
-		return failf("no network was granted to this call: the egress socket is unusable; see docs/runbook.md#egress-refused")
-	}
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			n, err := strconv.ParseUint(port, 10, 16)
-			if err != nil {
-				return nil, err
-			}
-			return socks5.Dial(ctx, env.EgressSocket, host, uint16(n))
-		},
-		TLSClientConfig:        &tls.Config{RootCAs: env.RootCAs, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    15 * time.Second,
-		ResponseHeaderTimeout:  30 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-		DisableKeepAlives:      true,
-	}
+	tr := egressTransport(env.EgressSocket, env.RootCAs)
+	// A GET's answer is due soon after the request; a slow server
+	// must not hold the call until FetchTimeout.
+	tr.ResponseHeaderTimeout = 30 * time.Second
 	defer tr.CloseIdleConnections()
 	client := &http.Client{
 		Transport: tr,
