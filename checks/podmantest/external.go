@@ -1,10 +1,8 @@
 package podmantest
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 )
 
@@ -65,15 +63,5 @@ func (s *Service) AsOwner(stdin []byte, argv ...string) (string, error) {
 	if s.Rootless {
 		argv = append(append(append([]string{s.Binary}, s.globals...), "unshare"), argv...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = s.env
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, stderr.String())
-	}
-	return out.String(), nil
+	return s.run(stdin, strings.Join(argv, " "), argv...)
 }

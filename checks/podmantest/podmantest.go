@@ -332,7 +332,14 @@ func unmountUnder(dir string) error {
 // CLI runs the podman command line against the service's storage, for
 // a test's own setup and checks (never brokerd's: it uses the bindings).
 func (s *Service) CLI(stdin []byte, args ...string) (string, error) {
-	cmd := exec.Command(s.Binary, append([]string{"--url", s.URL()}, args...)...)
+	return s.run(stdin, "podman "+strings.Join(args, " "), append([]string{s.Binary, "--url", s.URL()}, args...)...)
+}
+
+// run runs argv in the service's environment with stdin (if any) and
+// returns its stdout; an error names the command as what and holds its
+// stderr.
+func (s *Service) run(stdin []byte, what string, argv ...string) (string, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = s.env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -340,7 +347,7 @@ func (s *Service) CLI(stdin []byte, args ...string) (string, error) {
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("podman %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		return out.String(), fmt.Errorf("%s: %v: %s", what, err, stderr.String())
 	}
 	return out.String(), nil
 }
