@@ -13,6 +13,11 @@ import (
 // TestTestOnlyNetworkOnlyInTests: no product file calls TestOnlyNetwork.
 func TestTestOnlyNetworkOnlyInTests(t *testing.T) {
 	root, err := podmantest.RepoRoot()
+	if err != nil && os.Getenv(podmantest.SocketEnv) != "" {
+		// A test binary copied into the VM test host has no source tree
+		// to read; the host's gate runs this check.
+		t.Skip("no source tree here (a copied test binary): the host's gate runs this check")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
