@@ -1,7 +1,9 @@
 // Command bxctl is the owner's command line for Boxmaker: chat from the
-// terminal, approving or refusing waiting tool calls, memory review,
-// running the local stack (up), and offline checks (grants, the audit
-// chain, a llama-server's self-test). It holds no authority of its own;
+// terminal, approving or refusing waiting tool calls, memory review and
+// the fleet outbox, epochs (compact) and jobs, running the local stack
+// (up) or installing it on a systemd host (install), and offline checks
+// (grants, the audit and consult chains, a llama-server's self-test and
+// verify-device). It holds no authority of its own;
 // see package cli for its commands and exit codes.
 package main
 
