@@ -216,11 +216,13 @@ func epochIdle(t *testing.T, prewarm bool) (int, int) {
 // (idle trigger off); a message that arrives while the summary is being
 // written waits, and becomes the new epoch's first turn, exactly baseline
 // + summary + that message; bxctl compact refuses a second change with
-// nothing new to summarise, with its runbook pointer.
+// nothing new to summarise, with its runbook pointer. Its loopd is a
+// release build run with the kill knob set: a release build has none, so
+// the change completes.
 func TestStackEpochCompactWaits(t *testing.T) {
 	bin, state, srv := stack(t, 65536)
 	epochConfig(t, state, -1, 1, true, "")
-	up(t, bin, state, srv)
+	Up(t, bin, state, strings.TrimPrefix(srv.URL(), "http://"), []string{"BOXMAKER_TEST_EPOCH_KILL_AT=log"})
 	srv.Script(fake.Reply{Reasoning: "Hi.", Content: "Hello."})
 	chat(t, bin, state, "s1", "Hello there.")
 	srv.Script(fake.Reply{Reasoning: "Summarise.", Content: "The owner said hello.", StallAfter: 2, Stall: 3 * time.Second},
@@ -272,6 +274,7 @@ func TestStackEpochKill(t *testing.T) {
 	for _, step := range []string{"summary", "baseline", "log", "commit"} {
 		t.Run(step, func(t *testing.T) {
 			bin, state, srv := stack(t, 65536)
+			BuildInto(t, bin, []string{TestHooks}, "loopd") // the kill knob
 			epochConfig(t, state, -1, 1, false, "")
 			up(t, bin, state, srv)
 			srv.Script(fake.Reply{Reasoning: "Hi.", Content: "Hello."})
