@@ -88,6 +88,6 @@ pkgs.testers.runNixOSTest {
         unit = c["unit"]
         pid = machine.succeed(f"systemctl show -p MainPID --value {unit}").strip()
         machine.fail(f"grep -a test-{c['name']} /proc/{pid}/environ")
-        machine.succeed(f"systemctl show -p LoadCredentialEncrypted --value {unit} | grep -F {c['name']}:/etc/credstore.encrypted/{c['name']}.cred")
+        machine.succeed(f"test -f /run/credentials/{unit}/{c['name']}")
   '';
 }
