@@ -23,7 +23,10 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&o.MattermostNet, "mattermost-net", "", "the `addresses` (space-separated addresses or prefixes) gatewayd may reach: Mattermost's and the resolver's")
 	fs.StringVar(&o.HonchoNet, "honcho-net", "", "the `addresses` memoryd may reach (Honcho's); none by default")
 	fs.StringVar(&o.GatewayConfig, "gateway-config", "", "the owner's gatewayd.toml (`file`, see deploy/gatewayd.toml); without it gatewayd is not installed")
-	tokenStdin := fs.Bool("token-stdin", false, "read the Mattermost bot token from stdin (it is encrypted with systemd-creds, never written in clear)")
+	fromStdin := map[string]*bool{}
+	for _, s := range install.StdinFlags {
+		fromStdin[s.Credential] = fs.Bool(s.Flag, false, s.Usage)
+	}
 	noStart := fs.Bool("no-start", false, "write and enable the units without starting them")
 	fs.StringVar(&o.UnitDir, "unit-dir", "/etc/systemd/system", "where the units are written (`directory`)")
 	fs.StringVar(&o.ImageRoot, "image-root", "/usr/local/lib/boxmaker/images", "where the role images are unpacked (`directory`)")
@@ -35,16 +38,18 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return ExitUsage
 	}
 	o.Start, o.Etc = !*noStart, "/etc"
-	var token []byte
-	if *tokenStdin {
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, install.MaxToken+1))
-		if err != nil || len(b) > install.MaxToken {
-			fmt.Fprintf(stderr, "bxctl install: the token on stdin could not be read or is over %d bytes; see docs/runbook.md#install-token\n", install.MaxToken)
-			return ExitFailed
+	var names []string
+	for _, s := range install.StdinFlags {
+		if *fromStdin[s.Credential] {
+			names = append(names, s.Credential)
 		}
-		token = b
 	}
-	if err := install.Run(ctx, o, install.RealHost(), token, stdout); err != nil {
+	secrets, err := install.ReadSecrets(os.Stdin, names)
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl %v\n", err)
+		return ExitFailed
+	}
+	if err := install.Run(ctx, o, install.RealHost(), secrets, stdout); err != nil {
 		fmt.Fprintf(stderr, "bxctl %v\n", err)
 		return ExitFailed
 	}

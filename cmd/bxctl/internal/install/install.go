@@ -33,9 +33,6 @@ type Options struct {
 	Etc           string // /etc (passwd, group, subuid)
 }
 
-// MaxToken caps the bot token read from stdin.
-const MaxToken = 4096
-
 // Values is every placeholder's value for the units, given the images.
 func Values(o Options, im Images) (map[string]string, error) {
 	host, _, err := net.SplitHostPort(o.Llama)
@@ -75,11 +72,12 @@ func rootOf(o Options, id string) string {
 }
 
 // UnitFiles is each unit's text with the placeholders substituted, after
-// units.Audit; gatewayd's only when it is configured.
-func UnitFiles(values map[string]string, gateway bool) (map[string]string, []string, error) {
+// units.Audit; gatewayd's only when it is configured; loading the
+// optional credentials given (units.Table).
+func UnitFiles(values map[string]string, gateway bool, given ...string) (map[string]string, []string, error) {
 	files := map[string]string{}
 	var order []string
-	for _, u := range units.Table() {
+	for _, u := range units.Table(given...) {
 		if u.Role == layout.Gatewayd && !gateway {
 			continue
 		}
@@ -116,8 +114,10 @@ func (r runner) run(stdin []byte, argv ...string) ([]byte, error) {
 	return out, nil
 }
 
-// Run installs. token is the bot token (nil without gatewayd).
-func Run(ctx context.Context, o Options, h Host, token []byte, out io.Writer) error {
+// Run installs. secrets are the credentials' plaintexts by name
+// ([ReadSecrets]): the bot token exactly when gatewayd is installed,
+// Honcho's key exactly when memoryd's config names it ([Needed]).
+func Run(ctx context.Context, o Options, h Host, secrets map[string][]byte, out io.Writer) error {
 	if rs := Preflight(h, o.Podman); len(rs) > 0 {
 		var errs []error
 		for _, r := range rs {
@@ -130,14 +130,15 @@ func Run(ctx context.Context, o Options, h Host, token []byte, out io.Writer) er
 		return err
 	}
 	gateway := o.GatewayConfig != ""
-	if gateway && len(bytes.TrimSpace(token)) == 0 {
-		return Refusal{"--gateway-config was given but no bot token arrived on stdin (--token-stdin)", "see docs/runbook.md#install-token"}
+	given, err := Needed(o, secrets)
+	if err != nil {
+		return err
 	}
 	values, err := Values(o, im)
 	if err != nil {
 		return err
 	}
-	files, order, err := UnitFiles(values, gateway)
+	files, order, err := UnitFiles(values, gateway, given...)
 	if err != nil {
 		return err
 	}
@@ -158,10 +159,8 @@ func Run(ctx context.Context, o Options, h Host, token []byte, out io.Writer) er
 	if err := loadTool(r, o, im); err != nil {
 		return err
 	}
-	if gateway {
-		if err := encrypt(r, o, token); err != nil {
-			return err
-		}
+	if err := encrypt(r, o, secrets); err != nil {
+		return err
 	}
 	for _, name := range order {
 		if err := writeFile(filepath.Join(o.UnitDir, name), []byte(files[name]), 0o644); err != nil {

@@ -4,17 +4,20 @@
 // role users with their fixed ids, brokerd's subordinate ids and linger,
 // the state tree by package layout, unpacks the role images (checked by
 // pkg/imagearchive) as the units' root filesystems, loads the tool image
-// into brokerd's rootless Podman, encrypts the bot token with
-// systemd-creds, and writes, enables and starts the units.
+// into brokerd's rootless Podman, encrypts the credentials (the bot
+// token; Honcho's key when memoryd's config names it) with systemd-creds,
+// and writes, enables and starts the units.
 //
 // Invariants: it refuses before changing anything when the host cannot
 // hold the deployment (not root, no systemd, cgroups v1, no
 // systemd-creds, a Podman older than 5, an image that is not what it
 // claims, a user or uid already taken by someone else), each refusal
-// naming its docs/runbook.md entry; the token goes from its stdin to
-// systemd-creds' stdin and is never written in clear, logged, put in an
-// argument or in an environment; a unit is written only after
-// units.Audit passes on it and with every placeholder substituted.
+// naming its docs/runbook.md entry; each credential goes from its stdin
+// to systemd-creds' stdin and is never written in clear, logged, put in
+// an argument or in an environment; a credential is taken exactly when a
+// unit written loads it (the token with gatewayd, Honcho's key when
+// memoryd.toml names credential:honcho-key); a unit is written only
+// after units.Audit passes on it and with every placeholder substituted.
 package install
 
 import (

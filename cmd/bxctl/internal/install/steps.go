@@ -217,25 +217,3 @@ func loadTool(r runner, o Options, im Images) error {
 	}
 	return nil
 }
-
-// encrypt writes each credential with systemd-creds (the host's key, or
-// the TPM's when there is one), the token on its stdin only.
-func encrypt(r runner, o Options, token []byte) error {
-	token = bytes.TrimRight(token, "\r\n")
-	if err := os.MkdirAll(o.CredDir, 0o700); err != nil {
-		return fmt.Errorf("install: credentials: %w", err)
-	}
-	if err := os.Chmod(o.CredDir, 0o700); err != nil {
-		return fmt.Errorf("install: credentials: %w", err)
-	}
-	for _, c := range units.Credentials {
-		p := filepath.Join(o.CredDir, c.Name+".cred")
-		if _, err := r.run(token, "systemd-creds", "encrypt", "--name="+c.Name, "-", p); err != nil {
-			return err
-		}
-		if err := os.Chmod(p, 0o600); err != nil {
-			return fmt.Errorf("install: credentials: %w", err)
-		}
-	}
-	return nil
-}
