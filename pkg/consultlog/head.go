@@ -53,10 +53,10 @@ type End struct {
 	// missing record for a log with lines included); nil when the log
 	// ends where brokerd left it.
 	HeadProblem    error
-	HeadSeq        int64               // the head record's seq, when there is one
-	HeadPresent    bool                // a head record exists (readable or not)
+	HeadSeq        int64                // the head record's seq, when there is one
+	HeadPresent    bool                 // a head record exists (readable or not)
 	AnchorProblems []*audit.AnchorError // every anchor the log fails, in anchor order
-	Anchors        int                 // anchors checked
+	Anchors        int                  // anchors checked
 }
 
 // OK reports whether the log verifies, ends at brokerd's head and meets
