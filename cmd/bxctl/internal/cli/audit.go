@@ -18,7 +18,8 @@ import (
 // differs, each anchor the log fails) and exits 1. The reasons can quote
 // bytes from the log, so they are escaped like everything else bxctl
 // prints. The consult log beside DIR (DIR/../consult), if there is one,
-// is checked too (consult.go).
+// is checked too, against its own head record (DIR/../consult.head) and
+// its anchors in the same file (consult.go).
 func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	const use = "usage: bxctl audit verify [--anchors FILE] DIR | bxctl audit anchor [--anchors FILE] DIR"
 	if len(args) > 0 && args[0] == "anchor" {
@@ -49,7 +50,7 @@ func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	e := audit.VerifyEnd(dir, mine)
 	printEnd(stdout, dir, e)
-	consultOK := verifyConsultLog(stdout, dir)
+	consultOK := verifyConsultLog(stdout, stderr, dir, *anchors)
 	if !e.OK() || !consultOK {
 		return ExitFailed
 	}
