@@ -174,15 +174,7 @@ func RebuildState(log *slog.Logger, cfg Config) error {
 // restored; see docs/runbook.md#audit-truncated). brokerd must be stopped.
 func AdoptAuditHead(log *slog.Logger, cfg Config) error {
 	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
-	if err != nil {
-		return err
-	}
-	attrs := []any{"seq", head.Seq, "hash", head.Hash}
-	if old != nil {
-		attrs = append(attrs, "old_seq", old.Seq, "old_hash", old.Hash)
-	}
-	log.Warn("adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", attrs...)
-	return nil
+	return adopted(log, "adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", old, head, err)
 }
 
 // AdoptConsultHead is brokerd --adopt-consult-head: the owner's decision
@@ -196,6 +188,11 @@ func AdoptConsultHead(log *slog.Logger, cfg Config) error {
 		old, head, err = consultlog.AdoptHead(layout.ConsultLog.In(cfg.StateDir), time.Now())
 		return err
 	})
+	return adopted(log, "adopt-consult-head: the consult log's end is recorded as its head; the old record is kept beside it", old, head, err)
+}
+
+// adopted logs an adoption's old and new head, or returns its error.
+func adopted(log *slog.Logger, msg string, old *audit.Head, head audit.Head, err error) error {
 	if err != nil {
 		return err
 	}
@@ -203,6 +200,6 @@ func AdoptConsultHead(log *slog.Logger, cfg Config) error {
 	if old != nil {
 		attrs = append(attrs, "old_seq", old.Seq, "old_hash", old.Hash)
 	}
-	log.Warn("adopt-consult-head: the consult log's end is recorded as its head; the old record is kept beside it", attrs...)
+	log.Warn(msg, attrs...)
 	return nil
 }

@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/consultlog"
 	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // TestRefusesToStartOnACutConsultLog: the consult log's newest lines
@@ -49,11 +47,5 @@ func TestRefusesToStartOnACutConsultLog(t *testing.T) {
 	if err == nil || !strings.HasSuffix(err.Error(), "see docs/runbook.md#consult-truncated") || !strings.Contains(err.Error(), "ends at seq 0, but brokerd wrote up to seq 2") {
 		t.Fatalf("Run on a cut consult log = %v, want consult-truncated", err)
 	}
-	if err := AdoptConsultHead(log, h.cfg); err != nil {
-		t.Fatalf("AdoptConsultHead = %v", err)
-	}
-	stop := sockettest.Start(t, "brokerd", filepath.Join(h.cfg.AdminSocketDir, wire.Admin.Name), func(ctx context.Context) error {
-		return Run(ctx, log, h.cfg, false)
-	})
-	stop()
+	adoptAndStart(t, h, AdoptConsultHead)
 }

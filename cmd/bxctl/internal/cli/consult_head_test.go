@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
@@ -21,17 +19,8 @@ import (
 func failedConsult(t *testing.T, state string) (int64, string) {
 	t.Helper()
 	adir := layout.Audit.In(state)
-	os.MkdirAll(adir, 0o700)
-	w, err := audit.Open(adir, audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := w.Append(&audit.Decision{Record: audit.DecisionRecord{Session: "s-2", Tool: "consult",
-		Arguments: json.RawMessage(`{"question":"again?"}`), Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: &audit.GrantRef{ID: "c", SHA256: strings.Repeat("b", 64)}, Taint: dataclass.Private}}})
+	w, seq := consultDecision(t, adir, "s-2", "again?")
 	w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	h, err := consultlog.AuditHash(adir, seq)
 	if err != nil {
 		t.Fatal(err)
