@@ -146,7 +146,7 @@ func TestConsultLogCutNamed(t *testing.T) {
 				t.Fatalf("the edit broke the chain or a link (%v): not what the test is of", rep.Problem)
 			}
 			code, out, _ := run("audit", "verify", "--anchors", anchors, adir)
-			if code != ExitFailed || !strings.Contains(out, "consult log: ") || !strings.Contains(out, tt.want) || !strings.Contains(out, "see docs/runbook.md#consult-") {
+			if code != ExitFailed || !strings.Contains(out, "consult log: ") || !strings.Contains(out, tt.want) || !containsAny(out, consultlog.Head.See) {
 				t.Fatalf("audit verify after %s = %d, %q; want %q", tt.name, code, out, tt.want)
 			}
 			code, out, _ = run("consult", "log", state)
@@ -155,6 +155,16 @@ func TestConsultLogCutNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// containsAny reports whether out names one of the runbook entries in see.
+func containsAny(out string, see map[audit.HeadKind]string) bool {
+	for k, s := range see {
+		if k != 0 && strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // lastDecision is the seq and hash of the audit log's last line (the
