@@ -127,7 +127,7 @@ func runAuditAnchor(args []string, stdout, stderr io.Writer) int {
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, use)
-		fmt.Fprintln(stderr, "Records the verified end of the audit log in DIR in your anchors file, which audit verify then checks.")
+		fmt.Fprintln(stderr, "Records the verified end of the audit log in DIR, and of the consult log beside it, in your anchors file, which audit verify then checks.")
 	}
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
