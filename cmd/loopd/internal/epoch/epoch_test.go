@@ -156,8 +156,8 @@ func TestChangeStageBestEffort(t *testing.T) {
 }
 
 // BenchmarkEpochChange is an epoch change's own work in loopd, inference
-// excluded (the model answers at once): the summary request built from a
-// 30-turn epoch (each turn with a 2 KiB tool result), the summary
+// excluded (the model answers at once): the staging request, the summary
+// request built from a 30-turn epoch (each turn with a 2 KiB tool result), the summary
 // neutralised, the next epoch's baseline and log written (each fsynced and
 // renamed) and opened. The warm start is off (it is inference only).
 func BenchmarkEpochChange(b *testing.B) {
