@@ -227,15 +227,17 @@ func Text(content string, epoch int64) string {
 // tools/server/server-context.cpp). It does two things there:
 //   - launching any task saves every idle slot into the prompt cache
 //     (server-context.cpp:2309-2323), and the session's slot is idle at an
-//     epoch change, so the epoch as the slot holds it is saved now (the
-//     epoch's own turns ran with that slot busy, so nothing saved it then);
+//     epoch change (unless another session's turn holds the shared slot),
+//     so the epoch as the slot holds it is saved now (the epoch's own
+//     turns ran with that slot busy, so nothing saved it then);
 //   - a slot asked for by id restores the best-matching cache entry only
 //     when it would keep under half of what it holds (f_keep < 0.5, or a
 //     similarity under --slot-prompt-similarity 0.1, and never when it is
-//     empty: server-context.cpp:1443-1556). The background slot often
-//     holds a prompt with the same baseline (the self-test's, a job's), of
-//     which the summary keeps more than half, so it would re-read the
-//     whole epoch past the baseline. After the staging request it holds
+//     empty: server-context.cpp:1443-1556). A background slot holding a
+//     prompt with the same baseline (a job's, another summary's) keeps
+//     more than half of it, so the summary would re-read the epoch past
+//     the baseline; holding anything else, it would look in the cache
+//     before the epoch is there. After the staging request it holds
 //     only this short prompt, which the summary does not share, so the
 //     summary's request restores the epoch (server-task.cpp:1793-1867)
 //     and reads only the instruction.
