@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"wntrmute.dev/boxmaker/pkg/ownership"
 )
 
@@ -90,4 +92,25 @@ func TestLineDiff(t *testing.T) {
 	if strings.Contains(d, "canary") || strings.Contains(d, "url") {
 		t.Errorf("lineDiff shows a token in clear or an equal line:\n%s", d)
 	}
+}
+
+// FuzzSetKey: whatever the owner's file holds, setKey either refuses or
+// returns a file that decodes to the same values with the key set.
+func FuzzSetKey(f *testing.F) {
+	f.Add("[runner]\ntool_image = \"sha256:old\"\nmemory_mb = 1\n")
+	f.Add("x = 1\n[runner]\n  tool_image = 'a' # c\n[secrets]\ntool_image = \"b\"\n")
+	f.Add("[runner]\nnote = \"\"\"\ntool_image = \"x\"\n\"\"\"\ntool_image = \"y\"\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		out, _, err := setKey("brokerd.toml", text, "runner", "tool_image", "sha256:new")
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if _, err := toml.Decode(out, &m); err != nil {
+			t.Fatalf("setKey(%q) = %q, which does not parse: %v", text, out, err)
+		}
+		if v, ok := get(m, "runner", "tool_image"); !ok || v != "sha256:new" {
+			t.Fatalf("setKey(%q) = %q, tool_image %v", text, out, v)
+		}
+	})
 }

@@ -8,16 +8,23 @@
 // token; Honcho's key when memoryd's config names it) with systemd-creds,
 // and writes, enables and starts the units.
 //
-// Invariants: it refuses before changing anything when the host cannot
-// hold the deployment (not root, no systemd, cgroups v1, no
-// systemd-creds, a Podman older than 5, an image that is not what it
-// claims, a user or uid already taken by someone else), each refusal
-// naming its docs/runbook.md entry; each credential goes from its stdin
-// to systemd-creds' stdin and is never written in clear, logged, put in
-// an argument or in an environment; a credential is taken exactly when a
-// unit written loads it (the token with gatewayd, Honcho's key when
-// memoryd.toml names credential:honcho-key); a unit is written only
-// after units.Audit passes on it and with every placeholder substituted.
+// Invariants: every refusal that can be decided before a change is
+// decided before the first one (prepare: the host, the images, the flags,
+// the accounts, the subordinate ids, the state directory, the
+// credentials), all reported together, each naming its docs/runbook.md
+// entry; an image is unpacked or loaded only when it, its directory and
+// images.ids pass package ownership's rule and its ID is its images.ids
+// line's (and images.ids is --expect's digest, when given); a path goes
+// into unit text only when absolute, clean and of [pathOK]'s alphabet;
+// each credential goes from its stdin to systemd-creds' stdin and is
+// never written in clear, logged, put in an argument or in an
+// environment; a credential is taken exactly when a unit written loads it
+// (the token with gatewayd, Honcho's key when memoryd.toml names
+// credential:honcho-key); a unit is written only after units.Audit passes
+// on it and with every placeholder substituted; an owner's file is
+// changed only in the installer-owned keys' lines, or replaced when the
+// owner says so (--replace-gateway-config); a running unit whose file,
+// config or credential changed is restarted.
 package install
 
 import (
