@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -68,11 +67,14 @@ func Values(o Options, im Images) (map[string]string, error) {
 // checkNetworks checks --llama (an ip:port; its host is returned) and
 // each --mattermost-net and --honcho-net entry ([checkNet]).
 func checkNetworks(o Options) (string, error) {
-	host, _, err := net.SplitHostPort(o.Llama)
-	if err != nil || net.ParseIP(host) == nil {
+	// ParseAddrPort takes only a literal address and a decimal port; a
+	// zone (%eth0) would be a specifier in the unit's text.
+	ap, err := netip.ParseAddrPort(o.Llama)
+	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
 		return "", Refusal{fmt.Sprintf("--llama %q is not ip:port: inferproxy's unit allows exactly that address", o.Llama), "see docs/runbook.md#install-network"}
 	}
-	if a, _ := netip.ParseAddr(host); a.IsUnspecified() {
+	host := ap.Addr().Unmap().String()
+	if ap.Addr().IsUnspecified() {
 		return "", Refusal{fmt.Sprintf("--llama %q is the unspecified address, no host's", o.Llama), "see docs/runbook.md#install-network-wide"}
 	}
 	var errs []error
@@ -165,6 +167,19 @@ func Run(ctx context.Context, o Options, h Host, secrets map[string][]byte, out 
 			return err
 		}
 	}
+	if err := start(r, o, p, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "installed %d units from %s; state in %s\n", len(p.order), o.Images, o.State)
+	if p.gateway == nil {
+		fmt.Fprintln(out, "gatewayd not installed: no --gateway-config (copy deploy/gatewayd.toml, then run bxctl install again with it and --token-stdin)")
+	}
+	return nil
+}
+
+// start reloads systemd, restarts the running units whose file, config
+// or credential changed, and enables (and starts) every unit.
+func start(r runner, o Options, p *plan, out io.Writer) error {
 	if _, err := r.run(nil, "systemctl", "daemon-reload"); err != nil {
 		return err
 	}
@@ -186,10 +201,6 @@ func Run(ctx context.Context, o Options, h Host, secrets map[string][]byte, out 
 		if _, err := r.run(nil, append(verb, name)...); err != nil {
 			return err
 		}
-	}
-	fmt.Fprintf(out, "installed %d units from %s; state in %s\n", len(p.order), o.Images, o.State)
-	if p.gateway == nil {
-		fmt.Fprintln(out, "gatewayd not installed: no --gateway-config (copy deploy/gatewayd.toml, then run bxctl install again with it and --token-stdin)")
 	}
 	return nil
 }

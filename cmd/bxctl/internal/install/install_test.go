@@ -210,10 +210,13 @@ func TestUnitFilesHaveNoPlaceholderLeft(t *testing.T) {
 
 func TestValuesRefuse(t *testing.T) {
 	for name, edit := range map[string]func(*Options){
-		"llama by name":        func(o *Options) { o.Llama = "llama.ts.net:8080" },
-		"llama without port":   func(o *Options) { o.Llama = "100.64.0.7" },
-		"mattermost not an ip": func(o *Options) { o.MattermostNet = "chat.example.com" },
-		"a newline":            func(o *Options) { o.HonchoNet = "10.0.0.1\nExecStartPre=/bin/sh" },
+		"llama by name":           func(o *Options) { o.Llama = "llama.ts.net:8080" },
+		"llama without port":      func(o *Options) { o.Llama = "100.64.0.7" },
+		"llama port not a number": func(o *Options) { o.Llama = "100.64.0.7:8080\nExecStartPre=/bin/sh" },
+		"llama port zero":         func(o *Options) { o.Llama = "100.64.0.7:0" },
+		"llama with a zone":       func(o *Options) { o.Llama = "[fe80::1%eth0]:8080" },
+		"mattermost not an ip":    func(o *Options) { o.MattermostNet = "chat.example.com" },
+		"a newline":               func(o *Options) { o.HonchoNet = "10.0.0.1\nExecStartPre=/bin/sh" },
 	} {
 		o := options()
 		edit(&o)

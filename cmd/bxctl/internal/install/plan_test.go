@@ -277,3 +277,66 @@ func TestRunAgain(t *testing.T) {
 		t.Errorf("prepare(--replace-gateway-config) = %v", err)
 	}
 }
+
+// TestMakeStateWritesThePlan: the state step writes what prepare
+// decided: the installer's keys set in the owner's brokerd.toml, the rest
+// of it as the owner wrote it, and gatewayd.toml replaced when asked.
+func TestMakeStateWritesThePlan(t *testing.T) {
+	f := newFixture(t)
+	first, err := prepare(f.o, f.h, f.secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed(t, f, first, layout.Params{State: f.o.State, Llama: "100.64.0.9:8080", ToolImage: "sha256:" + strings.Repeat("0", 64), PodmanSocket: units.PodmanSocket()})
+	broker := layout.ConfigPath(f.o.State, layout.Brokerd)
+	mine, _ := os.ReadFile(broker)
+	mine = append(mine, []byte("# the owner's own note\nmemory_mb = 1024\n")...)
+	os.WriteFile(broker, mine, 0o600)
+	os.WriteFile(layout.ConfigPath(f.o.State, layout.Gatewayd), []byte(gatewayText+"# old\n"), 0o600)
+	f.o.ReplaceGatewayConfig = true
+	p, err := prepare(f.o, f.h, f.secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := makeState(f.o, p); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(broker)
+	want := strings.Replace(string(mine), "sha256:"+strings.Repeat("0", 64), p.im[units.Tool].ID, 1)
+	if string(got) != want {
+		t.Errorf("brokerd.toml after the install:\n%s\nwant:\n%s", got, want)
+	}
+	if b, _ := os.ReadFile(layout.ConfigPath(f.o.State, layout.Gatewayd)); string(b) != gatewayText {
+		t.Errorf("gatewayd.toml after --replace-gateway-config:\n%s", b)
+	}
+}
+
+// TestStartRestartsWhatChanged: systemd reloads, the changed units are
+// try-restarted (only those running restart) before enable --now starts
+// the rest; with --no-start they are listed, not restarted.
+func TestStartRestartsWhatChanged(t *testing.T) {
+	f := newFixture(t)
+	p := &plan{order: []string{"a.service", "b.service"}, restart: []string{"b.service"}}
+	if err := start(runner{context.Background(), io.Discard}, f.o, p, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(f.log)
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		_, args, _ := strings.Cut(l, " ")
+		got = append(got, filepath.Base(strings.Fields(l)[0])+" "+args)
+	}
+	want := []string{"systemctl daemon-reload", "systemctl try-restart b.service", "systemctl enable --now a.service", "systemctl enable --now b.service"}
+	if !slices.Equal(got, want) {
+		t.Errorf("start ran %q, want %q", got, want)
+	}
+	os.Remove(f.log)
+	f.o.Start = false
+	var out strings.Builder
+	if err := start(runner{context.Background(), io.Discard}, f.o, p, &out); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(f.log); strings.Contains(string(b), "try-restart") || !strings.Contains(out.String(), "not restarted (--no-start): b.service") {
+		t.Errorf("start --no-start ran %q, said %q", b, out.String())
+	}
+}
