@@ -19,7 +19,7 @@ import (
 
 // Options are bxctl install's flags.
 type Options struct {
-	Images        string // the directory holding <role>.tar and tool.tar
+	Images        string // the directory holding <role>.tar, tool.tar and images.ids
 	State         string
 	Podman        string
 	Llama         string // llama-server's ip:port
@@ -36,7 +36,7 @@ type Options struct {
 	UnitDir              string // /etc/systemd/system
 	ImageRoot            string // /usr/local/lib/boxmaker/images
 	CredDir              string // /etc/boxmaker/credentials
-	Etc                  string // /etc (passwd, group, subuid)
+	Etc                  string // /etc (subuid and subgid; accounts come from getent)
 }
 
 // Values is every placeholder's value for the units, given the images.
