@@ -108,7 +108,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitFailed
 		}
 		if r.name == "podman" {
-			if err := podmanReady(r.socket, users); err != nil {
+			if err := podmanReady(state, users); err != nil {
 				fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 				return ExitFailed
 			}
