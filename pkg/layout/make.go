@@ -44,13 +44,11 @@ const (
 // entry's owner (layout-owner). Subdirectories of a role's directory are
 // its writer's own and are not entered.
 func Make(state string, u Users) error {
-	m := &maker{state: filepath.Clean(state), u: u, root: os.Geteuid() == 0, euid: uint32(os.Geteuid()), dirs: map[string]int{}}
-	defer m.close()
-	fd, err := unix.Open(m.state, dirFlags, 0)
+	m, err := open("make", state, u)
 	if err != nil {
-		return m.openErr(".", unix.AT_FDCWD, m.state, err, Dir)
+		return err
 	}
-	m.dirs["."] = fd
+	defer m.close()
 	for _, e := range Table {
 		if err := m.entry(e); err != nil {
 			return err
@@ -61,6 +59,7 @@ func Make(state string, u Users) error {
 
 // maker is one run of [Make].
 type maker struct {
+	op    string // the operation, which starts each error: "make", "open log", "give socket"
 	state string
 	u     Users
 	root  bool
@@ -68,6 +67,19 @@ type maker struct {
 	// dirs are the directories opened so far, by path relative to
 	// state: each opened from its parent's descriptor with dirFlags.
 	dirs map[string]int
+}
+
+// open starts a walk of state for op: it opens state itself, which
+// must not be a link (the directories above it are the owner's choice
+// and are followed).
+func open(op, state string, u Users) (*maker, error) {
+	m := &maker{op: op, state: filepath.Clean(state), u: u, root: os.Geteuid() == 0, euid: uint32(os.Geteuid()), dirs: map[string]int{}}
+	fd, err := unix.Open(m.state, dirFlags, 0)
+	if err != nil {
+		return nil, m.openErr(".", unix.AT_FDCWD, m.state, err, Dir)
+	}
+	m.dirs["."] = fd
+	return m, nil
 }
 
 func (m *maker) close() {
@@ -209,10 +221,10 @@ func (m *maker) adopt(e *Entry, fd int, rel string, mode fs.FileMode) error {
 	}
 	uid, gid := e.IDs(m.u)
 	if st.Uid != uid && st.Uid != 0 && st.Uid != m.u.Of(Owner).UID {
-		return fmt.Errorf("make %s: owned by uid %d, neither the owner nor %s; see docs/runbook.md#layout-owner", m.abs(rel), st.Uid, e.Owner)
+		return fmt.Errorf("%s %s: owned by uid %d, neither the owner nor %s; see docs/runbook.md#layout-owner", m.op, m.abs(rel), st.Uid, e.Owner)
 	}
 	if e.Kind == File && st.Nlink > 1 {
-		return fmt.Errorf("make %s: has %d hard links; see docs/runbook.md#layout-link", m.abs(rel), st.Nlink)
+		return fmt.Errorf("%s %s: has %d hard links; see docs/runbook.md#layout-link", m.op, m.abs(rel), st.Nlink)
 	}
 	makeStep("checked", rel)
 	if m.root && (st.Uid != uid || st.Gid != gid) {
@@ -243,9 +255,9 @@ func (m *maker) kind(rel string, st *unix.Stat_t, k Kind, listed bool) error {
 	}
 	switch {
 	case t == unix.S_IFLNK:
-		return fmt.Errorf("make %s: a symbolic link %s; see docs/runbook.md#layout-link", m.abs(rel), want)
+		return fmt.Errorf("%s %s: a symbolic link %s; see docs/runbook.md#layout-link", m.op, m.abs(rel), want)
 	case (k == File) != (t == unix.S_IFREG) || (k != File) != (t == unix.S_IFDIR):
-		return fmt.Errorf("make %s: a %s %s; see docs/runbook.md#layout-kind", m.abs(rel), typeName(t), want)
+		return fmt.Errorf("%s %s: a %s %s; see docs/runbook.md#layout-kind", m.op, m.abs(rel), typeName(t), want)
 	}
 	return nil
 }
@@ -263,13 +275,13 @@ func (m *maker) openErr(rel string, dir int, name string, err error, k Kind) err
 		}
 	}
 	if errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("make %s: %w", m.abs(rel), fs.ErrNotExist)
+		return fmt.Errorf("%s %s: %w", m.op, m.abs(rel), fs.ErrNotExist)
 	}
 	return m.fail(rel, err)
 }
 
 func (m *maker) fail(rel string, err error) error {
-	return fmt.Errorf("make %s: %w", m.abs(rel), err)
+	return fmt.Errorf("%s %s: %w", m.op, m.abs(rel), err)
 }
 
 // abs is rel's path for a message.

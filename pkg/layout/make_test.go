@@ -258,3 +258,55 @@ func TestMakeRace(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLog: bxctl up appends a role's output to logs/<role>.log
+// through a descriptor it hands the role; a link, FIFO or hard link put
+// in the log's place is refused and its target left as it was.
+func TestOpenLog(t *testing.T) {
+	needRoot(t)
+	state, u := perRole(t)
+	f, err := OpenLog(state, Loopd, u)
+	if err != nil {
+		t.Fatalf("OpenLog = %v", err)
+	}
+	f.Close()
+	if fi, err := os.Lstat(filepath.Join(Logs.In(state), "loopd.log")); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("loopd.log = %v, %v; want a 0600 file", fi, err)
+	}
+	for _, c := range []struct {
+		name, anchor string
+		plant        func(t *testing.T, log, out string)
+	}{
+		{"a link", "layout-link", func(t *testing.T, log, out string) {
+			if err := os.Symlink(filepath.Join(out, "victim"), log); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a FIFO", "layout-kind", func(t *testing.T, log, out string) {
+			if err := syscall.Mkfifo(log, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a hard link", "layout-link", func(t *testing.T, log, out string) {
+			if err := os.Link(filepath.Join(out, "victim"), log); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := outside(t)
+			log := filepath.Join(Logs.In(state), Brokerd+".log")
+			os.Remove(log)
+			c.plant(t, log, out)
+			f, err := OpenLog(state, Brokerd, u)
+			if err == nil {
+				f.WriteString("a role's output\n")
+				f.Close()
+			}
+			if err == nil || !strings.HasSuffix(err.Error(), "see docs/runbook.md#"+c.anchor) {
+				t.Errorf("OpenLog = %v, want a refusal pointing at #%s", err, c.anchor)
+			}
+			untouched(t, out)
+		})
+	}
+}

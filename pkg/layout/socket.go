@@ -3,7 +3,6 @@ package layout
 import (
 	"fmt"
 	"path"
-	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -20,15 +19,13 @@ import (
 // With one user ([SingleUser]) it does nothing.
 func GiveSocket(state string, e *Entry, u Users) error {
 	if u.Single() {
-		return nil // one user: the listener's socket is already everyone's
+		return nil // one user: the socket is already that user's
 	}
-	m := &maker{state: filepath.Clean(state), u: u, dirs: map[string]int{}}
-	defer m.close()
-	fd, err := unix.Open(m.abs("."), dirFlags, 0)
+	m, err := open("give socket", state, u)
 	if err != nil {
-		return m.openErr(".", unix.AT_FDCWD, m.abs("."), err, Dir)
+		return err
 	}
-	m.dirs["."] = fd
+	defer m.close()
 	dir, err := m.dir(e.Path)
 	if err != nil {
 		return err
@@ -46,9 +43,9 @@ func GiveSocket(state string, e *Entry, u Users) error {
 	switch t := st.Mode & unix.S_IFMT; t {
 	case unix.S_IFSOCK:
 	case unix.S_IFLNK:
-		return fmt.Errorf("make %s: a symbolic link where the table wants a socket; see docs/runbook.md#layout-link", m.abs(rel))
+		return fmt.Errorf("%s %s: a symbolic link where the table wants a socket; see docs/runbook.md#layout-link", m.op, m.abs(rel))
 	default:
-		return fmt.Errorf("make %s: a %s where the table wants a socket; see docs/runbook.md#layout-kind", m.abs(rel), typeName(t))
+		return fmt.Errorf("%s %s: a %s where the table wants a socket; see docs/runbook.md#layout-kind", m.op, m.abs(rel), typeName(t))
 	}
 	uid, gid := e.IDs(u)
 	if err := unix.Fchownat(sock, "", int(uid), int(gid), unix.AT_EMPTY_PATH); err != nil {
