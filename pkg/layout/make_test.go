@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -308,5 +309,32 @@ func TestOpenLog(t *testing.T) {
 			}
 			untouched(t, out)
 		})
+	}
+}
+
+// BenchmarkMake: one Make over a per-role state directory that already
+// is as the table says, with 1000 files in memory/ (what each `bxctl up`
+// and re-run of `bxctl install` pays).
+func BenchmarkMake(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: it gives files to the role users")
+	}
+	u := DefaultUsers(ID{})
+	state := filepath.Join(b.TempDir(), "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := Make(state, u); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := os.WriteFile(filepath.Join(Memory.In(state), fmt.Sprintf("n%d.md", i)), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if err := Make(state, u); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
