@@ -57,7 +57,8 @@ func Make(state string, u Users) error {
 	return nil
 }
 
-// maker is one run of [Make].
+// maker is one walk of a state directory from its descriptor down:
+// [Make]'s, [GiveSocket]'s or [OpenLog]'s.
 type maker struct {
 	op    string // the operation, which starts each error: "make", "open log", "give socket"
 	state string

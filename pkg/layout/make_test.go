@@ -338,3 +338,27 @@ func BenchmarkMake(b *testing.B) {
 		}
 	}
 }
+
+// TestMakeStateRoot: the state directory itself must not be a link (as
+// before the descriptor walk), but the directories above it are the
+// owner's choice and a link among them is followed.
+func TestMakeStateRoot(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.MkdirAll(filepath.Join(real, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(dir, "above")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Make(filepath.Join(dir, "above", "state"), me()); err != nil {
+		t.Errorf("Make through a link above the state directory = %v", err)
+	}
+	if err := os.Symlink(filepath.Join(real, "state"), filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	err := Make(filepath.Join(dir, "state"), me())
+	if err == nil || !strings.HasSuffix(err.Error(), "see docs/runbook.md#layout-link") {
+		t.Errorf("Make on a state directory that is a link = %v, want #layout-link", err)
+	}
+}
