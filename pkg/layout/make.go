@@ -37,12 +37,14 @@ const (
 // (fchown, fchmod). A role that swaps an entry for a link, or a
 // directory for a link to /etc, between Make's look and its change
 // changes only what Make already holds open. Make refuses, with the
-// entry's runbook pointer, a link anywhere it looks (layout-link), an
+// entry's runbook pointer, a link where an entry or a directory on the
+// way to one should be, or in a role's directory (layout-link), an
 // entry that is not the directory or regular file the table wants (a
 // FIFO, a socket, a device: layout-kind), a file with more than one link
 // (layout-link) and one owned by anyone but the owner, root or the
 // entry's owner (layout-owner). Subdirectories of a role's directory are
-// its writer's own and are not entered.
+// its writer's own and are not entered; what is not a regular file in
+// the owner's directories (grants/, jobs/, logs/) is passed over.
 func Make(state string, u Users) error {
 	m, err := open("make", state, u)
 	if err != nil {
@@ -99,7 +101,7 @@ func (m *maker) entry(e *Entry) error {
 		if err != nil {
 			return err
 		}
-		return m.file(e, parent, e.Path, e.ModeFor(m.u), false)
+		return m.file(e, parent, e.Path, e.ModeFor(m.u), named)
 	}
 	if !e.Up {
 		return nil
@@ -135,8 +137,18 @@ func (m *maker) files(e *Entry, fd int) error {
 	if e == &Grants || e == &Logs {
 		f.Owner = Owner
 	}
+	// Besides regular files: in a role's directory, which the role
+	// writes, a link, FIFO, socket or device is refused (no role keeps
+	// one; one there was planted). In the owner's (grants/, jobs/,
+	// logs/), which no role can write, it is the owner's and is passed
+	// over as it always was: a grant may be a link into the Nix store
+	// (package ownership follows it), and Make never follows it.
+	in := inRoles
+	if e.Owner == Owner {
+		in = inOwners
+	}
 	for _, name := range names {
-		if err := m.file(f, fd, path.Join(e.Path, name), e.FilesFor(m.u), true); err != nil {
+		if err := m.file(f, fd, path.Join(e.Path, name), e.FilesFor(m.u), in); err != nil {
 			return err
 		}
 	}
@@ -177,10 +189,20 @@ func (m *maker) mkdir(rel string) (int, error) {
 	return m.dir(rel)
 }
 
+// listed is where [maker.file] found a file.
+type listed int
+
+const (
+	named    listed = iota // a table entry, looked up by its name
+	inRoles                // found in a role's directory
+	inOwners               // found in the owner's directory
+)
+
 // file adopts the file at rel, in the directory open at dir, as entry e
-// with mode; a missing file is nil, and so is a directory when listed
-// (a subdirectory of a role's directory is its writer's).
-func (m *maker) file(e *Entry, dir int, rel string, mode fs.FileMode, listed bool) error {
+// with mode; a missing file is nil, and so is a directory found in a
+// directory (a subdirectory of a role's directory is its writer's), and
+// anything but a regular file found in the owner's.
+func (m *maker) file(e *Entry, dir int, rel string, mode fs.FileMode, in listed) error {
 	name := path.Base(rel)
 	var st unix.Stat_t
 	err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -190,11 +212,12 @@ func (m *maker) file(e *Entry, dir int, rel string, mode fs.FileMode, listed boo
 	if err != nil {
 		return m.fail(rel, err)
 	}
-	if listed && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	t := st.Mode & unix.S_IFMT
+	if (in != named && t == unix.S_IFDIR) || (in == inOwners && t != unix.S_IFREG) {
 		return nil
 	}
 	// Judge the kind before opening: a FIFO or a device is never opened.
-	if err := m.kind(rel, &st, File, listed); err != nil {
+	if err := m.kind(rel, &st, File, in == inRoles); err != nil {
 		return err
 	}
 	fd, err := unix.Openat(dir, name, fileFlags, 0)

@@ -199,6 +199,21 @@ func TestMakeRefusesPlanted(t *testing.T) {
 	}
 }
 
+// TestMakePassesOverOwnersLinks: a link in a directory of the owner's
+// (a grant linked into the Nix store) is neither followed nor refused.
+func TestMakePassesOverOwnersLinks(t *testing.T) {
+	needRoot(t)
+	state, u := perRole(t)
+	out := outside(t)
+	if err := os.Symlink(filepath.Join(out, "victim"), filepath.Join(Grants.In(state), "store.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Make(state, u); err != nil {
+		t.Errorf("Make with a linked grant = %v", err)
+	}
+	untouched(t, out)
+}
+
 // TestMakeRace: a role that swaps an entry for a link at the moment
 // after Make judged it, or after Make listed its directory, changes
 // nothing outside the state directory: Make acts on the descriptors it
