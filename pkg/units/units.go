@@ -2,6 +2,7 @@ package units
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -159,6 +160,23 @@ var specs = []spec{
 	{role: layout.Gatewayd, net: true, tls: true, exposure: 11, doc: "Mattermost to loopd, approval posts"},
 }
 
+// RuntimeDir is role's user's runtime directory, its user manager's
+// (/run/user/<uid>): its D-Bus socket (bus) and the manager's private
+// socket (systemd/private) start services as that user outside any unit
+// of the table, so no unit may see it but for [PodmanDir].
+func RuntimeDir(role string) string {
+	return fmt.Sprintf("/run/user/%d", layout.DefaultUsers(layout.ID{}).Of(role).UID)
+}
+
+// PodmanDir is the one directory of brokerd's [RuntimeDir] its unit
+// sees: its Podman socket's (podman.socket's), bound read-only over an
+// empty read-only tmpfs (connecting to a socket needs no writable mount).
+func PodmanDir() string { return filepath.Dir(PodmanSocket()) }
+
+// HostHidden is what a unit on the host's root filesystem (brokerd's)
+// has made inaccessible beyond the layout's entries: the system bus.
+var HostHidden = []string{"-/run/dbus"}
+
 // UnitName is role's unit.
 func UnitName(role string) string { return "boxmaker-" + role + ".service" }
 
@@ -254,13 +272,23 @@ func unit(s spec, given []string) Unit {
 	if s.net && !s.host {
 		binds = append(binds, "-/etc/resolv.conf", "-/etc/hosts")
 	}
+	hidden := paths(Hidden(s.role), "-")
+	if s.host {
+		// Of the host's /run, only its Podman socket's directory: its
+		// user manager's bus and private socket would start transient
+		// services outside this sandbox (systemd-run --user), and the
+		// system bus is no business of its.
+		svc = append(svc, Key{"TemporaryFileSystem", []string{RuntimeDir(s.role) + ":ro"}})
+		binds = append(binds, "-"+PodmanDir())
+		hidden = append(hidden, HostHidden...)
+	}
 	svc = append(svc,
 		Key{"BindReadOnlyPaths", binds},
 		// A bind of its own over each entry the role writes: inside the
 		// read-only bind of the state directory, ReadWritePaths= would
 		// not lift the read-only flag of that mount.
 		Key{"BindPaths", paths(Writable(s.role), "")},
-		Key{"InaccessiblePaths", paths(Hidden(s.role), "-")},
+		Key{"InaccessiblePaths", hidden},
 	)
 	var load []string
 	for _, c := range Credentials {
@@ -321,8 +349,7 @@ func network(s spec) []Key {
 func hardening(s spec) []Key {
 	home := "yes"
 	if s.host {
-		// brokerd pins granted paths, which may lie under /home, and
-		// dials its user's Podman socket under /run/user.
+		// brokerd pins granted paths, which may lie under /home.
 		home = "read-only"
 	}
 	return []Key{

@@ -1,0 +1,97 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
+)
+
+// TestBrokerdUserManager installs the deployment as TestDeployment does
+// and checks brokerd's mount namespace: of its user's runtime directory
+// it sees only its Podman socket's directory, so it cannot reach its
+// user manager (the bus, systemd/private) to start a transient service
+// outside its sandbox (systemd-run --user), nor the system bus; and its
+// Podman still answers there (brokerd's startup check runs a probe
+// container through it, so "active" means it does). Each hidden path is
+// first shown to exist outside brokerd's namespace, and systemd-run
+// --user to work there as brokerd's user, so the check cannot pass
+// vacuously.
+func TestBrokerdUserManager(t *testing.T) {
+	m := Start(t)
+	g := guest{m}
+	for dst, src := range artifacts(t) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		err = m.Put(ctx, dst, 0o755, b)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.must(t, "mkdir -p /run/bx-fakes && systemd-run --unit=bx-fakes -p Environment=BOXMAKER_VM_FAKES=/run/bx-fakes /root/fakes.test -test.run=TestServe -test.timeout=0")
+	read := func(name string) string {
+		return strings.TrimSpace(g.must(t, "for i in $(seq 600); do [ -s /run/bx-fakes/"+name+" ] && exec cat /run/bx-fakes/"+name+"; sleep 0.2; done; exit 1"))
+	}
+	llamaAddr := read("llama.addr")
+	token, owner, mmURL := read("bot.token"), read("owner.id"), read("mm.url")
+	state := units.StateDir
+	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n",
+		mmURL, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state), owner, owner)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := m.Put(ctx, "/root/gatewayd.toml", 0o600, []byte(gw)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Run(ctx, []byte(token+"\n"), "/usr/local/bin/bxctl", "install", "--images", "/root/images",
+		"--podman", "/usr/local/bin/podman", "--llama", llamaAddr, "--model", "fake-model",
+		"--mattermost-net", "127.0.0.1", "--gateway-config", "/root/gatewayd.toml", "--token-stdin")
+	if err != nil || r.Exit != 0 {
+		t.Fatalf("bxctl install: %v %s\n%s", err, r, g.sh(t, time.Minute, "journalctl --no-pager -n 60").Stdout)
+	}
+	for _, p := range g.started(t, 4*time.Minute) {
+		t.Error(p)
+	}
+	pid := g.mainPID(t, units.UnitName(layout.Brokerd))
+	if pid == 0 {
+		t.Fatal("brokerd is not running")
+	}
+	id := layout.DefaultUsers(layout.ID{}).Of(layout.Brokerd)
+	rt := units.RuntimeDir(layout.Brokerd)
+	as := fmt.Sprintf("runuser -u %s -- env XDG_RUNTIME_DIR=%s DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus ", units.UserName(layout.Brokerd), rt, rt)
+	inside := fmt.Sprintf("nsenter -t %d -m -S %d -G %d -- env XDG_RUNTIME_DIR=%s DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus ", pid, id.UID, id.GID, rt, rt)
+
+	hidden := []string{rt + "/bus", rt + "/systemd/private", "/run/dbus/system_bus_socket"}
+	for _, p := range hidden {
+		if r := g.sh(t, time.Minute, "test -S "+p); r.Exit != 0 {
+			t.Errorf("%s is no socket even outside brokerd's namespace (%s): the check below would pass vacuously", p, r)
+		}
+		if r := g.sh(t, time.Minute, inside+"sh -c 'test -e "+p+"'"); r.Exit == 0 {
+			t.Errorf("brokerd's namespace holds %s", p)
+		}
+	}
+	if got := strings.Fields(g.sh(t, time.Minute, inside+"ls -A "+rt).Stdout); len(got) != 1 || got[0] != "podman" {
+		t.Errorf("brokerd sees %v in %s, want only podman", got, rt)
+	}
+	if r := g.sh(t, 2*time.Minute, as+"systemd-run --user --wait --quiet true"); r.Exit != 0 {
+		t.Errorf("systemd-run --user as brokerd's user on the host failed (%s): the check below would pass vacuously", r)
+	}
+	if r := g.sh(t, 2*time.Minute, inside+"systemd-run --user --wait --quiet true"); r.Exit == 0 {
+		t.Error("from brokerd's namespace, systemd-run --user started a transient service outside its sandbox")
+	} else {
+		t.Logf("systemd-run --user from brokerd's namespace refused: %s", strings.TrimSpace(r.Stderr))
+	}
+	// The Podman API answers on the socket brokerd's config names, from
+	// inside its namespace (the remote client, as brokerd's runner is).
+	if r := g.sh(t, 2*time.Minute, inside+"HOME=/tmp /usr/local/bin/podman --remote --url unix://"+units.PodmanSocket()+" version --format '{{.Server.Version}}'"); r.Exit != 0 || !strings.HasPrefix(strings.TrimSpace(r.Stdout), "5.") {
+		t.Errorf("Podman's API from brokerd's namespace: %s", r)
+	}
+}
