@@ -16,8 +16,9 @@ import (
 // and checks brokerd's mount namespace: of its user's runtime directory
 // it sees only its Podman socket's directory, so it cannot reach its
 // user manager (the bus, systemd/private) to start a transient service
-// outside its sandbox (systemd-run --user), nor the system bus; and its
-// Podman still answers there (brokerd's startup check runs a probe
+// outside its sandbox (systemd-run --user), nor the system bus; every
+// unit stays within its network and exposure bounds; and its Podman
+// still answers there (brokerd's startup check runs a probe
 // container through it, so "active" means it does). Each hidden path is
 // first shown to exist outside brokerd's namespace, and systemd-run
 // --user to work there as brokerd's user, so the check cannot pass
@@ -60,6 +61,11 @@ func TestBrokerdUserManager(t *testing.T) {
 	for _, p := range g.started(t, 4*time.Minute) {
 		t.Error(p)
 	}
+	// The tmpfs and binds keep brokerd without a network and within its
+	// exposure bound (TestDeployment's checks, on this guest).
+	for _, p := range append(g.network(t), g.exposure(t, true)...) {
+		t.Error(p)
+	}
 	pid := g.mainPID(t, units.UnitName(layout.Brokerd))
 	if pid == 0 {
 		t.Fatal("brokerd is not running")
@@ -91,7 +97,9 @@ func TestBrokerdUserManager(t *testing.T) {
 	}
 	// The Podman API answers on the socket brokerd's config names, from
 	// inside its namespace (the remote client, as brokerd's runner is).
-	if r := g.sh(t, 2*time.Minute, inside+"HOME=/tmp /usr/local/bin/podman --remote --url unix://"+units.PodmanSocket()+" version --format '{{.Server.Version}}'"); r.Exit != 0 || !strings.HasPrefix(strings.TrimSpace(r.Stdout), "5.") {
+	// The CLI (not brokerd's bindings) makes a directory in its runtime
+	// directory: give it brokerd's private /tmp.
+	if r := g.sh(t, 2*time.Minute, inside+"HOME=/tmp XDG_RUNTIME_DIR=/tmp /usr/local/bin/podman --remote --url unix://"+units.PodmanSocket()+" version --format '{{.Server.Version}}'"); r.Exit != 0 || !strings.HasPrefix(strings.TrimSpace(r.Stdout), "5.") {
 		t.Errorf("Podman's API from brokerd's namespace: %s", r)
 	}
 }
