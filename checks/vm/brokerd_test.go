@@ -66,32 +66,59 @@ func TestBrokerdUserManager(t *testing.T) {
 	for _, p := range append(g.network(t), g.exposure(t, true)...) {
 		t.Error(p)
 	}
+	for _, p := range g.userManager(t) {
+		t.Error(p)
+	}
+
+	// The planted fault: a drop-in that empties TemporaryFileSystem=
+	// gives brokerd its runtime directory back, and the check must say so.
+	t.Run("fault/runtime-dir-visible", func(t *testing.T) {
+		unit := units.UnitName(layout.Brokerd)
+		dropin := "/etc/systemd/system/" + unit + ".d"
+		g.must(t, "mkdir -p "+dropin+" && printf '[Service]\\nTemporaryFileSystem=\\n' >"+dropin+"/fault.conf && systemctl daemon-reload && systemctl restart "+unit)
+		g.started(t, 2*time.Minute)
+		probs := g.userManager(t)
+		g.must(t, "rm -r "+dropin+" && systemctl daemon-reload && systemctl restart "+unit)
+		if all := strings.Join(probs, "\n"); !strings.Contains(all, "brokerd's namespace holds") || !strings.Contains(all, "started a transient service") {
+			t.Errorf("brokerd with its runtime directory visible: the check found %v", probs)
+		}
+		t.Logf("caught: %v", probs)
+		for _, p := range g.userManager(t) {
+			t.Errorf("repaired: %s", p)
+		}
+	})
+}
+
+// userManager checks brokerd's mount namespace as TestBrokerdUserManager
+// says, returning one line per breach.
+func (g guest) userManager(t *testing.T) []string {
+	t.Helper()
+	var bad []string
 	pid := g.mainPID(t, units.UnitName(layout.Brokerd))
 	if pid == 0 {
-		t.Fatal("brokerd is not running")
+		return []string{"brokerd is not running"}
 	}
 	id := layout.DefaultUsers(layout.ID{}).Of(layout.Brokerd)
 	rt := units.RuntimeDir(layout.Brokerd)
 	as := fmt.Sprintf("runuser -u %s -- env XDG_RUNTIME_DIR=%s DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus ", units.UserName(layout.Brokerd), rt, rt)
 	inside := fmt.Sprintf("nsenter -t %d -m -S %d -G %d -- env XDG_RUNTIME_DIR=%s DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus ", pid, id.UID, id.GID, rt, rt)
 
-	hidden := []string{rt + "/bus", rt + "/systemd/private", "/run/dbus/system_bus_socket"}
-	for _, p := range hidden {
+	for _, p := range []string{rt + "/bus", rt + "/systemd/private", "/run/dbus/system_bus_socket"} {
 		if r := g.sh(t, time.Minute, "test -S "+p); r.Exit != 0 {
-			t.Errorf("%s is no socket even outside brokerd's namespace (%s): the check below would pass vacuously", p, r)
+			bad = append(bad, fmt.Sprintf("%s is no socket even outside brokerd's namespace (%s): the check would pass vacuously", p, r))
 		}
 		if r := g.sh(t, time.Minute, inside+"sh -c 'test -e "+p+"'"); r.Exit == 0 {
-			t.Errorf("brokerd's namespace holds %s", p)
+			bad = append(bad, "brokerd's namespace holds "+p)
 		}
 	}
 	if got := strings.Fields(g.sh(t, time.Minute, inside+"ls -A "+rt).Stdout); len(got) != 1 || got[0] != "podman" {
-		t.Errorf("brokerd sees %v in %s, want only podman", got, rt)
+		bad = append(bad, fmt.Sprintf("brokerd sees %v in %s, want only podman", got, rt))
 	}
 	if r := g.sh(t, 2*time.Minute, as+"systemd-run --user --wait --quiet true"); r.Exit != 0 {
-		t.Errorf("systemd-run --user as brokerd's user on the host failed (%s): the check below would pass vacuously", r)
+		bad = append(bad, fmt.Sprintf("systemd-run --user as brokerd's user on the host failed (%s): the check would pass vacuously", r))
 	}
 	if r := g.sh(t, 2*time.Minute, inside+"systemd-run --user --wait --quiet true"); r.Exit == 0 {
-		t.Error("from brokerd's namespace, systemd-run --user started a transient service outside its sandbox")
+		bad = append(bad, "from brokerd's namespace, systemd-run --user started a transient service outside its sandbox")
 	} else {
 		t.Logf("systemd-run --user from brokerd's namespace refused: %s", strings.TrimSpace(r.Stderr))
 	}
@@ -100,6 +127,7 @@ func TestBrokerdUserManager(t *testing.T) {
 	// The CLI (not brokerd's bindings) makes a directory in its runtime
 	// directory: give it brokerd's private /tmp.
 	if r := g.sh(t, 2*time.Minute, inside+"HOME=/tmp XDG_RUNTIME_DIR=/tmp /usr/local/bin/podman --remote --url unix://"+units.PodmanSocket()+" version --format '{{.Server.Version}}'"); r.Exit != 0 || !strings.HasPrefix(strings.TrimSpace(r.Stdout), "5.") {
-		t.Errorf("Podman's API from brokerd's namespace: %s", r)
+		bad = append(bad, fmt.Sprintf("Podman's API from brokerd's namespace: %s", r))
 	}
+	return bad
 }
