@@ -87,6 +87,23 @@ func TestBrokerdUserManager(t *testing.T) {
 			t.Errorf("repaired: %s", p)
 		}
 	})
+
+	// brokerd's user manager and runtime directory made anew while
+	// brokerd runs (linger turned off and on, or an owner's restart): the
+	// host mounts a fresh /run/user/61004, with its bus, and brokerd's
+	// view must still hold only its Podman directory.
+	t.Run("user-manager-restarted", func(t *testing.T) {
+		id := layout.DefaultUsers(layout.ID{}).Of(layout.Brokerd)
+		before := g.mainPID(t, units.UnitName(layout.Brokerd))
+		g.must(t, fmt.Sprintf("systemctl stop user@%d.service user-runtime-dir@%d.service && systemctl start user@%d.service", id.UID, id.UID, id.UID))
+		for _, p := range g.started(t, 2*time.Minute) {
+			t.Error(p)
+		}
+		t.Logf("brokerd's main pid %d before, %d after", before, g.mainPID(t, units.UnitName(layout.Brokerd)))
+		for _, p := range g.userManager(t) {
+			t.Error(p)
+		}
+	})
 }
 
 // userManager checks brokerd's mount namespace as TestBrokerdUserManager
