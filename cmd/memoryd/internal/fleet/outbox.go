@@ -175,6 +175,10 @@ func (o *Outbox) File(key string, f Filing, reason string, items []Item, now tim
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil
 	}
+	// Filed, a turn's late mark has done its work.
+	if _, err := tx.Exec(`DELETE FROM late WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("file %s: %w", key, err)
+	}
 	var rebuilt int
 	if err := tx.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaRebuilt).Scan(&rebuilt); err != nil {
 		return fmt.Errorf("file %s: %w", key, err)
