@@ -142,6 +142,13 @@ func auditRuntime(u *Unit) []string {
 		bad = append(bad, fmt.Sprintf("%s: TemporaryFileSystem=%q lacks %s:ro: %s reaches its user manager (%s/bus, %s/systemd/private) and can start services outside its sandbox",
 			u.Name, u.Values("Service", "TemporaryFileSystem"), rt, u.Role, rt, rt))
 	}
+	// A runtime directory mounted anew on the host propagates into the
+	// unit's namespace over its tmpfs: the unit must stop with its user
+	// manager and start again with it.
+	if m := UserManager(u.Role); onHost(u) && (!slices.Contains(u.Values("Unit", "BindsTo"), m) || !slices.Contains(u.Values("Install", "WantedBy"), m)) {
+		bad = append(bad, fmt.Sprintf("%s: BindsTo=%q, WantedBy=%q: without both naming %s, a runtime directory made anew while %s runs shows it the user manager's bus",
+			u.Name, u.Values("Unit", "BindsTo"), u.Values("Install", "WantedBy"), m, u.Role))
+	}
 	for _, key := range []string{"BindPaths", "BindReadOnlyPaths", "ReadWritePaths", "ReadOnlyPaths", "ExecPaths"} {
 		for _, v := range u.Values("Service", key) {
 			src := bindSource(v)

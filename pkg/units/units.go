@@ -168,6 +168,12 @@ func RuntimeDir(role string) string {
 	return fmt.Sprintf("/run/user/%d", layout.DefaultUsers(layout.ID{}).Of(role).UID)
 }
 
+// UserManager is role's user's manager, the system unit that owns its
+// runtime directory and its Podman.
+func UserManager(role string) string {
+	return fmt.Sprintf("user@%d.service", layout.DefaultUsers(layout.ID{}).Of(role).UID)
+}
+
 // PodmanDir is the one directory of brokerd's [RuntimeDir] its unit
 // sees: its Podman socket's (podman.socket's), bound read-only over an
 // empty read-only tmpfs (connecting to a socket needs no writable mount).
@@ -228,25 +234,40 @@ func Of(role string, given ...string) Unit {
 }
 
 func unit(s spec, given []string) Unit {
-	users := layout.DefaultUsers(layout.ID{})
 	var after []string
 	for _, e := range layout.Table {
 		if e.Kind == layout.SocketDir && slices.Contains(e.Accept, s.role) && started(e.Owner, s.role) {
 			after = append(after, UnitName(e.Owner))
 		}
 	}
-	if s.role == layout.Brokerd {
-		// Its Podman is its user's rootless service, on its user manager's
-		// socket (linger starts the manager at boot).
-		after = append(after, fmt.Sprintf("user@%d.service", users.Of(s.role).UID))
-	}
 	after = slices.Compact(after)
+	wants := slices.Clone(after)
+	wantedBy := []string{"multi-user.target"}
+	var bindsTo []string
+	if s.host {
+		// Its Podman is its user's rootless service, on its user manager's
+		// socket (linger starts the manager at boot). Bound to the
+		// manager, not just wanting it: a runtime directory made anew
+		// while it runs is mounted into its namespace over the empty
+		// tmpfs, bus and all (measured in checks/vm), so it stops with
+		// the manager and starts again with it, in a fresh namespace.
+		m := UserManager(s.role)
+		after = append(after, m)
+		bindsTo = []string{m}
+		wantedBy = append(wantedBy, m)
+	}
 	ul := []Key{
 		{"Description", []string{"Boxmaker " + s.role + ": " + s.doc}},
 		{"Documentation", []string{"https://wntrmute.dev/boxmaker/docs/units.md"}},
 	}
 	if len(after) > 0 {
-		ul = append(ul, Key{"After", after}, Key{"Wants", after})
+		ul = append(ul, Key{"After", after})
+	}
+	if len(wants) > 0 {
+		ul = append(ul, Key{"Wants", wants})
+	}
+	if bindsTo != nil {
+		ul = append(ul, Key{"BindsTo", bindsTo})
 	}
 
 	exec := "/bin/" + s.role
@@ -304,7 +325,7 @@ func unit(s spec, given []string) Unit {
 	return Unit{Name: UnitName(s.role), Role: s.role, ExposureMax: s.exposure, Sections: []Section{
 		{"Unit", ul},
 		{"Service", svc},
-		{"Install", []Key{{"WantedBy", []string{"multi-user.target"}}}},
+		{"Install", []Key{{"WantedBy", wantedBy}}},
 	}}
 }
 

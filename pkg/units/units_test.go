@@ -251,9 +251,12 @@ func TestOptionalCredential(t *testing.T) {
 }
 
 // set replaces (or adds, or with no values removes) key in u's Service.
-func set(u *Unit, key string, values ...string) {
+func set(u *Unit, key string, values ...string) { setIn(u, "Service", key, values...) }
+
+// setIn is set in section.
+func setIn(u *Unit, section, key string, values ...string) {
 	for i, s := range u.Sections {
-		if s.Name != "Service" {
+		if s.Name != section {
 			continue
 		}
 		for j, k := range s.Keys {
@@ -327,6 +330,10 @@ func TestAuditCatchesEachBreach(t *testing.T) {
 		{"brokerd reaches the system bus", layout.Brokerd, "InaccessiblePaths", func(u *Unit) {
 			set(u, "InaccessiblePaths", slices.DeleteFunc(u.Values("Service", "InaccessiblePaths"), func(s string) bool { return s == "-/run/dbus" })...)
 		}},
+		{"brokerd outlives its user manager", layout.Brokerd, "a runtime directory made anew", func(u *Unit) { setIn(u, "Unit", "BindsTo") }},
+		{"brokerd not restarted with its user manager", layout.Brokerd, "a runtime directory made anew", func(u *Unit) {
+			setIn(u, "Install", "WantedBy", "multi-user.target")
+		}},
 		{"loopd binds a runtime dir", layout.Loopd, "exposes a user's runtime directory", func(u *Unit) {
 			set(u, "BindReadOnlyPaths", append(u.Values("Service", "BindReadOnlyPaths"), "/run/user/61002:/run/user/61002")...)
 		}},
@@ -374,6 +381,13 @@ func TestBrokerdSeesOnlyItsPodman(t *testing.T) {
 	}
 	if !strings.HasPrefix(PodmanSocket(), PodmanDir()+"/") || !strings.Contains(string(JSON()), `podman_socket = \"`+PodmanSocket()+`\"`) {
 		t.Errorf("brokerd.toml's podman_socket is not %s inside %s", PodmanSocket(), PodmanDir())
+	}
+	// Stopped with its user manager, started again with it: a runtime
+	// directory made anew would otherwise show through the tmpfs.
+	if m := UserManager(layout.Brokerd); !slices.Equal(u.Values("Unit", "BindsTo"), []string{m}) || !slices.Contains(u.Values("Unit", "After"), m) ||
+		!slices.Equal(u.Values("Install", "WantedBy"), []string{"multi-user.target", m}) || slices.Contains(u.Values("Unit", "Wants"), m) {
+		t.Errorf("brokerd: After=%q Wants=%q BindsTo=%q WantedBy=%q, want bound to and wanted by %s", u.Values("Unit", "After"), u.Values("Unit", "Wants"),
+			u.Values("Unit", "BindsTo"), u.Values("Install", "WantedBy"), m)
 	}
 	for _, other := range Table() {
 		if other.Role != layout.Brokerd && other.Values("Service", "TemporaryFileSystem") != nil {
