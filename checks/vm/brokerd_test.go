@@ -99,7 +99,9 @@ func TestBrokerdUserManager(t *testing.T) {
 		for _, p := range g.started(t, 2*time.Minute) {
 			t.Error(p)
 		}
-		t.Logf("brokerd's main pid %d before, %d after", before, g.mainPID(t, units.UnitName(layout.Brokerd)))
+		if after := g.mainPID(t, units.UnitName(layout.Brokerd)); after == before {
+			t.Errorf("brokerd (pid %d) kept its namespace across its user manager's restart", before)
+		}
 		for _, p := range g.userManager(t) {
 			t.Error(p)
 		}
