@@ -2,6 +2,7 @@ package units
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -70,6 +71,7 @@ func Audit(u *Unit) []string {
 	}
 	bad = append(bad, auditNetwork(u)...)
 	bad = append(bad, auditPaths(u)...)
+	bad = append(bad, auditRuntime(u)...)
 	return bad
 }
 
@@ -113,8 +115,60 @@ func auditPaths(u *Unit) []string {
 	if rw := u.Values("Service", "ReadWritePaths"); rw != nil {
 		bad = append(bad, fmt.Sprintf("%s: ReadWritePaths=%q: a role writes only its own entries, each bound", u.Name, rw))
 	}
-	if hid, want := u.Values("Service", "InaccessiblePaths"), paths(Hidden(u.Role), "-"); !slices.Equal(hid, want) {
+	want := paths(Hidden(u.Role), "-")
+	if onHost(u) {
+		want = append(want, HostHidden...)
+	}
+	if hid := u.Values("Service", "InaccessiblePaths"); !slices.Equal(hid, want) {
 		bad = append(bad, fmt.Sprintf("%s: InaccessiblePaths=%q, want %q", u.Name, hid, want))
 	}
 	return bad
+}
+
+// onHost is whether u runs on the host's root filesystem (brokerd's):
+// it sees the host's /run unless its unit hides it.
+func onHost(u *Unit) bool { return u.Values("Service", "RootDirectory") == nil }
+
+// auditRuntime checks that no unit reaches a user manager: over its
+// runtime directory's bus or private socket a role could start
+// transient services (systemd-run --user) without its unit's sandbox.
+// A unit on the host's root covers its user's runtime directory with an
+// empty read-only tmpfs, and no unit binds anything of /run/user but
+// brokerd its Podman socket's directory.
+func auditRuntime(u *Unit) []string {
+	var bad []string
+	rt := RuntimeDir(u.Role)
+	if onHost(u) && !slices.Contains(u.Values("Service", "TemporaryFileSystem"), rt+":ro") {
+		bad = append(bad, fmt.Sprintf("%s: TemporaryFileSystem=%q lacks %s:ro: %s reaches its user manager (%s/bus, %s/systemd/private) and can start services outside its sandbox",
+			u.Name, u.Values("Service", "TemporaryFileSystem"), rt, u.Role, rt, rt))
+	}
+	// A runtime directory mounted anew on the host propagates into the
+	// unit's namespace over its tmpfs: the unit must stop with its user
+	// manager and start again with it.
+	if m := UserManager(u.Role); onHost(u) && (!slices.Contains(u.Values("Unit", "BindsTo"), m) || !slices.Contains(u.Values("Install", "WantedBy"), m)) {
+		bad = append(bad, fmt.Sprintf("%s: BindsTo=%q, WantedBy=%q: without both naming %s, a runtime directory made anew while %s runs shows it the user manager's bus",
+			u.Name, u.Values("Unit", "BindsTo"), u.Values("Install", "WantedBy"), m, u.Role))
+	}
+	for _, key := range []string{"BindPaths", "BindReadOnlyPaths", "ReadWritePaths", "ReadOnlyPaths", "ExecPaths"} {
+		for _, v := range u.Values("Service", key) {
+			src := bindSource(v)
+			if src != "/run" && src != "/run/user" && !strings.HasPrefix(src, "/run/user/") {
+				continue
+			}
+			if u.Role == layout.Brokerd && key == "BindReadOnlyPaths" && src == PodmanDir() {
+				continue
+			}
+			bad = append(bad, fmt.Sprintf("%s: %s=%s exposes a user's runtime directory (its user manager's bus and private socket); only brokerd's %s, read-only, may be bound",
+				u.Name, key, v, PodmanDir()))
+		}
+	}
+	return bad
+}
+
+// bindSource is the host path of a bind or path value
+// ("-src[:dst[:options]]"), cleaned.
+func bindSource(v string) string {
+	v = strings.TrimLeft(v, "-+")
+	src, _, _ := strings.Cut(v, ":")
+	return filepath.Clean(src)
 }

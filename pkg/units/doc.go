@@ -25,5 +25,10 @@
 //   - a unit's writable paths are exactly the layout entries its role
 //     writes, and every entry of the layout its role neither owns, is the
 //     group of, nor connects to, is inaccessible;
+//   - no unit reaches a user manager: brokerd's, on the host's root,
+//     sees of its runtime directory only its Podman socket's directory
+//     (an empty read-only tmpfs over /run/user/<uid>, that one directory
+//     bound back) and not the system bus, and no unit binds anything
+//     else of /run/user;
 //   - no unit's value carries a placeholder the contract does not define.
 package units

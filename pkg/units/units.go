@@ -2,6 +2,7 @@ package units
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -159,6 +160,29 @@ var specs = []spec{
 	{role: layout.Gatewayd, net: true, tls: true, exposure: 11, doc: "Mattermost to loopd, approval posts"},
 }
 
+// RuntimeDir is role's user's runtime directory, its user manager's
+// (/run/user/<uid>): its D-Bus socket (bus) and the manager's private
+// socket (systemd/private) start services as that user outside any unit
+// of the table, so no unit may see it but for [PodmanDir].
+func RuntimeDir(role string) string {
+	return fmt.Sprintf("/run/user/%d", layout.DefaultUsers(layout.ID{}).Of(role).UID)
+}
+
+// UserManager is role's user's manager, the system unit that owns its
+// runtime directory and its Podman.
+func UserManager(role string) string {
+	return fmt.Sprintf("user@%d.service", layout.DefaultUsers(layout.ID{}).Of(role).UID)
+}
+
+// PodmanDir is the one directory of brokerd's [RuntimeDir] its unit
+// sees: its Podman socket's (podman.socket's), bound read-only over an
+// empty read-only tmpfs (connecting to a socket needs no writable mount).
+func PodmanDir() string { return filepath.Dir(PodmanSocket()) }
+
+// HostHidden is what a unit on the host's root filesystem (brokerd's)
+// has made inaccessible beyond the layout's entries: the system bus.
+var HostHidden = []string{"-/run/dbus"}
+
 // UnitName is role's unit.
 func UnitName(role string) string { return "boxmaker-" + role + ".service" }
 
@@ -210,25 +234,40 @@ func Of(role string, given ...string) Unit {
 }
 
 func unit(s spec, given []string) Unit {
-	users := layout.DefaultUsers(layout.ID{})
 	var after []string
 	for _, e := range layout.Table {
 		if e.Kind == layout.SocketDir && slices.Contains(e.Accept, s.role) && started(e.Owner, s.role) {
 			after = append(after, UnitName(e.Owner))
 		}
 	}
-	if s.role == layout.Brokerd {
-		// Its Podman is its user's rootless service, on its user manager's
-		// socket (linger starts the manager at boot).
-		after = append(after, fmt.Sprintf("user@%d.service", users.Of(s.role).UID))
-	}
 	after = slices.Compact(after)
+	wants := slices.Clone(after)
+	wantedBy := []string{"multi-user.target"}
+	var bindsTo []string
+	if s.host {
+		// Its Podman is its user's rootless service, on its user manager's
+		// socket (linger starts the manager at boot). Bound to the
+		// manager, not just wanting it: a runtime directory made anew
+		// while it runs is mounted into its namespace over the empty
+		// tmpfs, bus and all (measured in checks/vm), so it stops with
+		// the manager and starts again with it, in a fresh namespace.
+		m := UserManager(s.role)
+		after = append(after, m)
+		bindsTo = []string{m}
+		wantedBy = append(wantedBy, m)
+	}
 	ul := []Key{
 		{"Description", []string{"Boxmaker " + s.role + ": " + s.doc}},
 		{"Documentation", []string{"https://wntrmute.dev/boxmaker/docs/units.md"}},
 	}
 	if len(after) > 0 {
-		ul = append(ul, Key{"After", after}, Key{"Wants", after})
+		ul = append(ul, Key{"After", after})
+	}
+	if len(wants) > 0 {
+		ul = append(ul, Key{"Wants", wants})
+	}
+	if bindsTo != nil {
+		ul = append(ul, Key{"BindsTo", bindsTo})
 	}
 
 	exec := "/bin/" + s.role
@@ -254,13 +293,23 @@ func unit(s spec, given []string) Unit {
 	if s.net && !s.host {
 		binds = append(binds, "-/etc/resolv.conf", "-/etc/hosts")
 	}
+	hidden := paths(Hidden(s.role), "-")
+	if s.host {
+		// Of the host's /run, only its Podman socket's directory: its
+		// user manager's bus and private socket would start transient
+		// services outside this sandbox (systemd-run --user), and the
+		// system bus is no business of its.
+		svc = append(svc, Key{"TemporaryFileSystem", []string{RuntimeDir(s.role) + ":ro"}})
+		binds = append(binds, "-"+PodmanDir())
+		hidden = append(hidden, HostHidden...)
+	}
 	svc = append(svc,
 		Key{"BindReadOnlyPaths", binds},
 		// A bind of its own over each entry the role writes: inside the
 		// read-only bind of the state directory, ReadWritePaths= would
 		// not lift the read-only flag of that mount.
 		Key{"BindPaths", paths(Writable(s.role), "")},
-		Key{"InaccessiblePaths", paths(Hidden(s.role), "-")},
+		Key{"InaccessiblePaths", hidden},
 	)
 	var load []string
 	for _, c := range Credentials {
@@ -276,7 +325,7 @@ func unit(s spec, given []string) Unit {
 	return Unit{Name: UnitName(s.role), Role: s.role, ExposureMax: s.exposure, Sections: []Section{
 		{"Unit", ul},
 		{"Service", svc},
-		{"Install", []Key{{"WantedBy", []string{"multi-user.target"}}}},
+		{"Install", []Key{{"WantedBy", wantedBy}}},
 	}}
 }
 
@@ -321,8 +370,7 @@ func network(s spec) []Key {
 func hardening(s spec) []Key {
 	home := "yes"
 	if s.host {
-		// brokerd pins granted paths, which may lie under /home, and
-		// dials its user's Podman socket under /run/user.
+		// brokerd pins granted paths, which may lie under /home.
 		home = "read-only"
 	}
 	return []Key{

@@ -251,9 +251,12 @@ func TestOptionalCredential(t *testing.T) {
 }
 
 // set replaces (or adds, or with no values removes) key in u's Service.
-func set(u *Unit, key string, values ...string) {
+func set(u *Unit, key string, values ...string) { setIn(u, "Service", key, values...) }
+
+// setIn is set in section.
+func setIn(u *Unit, section, key string, values ...string) {
 	for i, s := range u.Sections {
-		if s.Name != "Service" {
+		if s.Name != section {
 			continue
 		}
 		for j, k := range s.Keys {
@@ -317,6 +320,23 @@ func TestAuditCatchesEachBreach(t *testing.T) {
 		{"state writable", layout.Memoryd, "bound read-only", func(u *Unit) { set(u, "BindReadOnlyPaths", "-/etc/hosts") }},
 		{"unknown placeholder", layout.Loopd, "not one the contract defines", func(u *Unit) { set(u, "ExecStart", "@sh@ -c x") }},
 		{"a second group", layout.Loopd, "SupplementaryGroups", func(u *Unit) { set(u, "SupplementaryGroups", "boxmaker-memoryd") }},
+		{"brokerd sees its user manager", layout.Brokerd, "reaches its user manager", func(u *Unit) { set(u, "TemporaryFileSystem") }},
+		{"brokerd's runtime dir bound back", layout.Brokerd, "exposes a user's runtime directory", func(u *Unit) {
+			set(u, "BindReadOnlyPaths", append(u.Values("Service", "BindReadOnlyPaths"), RuntimeDir(layout.Brokerd))...)
+		}},
+		{"brokerd binds its bus", layout.Brokerd, "exposes a user's runtime directory", func(u *Unit) {
+			set(u, "BindPaths", append(u.Values("Service", "BindPaths"), "-"+RuntimeDir(layout.Brokerd)+"/bus")...)
+		}},
+		{"brokerd reaches the system bus", layout.Brokerd, "InaccessiblePaths", func(u *Unit) {
+			set(u, "InaccessiblePaths", slices.DeleteFunc(u.Values("Service", "InaccessiblePaths"), func(s string) bool { return s == "-/run/dbus" })...)
+		}},
+		{"brokerd outlives its user manager", layout.Brokerd, "a runtime directory made anew", func(u *Unit) { setIn(u, "Unit", "BindsTo") }},
+		{"brokerd not restarted with its user manager", layout.Brokerd, "a runtime directory made anew", func(u *Unit) {
+			setIn(u, "Install", "WantedBy", "multi-user.target")
+		}},
+		{"loopd binds a runtime dir", layout.Loopd, "exposes a user's runtime directory", func(u *Unit) {
+			set(u, "BindReadOnlyPaths", append(u.Values("Service", "BindReadOnlyPaths"), "/run/user/61002:/run/user/61002")...)
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -327,6 +347,52 @@ func TestAuditCatchesEachBreach(t *testing.T) {
 				t.Errorf("Audit after planting %q = %q, want a line about %s", c.name, got, c.want)
 			}
 		})
+	}
+}
+
+// TestBrokerdSeesOnlyItsPodman: of its user's runtime directory brokerd's
+// unit sees only the Podman socket's directory, read-only, over an empty
+// read-only tmpfs, so it cannot reach its user manager's bus or private
+// socket (systemd-run --user would start a service outside its sandbox);
+// the system bus is hidden too. The Podman socket is still where its
+// config says (deployment.json's brokerd.toml).
+func TestBrokerdSeesOnlyItsPodman(t *testing.T) {
+	u := Of(layout.Brokerd)
+	rt := RuntimeDir(layout.Brokerd)
+	if rt != "/run/user/61004" || PodmanDir() != rt+"/podman" {
+		t.Fatalf("brokerd's runtime directory %s, Podman's %s", rt, PodmanDir())
+	}
+	if got := u.Values("Service", "TemporaryFileSystem"); !slices.Equal(got, []string{rt + ":ro"}) {
+		t.Errorf("TemporaryFileSystem=%q, want %s:ro", got, rt)
+	}
+	var under []string
+	for _, key := range []string{"BindPaths", "BindReadOnlyPaths"} {
+		for _, v := range u.Values("Service", key) {
+			if strings.HasPrefix(bindSource(v), "/run/") {
+				under = append(under, key+"="+v)
+			}
+		}
+	}
+	if !slices.Equal(under, []string{"BindReadOnlyPaths=-" + rt + "/podman"}) {
+		t.Errorf("brokerd's binds under /run: %q, want only its Podman directory, read-only", under)
+	}
+	if !slices.Contains(u.Values("Service", "InaccessiblePaths"), "-/run/dbus") {
+		t.Errorf("InaccessiblePaths=%q: the system bus is reachable", u.Values("Service", "InaccessiblePaths"))
+	}
+	if !strings.HasPrefix(PodmanSocket(), PodmanDir()+"/") || !strings.Contains(string(JSON()), `podman_socket = \"`+PodmanSocket()+`\"`) {
+		t.Errorf("brokerd.toml's podman_socket is not %s inside %s", PodmanSocket(), PodmanDir())
+	}
+	// Stopped with its user manager, started again with it: a runtime
+	// directory made anew would otherwise show through the tmpfs.
+	if m := UserManager(layout.Brokerd); !slices.Equal(u.Values("Unit", "BindsTo"), []string{m}) || !slices.Contains(u.Values("Unit", "After"), m) ||
+		!slices.Equal(u.Values("Install", "WantedBy"), []string{"multi-user.target", m}) || slices.Contains(u.Values("Unit", "Wants"), m) {
+		t.Errorf("brokerd: After=%q Wants=%q BindsTo=%q WantedBy=%q, want bound to and wanted by %s", u.Values("Unit", "After"), u.Values("Unit", "Wants"),
+			u.Values("Unit", "BindsTo"), u.Values("Install", "WantedBy"), m)
+	}
+	for _, other := range Table() {
+		if other.Role != layout.Brokerd && other.Values("Service", "TemporaryFileSystem") != nil {
+			t.Errorf("%s: TemporaryFileSystem=%q", other.Name, other.Values("Service", "TemporaryFileSystem"))
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ type Config struct {
 
 	// GateSocketDir holds gate.sock (memoryd connects): the read-only
 	// session-state query of the clean-turn gate. Empty: no gate.sock,
-	// and memoryd files every turn it writes to Honcho as untrusted.
+	// and memoryd writes no turn to Honcho (it files none without an answer).
 	GateSocketDir string   `toml:"gate_socket_dir"`
 	GateAllowUIDs []uint32 `toml:"gate_allow_uids"`
 

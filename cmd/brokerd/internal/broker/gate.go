@@ -14,7 +14,7 @@ import (
 // listenGate listens on gate.sock if brokerd.toml names its directory.
 func (b *Broker) listenGate() (*sockets.Listener, error) {
 	if b.cfg.GateSocketDir == "" {
-		b.log.Warn("no gate_socket_dir in the config: memoryd cannot ask a session's state, so it files every turn it writes to Honcho as untrusted; see docs/runbook.md#fleet-gate-unanswered")
+		b.log.Warn("no gate_socket_dir in the config: memoryd cannot ask a session's state, so it writes no turn to Honcho; see docs/runbook.md#fleet-gate-unanswered")
 		return nil, nil
 	}
 	return rpc.Listen(&wire.Gate, sockets.Config{Dir: b.cfg.GateSocketDir, AllowUIDs: b.cfg.GateAllowUIDs, Logger: b.log})

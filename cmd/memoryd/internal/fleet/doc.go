@@ -7,16 +7,19 @@
 //   - a turn goes to the trusted workspace only if brokerd's gate.sock
 //     (its listener checked by SO_PEERCRED before anything is sent)
 //     answered in time that the session is clean and loopd's labels in
-//     the session log agree; a late or failed answer, or disagreement,
-//     files it untrusted, never the reverse ([File]);
+//     the session log agree; a late answer, or disagreement, files it
+//     untrusted, never the reverse ([File]); a turn brokerd has not
+//     answered for is filed nowhere (never by loopd's labels alone): it
+//     waits, marked late if its answer was due, for brokerd's answer;
 //   - a secret turn, or one above the configured class, is never
 //     written; of a written turn only the speaker's messages and the
 //     agent's final reply are: never a tool call, tool result or
 //     reasoning ([ReadTurns]);
 //   - every message is committed to the outbox before it is sent and
 //     carries an id derived from its session, epoch and record; one
-//     whose send may have reached Honcho is looked for there by that id
-//     before it is sent again, so Honcho holds each message once;
+//     whose send may have reached Honcho, or that a rebuilt outbox or a
+//     resync queued, is looked for there by that id before it is sent
+//     again, so Honcho holds each message once;
 //   - Honcho is never waited on beyond a bound by a turn or a tool call,
 //     and no error of Honcho's stops memoryd: recall answers from the
 //     local index and says fleet memory was not reached;

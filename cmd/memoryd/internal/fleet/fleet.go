@@ -53,8 +53,9 @@ type Fleet struct {
 	now    func() time.Time
 	wake   chan struct{}
 
-	mu      sync.Mutex // guards ensured
+	mu      sync.Mutex // guards ensured and pending
 	ensured map[honcho.ID]bool
+	pending map[pendingTurns]bool
 
 	fileMu sync.Mutex // orders filing: one turn's decision at a time
 }
@@ -71,7 +72,8 @@ func Open(log *slog.Logger, cfg Config, client Client, path string) (*Fleet, err
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honcho.ID]bool{}}, nil
+	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honcho.ID]bool{},
+		pending: map[pendingTurns]bool{}}, nil
 }
 
 // Close closes the outbox.
@@ -96,23 +98,46 @@ func MessageID(session string, epoch int64, record int) string {
 
 // TurnEnded files every ended turn of session's epoch log not filed yet,
 // asking brokerd once for the session's state. It returns how many turns
-// it filed in each place.
+// it filed in each place. When brokerd does not answer within the
+// gate's wait, nothing is filed: the turns are marked late (an answer
+// that comes later files them untrusted, never trusted), the session is
+// retried by [Fleet.Retry], and the error wraps [ErrDeferred].
 func (f *Fleet) TurnEnded(ctx context.Context, session string, epoch int64) (map[Filing]int, error) {
 	turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, session, fmt.Sprintf("%d.jsonl", epoch)))
 	if err != nil {
 		return nil, err
 	}
-	return f.fileTurns(ctx, session, turns, false)
+	counts, err := f.fileTurns(ctx, session, turns, true)
+	if errors.Is(err, ErrDeferred) {
+		f.mu.Lock()
+		f.pending[pendingTurns{session, epoch}] = true
+		f.mu.Unlock()
+	}
+	return counts, err
 }
 
-// errDeferred is a catch-up's filing put off: brokerd did not answer.
-var errDeferred = errors.New("fleet: filing deferred until brokerd answers")
+// ErrDeferred is a filing put off: brokerd's gate did not answer, and
+// no turn goes to any workspace by loopd's labels alone.
+var ErrDeferred = errors.New("fleet: filing deferred until brokerd's gate answers")
 
-// fileTurns files turns of one session. With deferring, a gate that is
-// configured but does not answer files nothing (errDeferred): a turn
-// found at start, when brokerd may not be listening yet, waits for an
-// answer instead of being filed untrusted for good.
-func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, deferring bool) (map[Filing]int, error) {
+// ErrNoGate is a filing not made: memoryd.toml names no gate_socket, so
+// no answer of brokerd's can ever come. The turns stay in the session
+// logs; the catch-up of a start with a gate files them.
+var ErrNoGate = errors.New("fleet: no turn is written to Honcho without brokerd's gate (memoryd.toml names no gate_socket); see docs/runbook.md#fleet-gate-unanswered")
+
+// pendingTurns is a session's epoch log whose live filing was deferred.
+type pendingTurns struct {
+	session string
+	epoch   int64
+}
+
+// fileTurns files turns of one session by brokerd's answer. Without one
+// it files nothing (ErrDeferred); with mark (the live path, where the
+// answer was due now) it first marks the turns late, so whenever they
+// are filed they are untrusted. A catch-up does not mark: a turn found
+// at start, when brokerd may not be listening yet, waits for an answer
+// that is its first.
+func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, mark bool) (map[Filing]int, error) {
 	f.fileMu.Lock()
 	defer f.fileMu.Unlock()
 	var todo []Turn
@@ -129,16 +154,30 @@ func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, def
 	if len(todo) == 0 {
 		return counts, nil
 	}
-	gate, gateErr := f.cfg.Gate.Ask(ctx, session)
-	if gateErr != nil && deferring && f.cfg.Gate.Socket != "" {
-		return counts, errDeferred
+	if f.cfg.Gate.Socket == "" {
+		return counts, ErrNoGate
 	}
+	gate, gateErr := f.cfg.Gate.Ask(ctx, session)
 	if gateErr != nil {
-		f.log.Warn("gate unanswered: the turn is filed untrusted; see docs/runbook.md#fleet-gate-unanswered", "session", session, "err", gateErr.Error())
+		if mark {
+			keys := make([]string, len(todo))
+			for i, t := range todo {
+				keys[i] = turnKey(t.Session, t.Epoch, t.Turn)
+			}
+			if err := f.outbox.MarkLate(keys, gateErr.Error(), f.now()); err != nil {
+				return counts, err
+			}
+		}
+		return counts, fmt.Errorf("%w: %w", ErrDeferred, gateErr)
 	}
 	for _, t := range todo {
-		filing, why := File(gate, gateErr, t.Labels, f.cfg.Honcho.MaxClass)
-		if err := f.outbox.File(turnKey(t.Session, t.Epoch, t.Turn), filing, why, f.items(t, filing), f.now()); err != nil {
+		key := turnKey(t.Session, t.Epoch, t.Turn)
+		late, err := f.outbox.Late(key)
+		if err != nil {
+			return counts, err
+		}
+		filing, why := File(gate, late, t.Labels, f.cfg.Honcho.MaxClass)
+		if err := f.outbox.File(key, filing, why, f.items(t, filing), f.now()); err != nil {
 			return counts, err
 		}
 		counts[filing]++
@@ -146,6 +185,43 @@ func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, def
 	}
 	f.poke()
 	return counts, nil
+}
+
+// Retry files again the session logs whose live filing was deferred and
+// returns how many still wait for brokerd.
+func (f *Fleet) Retry(ctx context.Context) (int, error) {
+	f.mu.Lock()
+	var todo []pendingTurns
+	for p := range f.pending {
+		todo = append(todo, p)
+	}
+	f.mu.Unlock()
+	waiting := 0
+	for _, p := range todo {
+		turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, p.session, fmt.Sprintf("%d.jsonl", p.epoch)))
+		if err == nil {
+			_, err = f.fileTurns(ctx, p.session, turns, false)
+		}
+		switch {
+		case errors.Is(err, ErrDeferred):
+			waiting++
+			continue
+		case err != nil:
+			// Left for the next start's catch-up, which reads every log.
+			f.log.Warn("fleet memory: a deferred session log was not filed; the next start files it; see docs/runbook.md#fleet-outbox-stuck", "session", p.session, "err", err.Error())
+		}
+		f.mu.Lock()
+		delete(f.pending, p)
+		f.mu.Unlock()
+	}
+	return waiting, nil
+}
+
+// Pending is how many session logs wait for brokerd's gate.
+func (f *Fleet) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.pending)
 }
 
 // items are a turn's messages for Honcho: none if withheld.
@@ -206,7 +282,7 @@ func (f *Fleet) Notes(moved []Moved) error {
 	s := f.cfg.Honcho
 	for _, m := range moved {
 		key := "note/" + m.Note
-		filing, why := File(State{Taint: m.Class, Untrusted: m.Untrusted}, nil, State{Taint: m.Class, Untrusted: m.Untrusted}, s.MaxClass)
+		filing, why := File(State{Taint: m.Class, Untrusted: m.Untrusted}, false, State{Taint: m.Class, Untrusted: m.Untrusted}, s.MaxClass)
 		var items []Item
 		if filing != Withheld {
 			ws, source := s.Trusted, "identity"
@@ -226,26 +302,37 @@ func (f *Fleet) Notes(moved []Moved) error {
 
 // CatchUp files every ended turn of every session log not filed yet
 // (turns that ended while memoryd was down): brokerd's answer now is at
-// least as restrictive as it was then, since taint only rises. A session
+// least as restrictive as it was then, since taint only rises; a turn
+// an earlier live query marked late is filed untrusted. A session
 // brokerd does not answer for (it may start after memoryd) is left for
-// the next catch-up; CatchUp returns how many were.
+// the next catch-up; CatchUp returns how many were. A catch-up that
+// filed every log, deferring none, ends a rebuilt outbox's looking up
+// ([Outbox.Rebuilt]): whatever Honcho held from before is then filed.
 func (f *Fleet) CatchUp(ctx context.Context, logs []string) (deferred int, err error) {
+	complete := true
 	for _, p := range logs {
 		turns, err := ReadTurns(p)
 		if err != nil {
+			complete = false
 			f.log.Warn("session log not read for fleet memory; see docs/runbook.md#memoryd-unavailable", "file", p, "err", err.Error())
 			continue
 		}
 		if len(turns) == 0 {
 			continue
 		}
-		_, err = f.fileTurns(ctx, turns[0].Session, turns, true)
+		_, err = f.fileTurns(ctx, turns[0].Session, turns, false)
 		switch {
-		case errors.Is(err, errDeferred):
+		case errors.Is(err, ErrDeferred):
 			deferred++
+			complete = false
+		case errors.Is(err, ErrNoGate):
+			complete = false
 		case err != nil:
 			return deferred, err
 		}
+	}
+	if complete {
+		return 0, f.outbox.CaughtUp()
 	}
 	return deferred, nil
 }

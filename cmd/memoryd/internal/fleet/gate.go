@@ -12,7 +12,8 @@ import (
 )
 
 // DefaultGateWait bounds one gate query: a turn waits no longer than
-// this on brokerd before it is filed untrusted.
+// this on brokerd; unanswered, it is deferred until brokerd answers,
+// and then filed untrusted (late), never trusted.
 const DefaultGateWait = 2 * time.Second
 
 // Gate asks brokerd's gate.sock for a session's state.
@@ -90,27 +91,29 @@ const (
 	Withheld  Filing = "withheld"  // not written at all (above the class, or secret)
 )
 
-// File decides a turn's filing from brokerd's answer (gate, or gateErr
-// when there was none in time), loopd's labels in the session log (log)
-// and the highest class written (max, never secret). The rule (P23):
+// File decides a turn's filing from brokerd's answer (gate), whether
+// that answer came late (late: an earlier query for the turn went
+// unanswered within the gate's wait, so the turn was deferred), loopd's
+// labels in the session log (log) and the highest class written (max,
+// never secret). There is always an answer of brokerd's: a turn brokerd
+// has not answered for is deferred, never filed by loopd's labels alone
+// (a stale or lying log could otherwise send a turn brokerd holds as
+// secret to a workspace). The rule (P23):
 //   - a secret turn never leaves the host, and one above max is not
 //     written, by the higher of the two classes;
 //   - trusted only if brokerd answered in time, says clean, and the log
-//     agrees; a late or failed answer, or any disagreement, is untrusted.
+//     agrees; a late answer, or any disagreement, is untrusted.
 //
 // The reason says why, for the outbox's record.
-func File(gate State, gateErr error, log State, max dataclass.Class) (Filing, string) {
-	class := log.Taint
-	if gateErr == nil {
-		class = dataclass.Join(class, gate.Taint)
-	}
+func File(gate State, late bool, log State, max dataclass.Class) (Filing, string) {
+	class := dataclass.Join(log.Taint, gate.Taint)
 	switch {
 	case class == dataclass.Secret:
 		return Withheld, "secret: never leaves the host"
 	case !class.AtMost(max):
 		return Withheld, fmt.Sprintf("class %s is above the configured %s", class, max)
-	case gateErr != nil:
-		return Untrusted, "brokerd gave no answer in time"
+	case late:
+		return Untrusted, "brokerd answered only after the gate's wait"
 	case gate.Untrusted && log.Untrusted:
 		return Untrusted, "the session read untrusted content"
 	case gate.Untrusted != log.Untrusted:

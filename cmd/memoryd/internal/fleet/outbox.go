@@ -16,13 +16,24 @@ import (
 // committed before anything is sent and marked sent only after Honcho
 // confirmed it, so a crash or an outage loses nothing; a message whose
 // send was attempted before (its answer may have been lost) is looked
-// for in Honcho by its id before it is sent again.
+// for in Honcho by its id before it is sent again. late holds the turns
+// whose gate query went unanswered in time (filed untrusted whenever
+// brokerd answers). An outbox created anew (index/ is disposable: the
+// runbooks tell the owner to delete fleet.db) is marked rebuilt in meta
+// until its first complete catch-up: every message filed meanwhile may
+// be in Honcho from the outbox before, so each is looked for there
+// (over its whole session) before it is sent.
 const outboxSchema = `
 CREATE TABLE IF NOT EXISTS filed(key TEXT PRIMARY KEY, filing TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS outbox(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL,
 	hsession TEXT NOT NULL, peer TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL,
 	sent INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS late(key TEXT PRIMARY KEY, reason TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `
+
+// metaRebuilt is meta's key of an outbox not caught up since it was made.
+const metaRebuilt = "rebuilt"
 
 // Item is one message in the outbox.
 type Item struct {
@@ -34,6 +45,10 @@ type Item struct {
 	Content   string
 	Metadata  map[string]string
 	Attempts  int // earlier sends; >0: look for it in Honcho before sending again
+	// Lookup: look for it over its whole Honcho session before sending
+	// (filed into a rebuilt outbox, or resynced): it may have been sent
+	// long ago, by an outbox since deleted.
+	Lookup bool
 }
 
 // Outbox is the durable queue.
@@ -48,11 +63,89 @@ func OpenOutbox(path string) (*Outbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open outbox: %w", err)
 	}
-	if _, err := db.Exec(outboxSchema); err != nil {
+	if err := setUp(db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open outbox %s: %w", path, err)
 	}
 	return &Outbox{db: db}, nil
+}
+
+// setUp creates the tables, marking a new outbox rebuilt, and adds the
+// lookup column to an outbox made before it existed.
+func setUp(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var had int
+	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'filed'`).Scan(&had); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(outboxSchema); err != nil {
+		return err
+	}
+	var hasLookup int
+	if err := tx.QueryRow(`SELECT count(*) FROM pragma_table_info('outbox') WHERE name = 'lookup'`).Scan(&hasLookup); err != nil {
+		return err
+	}
+	if hasLookup == 0 {
+		if _, err := tx.Exec(`ALTER TABLE outbox ADD COLUMN lookup INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return err
+		}
+	}
+	if had == 0 {
+		if _, err := tx.Exec(`INSERT OR IGNORE INTO meta(key, value) VALUES(?, ?)`, metaRebuilt, time.Now().UTC().Format(time.RFC3339)); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Rebuilt reports whether the outbox was made anew and has not caught
+// up since: what it files is looked for in Honcho before it is sent.
+func (o *Outbox) Rebuilt() (bool, error) {
+	var n int
+	err := o.db.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaRebuilt).Scan(&n)
+	return n > 0, err
+}
+
+// CaughtUp ends the rebuilt state: every session log has been filed.
+func (o *Outbox) CaughtUp() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, err := o.db.Exec(`DELETE FROM meta WHERE key = ?`, metaRebuilt); err != nil {
+		return fmt.Errorf("outbox caught up: %w", err)
+	}
+	return nil
+}
+
+// MarkLate records that keys' gate query went unanswered in time: when
+// they are filed, they are untrusted.
+func (o *Outbox) MarkLate(keys []string, reason string, now time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tx, err := o.db.Begin()
+	if err != nil {
+		return fmt.Errorf("outbox mark late: %w", err)
+	}
+	defer tx.Rollback()
+	for _, k := range keys {
+		if _, err := tx.Exec(`INSERT OR IGNORE INTO late(key, reason, at) VALUES(?, ?, ?)`, k, reason, now.UTC().Format(time.RFC3339)); err != nil {
+			return fmt.Errorf("outbox mark late %s: %w", k, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("outbox mark late: %w", err)
+	}
+	return nil
+}
+
+// Late reports whether key was marked late.
+func (o *Outbox) Late(key string) (bool, error) {
+	var n int
+	err := o.db.QueryRow(`SELECT count(*) FROM late WHERE key = ?`, key).Scan(&n)
+	return n > 0, err
 }
 
 // Close closes the database.
@@ -82,13 +175,21 @@ func (o *Outbox) File(key string, f Filing, reason string, items []Item, now tim
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil
 	}
+	// Filed, a turn's late mark has done its work.
+	if _, err := tx.Exec(`DELETE FROM late WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("file %s: %w", key, err)
+	}
+	var rebuilt int
+	if err := tx.QueryRow(`SELECT count(*) FROM meta WHERE key = ?`, metaRebuilt).Scan(&rebuilt); err != nil {
+		return fmt.Errorf("file %s: %w", key, err)
+	}
 	for _, it := range items {
 		md, err := json.Marshal(it.Metadata)
 		if err != nil {
 			return fmt.Errorf("file %s: %w", key, err)
 		}
-		if _, err := tx.Exec(`INSERT OR IGNORE INTO outbox(id, workspace, hsession, peer, content, metadata) VALUES(?, ?, ?, ?, ?, ?)`,
-			it.ID, it.Workspace, it.Session, it.Peer, it.Content, string(md)); err != nil {
+		if _, err := tx.Exec(`INSERT OR IGNORE INTO outbox(id, workspace, hsession, peer, content, metadata, lookup) VALUES(?, ?, ?, ?, ?, ?, ?)`,
+			it.ID, it.Workspace, it.Session, it.Peer, it.Content, string(md), min(rebuilt, 1)); err != nil {
 			return fmt.Errorf("file %s: %w", key, err)
 		}
 	}
@@ -109,7 +210,7 @@ func (o *Outbox) Due(now time.Time, limit int) ([]Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox due: %w", err)
 	}
-	rows, err := o.db.Query(`SELECT seq, id, peer, content, metadata, attempts FROM outbox WHERE sent = 0 AND next_at <= ? AND workspace = ? AND hsession = ? ORDER BY seq LIMIT ?`,
+	rows, err := o.db.Query(`SELECT seq, id, peer, content, metadata, attempts, lookup FROM outbox WHERE sent = 0 AND next_at <= ? AND workspace = ? AND hsession = ? ORDER BY seq LIMIT ?`,
 		now.UnixMilli(), ws, hs, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox due: %w", err)
@@ -119,7 +220,7 @@ func (o *Outbox) Due(now time.Time, limit int) ([]Item, error) {
 	for rows.Next() {
 		it := Item{Workspace: ws, Session: hs}
 		var md string
-		if err := rows.Scan(&it.Seq, &it.ID, &it.Peer, &it.Content, &md, &it.Attempts); err != nil {
+		if err := rows.Scan(&it.Seq, &it.ID, &it.Peer, &it.Content, &md, &it.Attempts, &it.Lookup); err != nil {
 			return nil, fmt.Errorf("outbox due: %w", err)
 		}
 		if err := json.Unmarshal([]byte(md), &it.Metadata); err != nil {
@@ -183,12 +284,12 @@ func (o *Outbox) NextDue() (at time.Time, ok bool, err error) {
 }
 
 // Resync marks every message unsent and due, each to be looked for in
-// Honcho before it is sent (bxctl memory resync): Honcho ends up holding
+// Honcho (over its whole session) before it is sent (bxctl memory resync): Honcho ends up holding
 // every message once, whether it lost them or not.
 func (o *Outbox) Resync() (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	res, err := o.db.Exec(`UPDATE outbox SET sent = 0, next_at = 0, attempts = max(attempts, 1), last_error = ''`)
+	res, err := o.db.Exec(`UPDATE outbox SET sent = 0, next_at = 0, attempts = max(attempts, 1), lookup = 1, last_error = ''`)
 	if err != nil {
 		return 0, fmt.Errorf("outbox resync: %w", err)
 	}

@@ -2,11 +2,14 @@ package fleet
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -190,4 +193,133 @@ func stored(ms []fake.StoredMessage) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// rebuild deletes the outbox, as the runbooks memoryd-unavailable and
+// fleet-outbox tell the owner to, and opens a new one: memoryd restarted.
+func (r *rig) rebuild() {
+	r.t.Helper()
+	r.fleet.Close()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(r.db + suffix); err != nil && !os.IsNotExist(err) {
+			r.t.Fatal(err)
+		}
+	}
+	r.open()
+}
+
+// TestOutboxRebuiltSendsNothingTwice (review finding 8): Honcho holds
+// every message; the outbox is deleted and memoryd restarted. Its
+// catch-up files every turn and note again, and a turn ending before the
+// catch-up reached its session files that session's earlier turns too:
+// Honcho still holds each message exactly once. After a complete
+// catch-up, new messages are sent without a lookup.
+func TestOutboxRebuiltSendsNothingTwice(t *testing.T) {
+	r := newRig(t, brokerSays(clean))
+	want := someTurns(t, r, "re", 3)
+	moved := []Moved{{Note: "n1", Text: "re-moved-entry", Class: dataclass.Private}}
+	if err := r.fleet.Notes(moved); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "re-moved-entry")
+	r.drain()
+	once(t, r.honcho, want)
+	if rebuilt, _ := r.fleet.outbox.Rebuilt(); !rebuilt {
+		t.Fatal("a new outbox is not marked rebuilt before its first catch-up")
+	}
+
+	r.rebuild()
+	// A live turn of re0 ends first: re0's log now has two turns, the
+	// first of which Honcho holds.
+	writeLog(t, r.sessions, "re0", turnSpec{said: "re-user-0", reply: "re-reply-0"}, turnSpec{said: "re-user-0b", reply: "re-reply-0b"})
+	want = append(want, "re-user-0b", "re-reply-0b")
+	if _, err := r.fleet.TurnEnded(context.Background(), "re0", 0); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if err := r.fleet.Notes(moved); err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for i := range 3 {
+		logs = append(logs, filepath.Join(r.sessions, fmt.Sprintf("re%d", i), "0.jsonl"))
+	}
+	if n, err := r.fleet.CatchUp(context.Background(), logs); n != 0 || err != nil {
+		t.Fatalf("CatchUp = %d, %v", n, err)
+	}
+	r.drain()
+	once(t, r.honcho, want)
+	if rebuilt, _ := r.fleet.outbox.Rebuilt(); rebuilt {
+		t.Error("a complete catch-up left the outbox rebuilt")
+	}
+
+	// Caught up: a new turn is filed with no lookup.
+	writeLog(t, r.sessions, "re9", turnSpec{said: "re-user-9", reply: "re-reply-9"})
+	if _, err := r.fleet.TurnEnded(context.Background(), "re9", 0); err != nil {
+		t.Fatal(err)
+	}
+	items, err := r.fleet.outbox.Due(time.Now(), 10)
+	if err != nil || len(items) != 2 || items[0].Lookup || items[0].Attempts != 0 {
+		t.Errorf("a caught-up outbox's new items = %+v, %v; want 2 with no lookup", items, err)
+	}
+}
+
+// TestOutboxRebuiltLooksOverTheWholeSession: a message of a rebuilt
+// outbox is looked for beyond the newest lookPages pages (it may have
+// been sent long ago): with the bound lowered to one page, a session of
+// several pages is still not sent twice.
+func TestOutboxRebuiltLooksOverTheWholeSession(t *testing.T) {
+	old := lookPages
+	lookPages = 1
+	t.Cleanup(func() { lookPages = old })
+	r := newRig(t, brokerSays(clean))
+	var turns []turnSpec
+	var want []string
+	for i := range 120 { // 240 messages: three pages of 100
+		s, rep := fmt.Sprintf("long-user-%d", i), fmt.Sprintf("long-reply-%d", i)
+		turns = append(turns, turnSpec{said: s, reply: rep})
+		want = append(want, s, rep)
+	}
+	writeLog(t, r.sessions, "long", turns...)
+	if _, err := r.fleet.TurnEnded(context.Background(), "long", 0); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	once(t, r.honcho, want)
+	r.rebuild()
+	if n, err := r.fleet.CatchUp(context.Background(), []string{filepath.Join(r.sessions, "long", "0.jsonl")}); n != 0 || err != nil {
+		t.Fatalf("CatchUp = %d, %v", n, err)
+	}
+	r.drain()
+	once(t, r.honcho, want)
+}
+
+// TestOutboxMigratesLookup: an outbox made before the lookup column
+// opens, gains it, and is not marked rebuilt (it is not new).
+func TestOutboxMigratesLookup(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fleet.db")
+	db, err := sql.Open("sqlite", "file:"+p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE filed(key TEXT PRIMARY KEY, filing TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE outbox(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL,
+	hsession TEXT NOT NULL, peer TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL,
+	sent INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0, next_at INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '');
+INSERT INTO outbox(id, workspace, hsession, peer, content, metadata) VALUES('s-e0-r1', 'w', 's', 'p', 'x', '{}');`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	o, err := OpenOutbox(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if rebuilt, err := o.Rebuilt(); rebuilt || err != nil {
+		t.Errorf("an existing outbox: rebuilt %v, %v", rebuilt, err)
+	}
+	items, err := o.Due(time.Now(), 10)
+	if err != nil || len(items) != 1 || items[0].Lookup {
+		t.Errorf("the old outbox's item = %+v, %v", items, err)
+	}
 }

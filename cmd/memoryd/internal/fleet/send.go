@@ -11,8 +11,10 @@ import (
 
 // lookPages bounds how far back a message whose earlier send may have
 // reached Honcho is looked for (newest first): a lost answer is of a
-// recent send, and the session's newest messages are ours.
-const lookPages = 20
+// recent send, and the session's newest messages are ours. A message
+// of a rebuilt outbox, or resynced, is looked for over every page. A
+// variable only so that a test can lower it.
+var lookPages = 20
 
 // Run sends the outbox to Honcho until ctx ends, retrying failures with
 // backoff. Nothing Honcho does stops it.
@@ -98,13 +100,15 @@ func (f *Fleet) send(ctx context.Context, items []Item) error {
 	// A message sent before may be in Honcho already (its answer lost,
 	// or memoryd stopped before it recorded the answer).
 	var maybe []string
+	whole := false
 	for _, it := range items {
-		if it.Attempts > 0 {
+		if it.Attempts > 0 || it.Lookup {
 			maybe = append(maybe, it.ID)
 		}
+		whole = whole || it.Lookup
 	}
 	if len(maybe) > 0 {
-		held, err := f.held(ctx, w, s, maybe)
+		held, err := f.held(ctx, w, s, maybe, whole)
 		if err != nil {
 			return err
 		}
@@ -172,14 +176,16 @@ func (f *Fleet) ensure(ctx context.Context, w honcho.ID) error {
 }
 
 // held reports which of ids Honcho's session s holds, by the
-// boxmaker_id in each message's metadata, newest first.
-func (f *Fleet) held(ctx context.Context, w, s honcho.ID, ids []string) (map[string]bool, error) {
+// boxmaker_id in each message's metadata, newest first: over the newest
+// lookPages pages, or with whole over every page (a message of a
+// rebuilt outbox, or resynced, may have been sent long ago).
+func (f *Fleet) held(ctx context.Context, w, s honcho.ID, ids []string, whole bool) (map[string]bool, error) {
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
 	held := map[string]bool{}
-	for page := 1; page <= lookPages; page++ {
+	for page := 1; whole || page <= lookPages; page++ {
 		p, err := f.client.ListMessages(ctx, w, s, page, honcho.MaxPageSize, true)
 		if errors.Is(err, honcho.ErrNotFound) {
 			return held, nil // no session yet: nothing is held

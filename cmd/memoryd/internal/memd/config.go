@@ -24,8 +24,8 @@ type Config struct {
 	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
 	// GateSocket is brokerd's gate.sock, asked each session's state when
 	// a turn ends (the clean-turn gate); GateListenerUIDs are the users
-	// its listener may run as (empty: memoryd's own). Without it every
-	// turn written to Honcho is filed untrusted.
+	// its listener may run as (empty: memoryd's own). Without it no turn
+	// is written to Honcho (none is filed by loopd's labels alone).
 	GateSocket       string   `toml:"gate_socket"`
 	GateListenerUIDs []uint32 `toml:"gate_listener_uids"`
 	// GateTimeoutMS bounds one gate query; default 2000, at most 10000.

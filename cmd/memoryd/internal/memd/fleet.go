@@ -2,6 +2,7 @@ package memd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,29 +54,37 @@ func (m *Memd) openFleet() error {
 	}
 	m.fleet = f
 	if m.cfg.GateSocket == "" {
-		m.log.Warn("no gate_socket in the config: every turn written to Honcho is filed untrusted; see docs/runbook.md#fleet-gate-unanswered")
+		m.log.Warn("no gate_socket in the config: no turn is written to Honcho until it names brokerd's gate.sock (recall and ask_memory still read it); see docs/runbook.md#fleet-gate-unanswered")
 	}
 	return nil
 }
 
 // runFleet files what ended while memoryd was down and sends the outbox
 // until ctx ends. Sessions brokerd did not answer for (brokerd starts
-// after memoryd) are filed again every catchUpRetry until it does.
+// after memoryd, or did not answer a turn's query in time) are filed
+// again every catchUpRetry until it does; until then nothing of them
+// goes to Honcho.
 func (m *Memd) runFleet(ctx context.Context) {
 	if m.fleet == nil {
 		return
 	}
 	go func() {
+		caughtUp := false
 		for {
-			deferred, err := m.fleetCatchUp(ctx)
-			if err != nil {
-				m.log.Error("fleet memory catch-up", "err", err.Error())
+			if !caughtUp {
+				deferred, err := m.fleetCatchUp(ctx)
+				if err != nil {
+					m.log.Error("fleet memory catch-up", "err", err.Error())
+				}
+				caughtUp = deferred == 0 && err == nil
+				if deferred > 0 {
+					m.log.Info("fleet memory: turns wait for brokerd's gate before they are filed", "sessions", deferred)
+				}
 			}
-			if deferred == 0 && err == nil {
-				return
-			}
-			if deferred > 0 {
-				m.log.Info("fleet memory: turns wait for brokerd's gate before they are filed", "sessions", deferred)
+			if m.fleet.Pending() > 0 {
+				if n, _ := m.fleet.Retry(ctx); n > 0 {
+					m.log.Info("fleet memory: turns wait for brokerd's gate before they are filed; see docs/runbook.md#fleet-gate-unanswered", "sessions", n)
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -95,11 +104,12 @@ func (m *Memd) fleetCatchUp(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	deferred, err := m.fleet.CatchUp(ctx, logs)
-	if err != nil {
-		return deferred, err
+	// Notes first: a complete catch-up ends a rebuilt outbox's looking
+	// up, and the notes it files may be in Honcho from before too.
+	if err := m.fleetNotes(); err != nil {
+		return 0, err
 	}
-	return deferred, m.fleetNotes()
+	return m.fleet.CatchUp(ctx, logs)
 }
 
 // fleetNotes files the entries consolidate moved out of identity.
@@ -124,7 +134,13 @@ func (m *Memd) fleetTurn(ctx context.Context, r *wire.TurnDone) {
 	if m.fleet == nil {
 		return
 	}
-	if _, err := m.fleet.TurnEnded(ctx, r.Session, r.Epoch); err != nil {
+	_, err := m.fleet.TurnEnded(ctx, r.Session, r.Epoch)
+	switch {
+	case errors.Is(err, fleet.ErrDeferred):
+		m.log.Warn("fleet memory: brokerd's gate did not answer in time; the turn is written nowhere until it does, then to the untrusted workspace; see docs/runbook.md#fleet-gate-unanswered", "session", r.Session, "turn", r.Turn, "err", err.Error())
+	case errors.Is(err, fleet.ErrNoGate):
+		m.log.Warn("fleet memory: turn not written: memoryd.toml names no gate_socket; see docs/runbook.md#fleet-gate-unanswered", "session", r.Session, "turn", r.Turn)
+	case err != nil:
 		m.log.Error("fleet memory: turn not filed; it is filed at the next start or resync; see docs/runbook.md#fleet-outbox-stuck", "session", r.Session, "turn", r.Turn, "err", err.Error())
 	}
 }

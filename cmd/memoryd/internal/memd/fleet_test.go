@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,14 @@ import (
 // that says every session is clean.
 func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honcho.Settings) {
 	t.Helper()
+	return startFleetGate(t, opts, func(q *wire.SessionQuery) strict.Variant {
+		return &wire.SessionState{Session: q.Session, Taint: dataclass.Private}
+	})
+}
+
+// startFleetGate is startFleet with a gate that answers with answer.
+func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant) (*harness, *fake.Server, honcho.Settings) {
+	t.Helper()
 	srv := fake.New(t, opts)
 	s, err := honcho.Parse(honcho.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
 		ReadBoundMS: 300, Workspaces: []honcho.Other{{Name: "host2-trusted", Trust: "trusted"}, {Name: "web-untrusted"}}})
@@ -37,9 +46,7 @@ func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honcho
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	gate := sockettest.Serve(t, filepath.Join(root, "g"), &wire.Gate, rpc.NewServer(&wire.Gate, slog.New(slog.DiscardHandler),
-		rpc.On(func(_ context.Context, _ sockets.Peer, q *wire.SessionQuery) strict.Variant {
-			return &wire.SessionState{Session: q.Session, Taint: dataclass.Private}
-		})).Serve)
+		rpc.On(func(_ context.Context, _ sockets.Peer, q *wire.SessionQuery) strict.Variant { return answer(q) })).Serve)
 	cfg := Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
 		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), maxClass: dataclass.Private,
 		GateSocket: gate, fleet: &s, backoffMin: 5 * time.Millisecond}
@@ -175,4 +182,37 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("condition not met in 4 s")
+}
+
+// TestTurnDoneWaitsForTheGate: while brokerd's gate answers Unavailable,
+// a finished turn loopd's log calls clean reaches no workspace; once the
+// gate answers, memoryd's retry files it, late, in the untrusted one,
+// once.
+func TestTurnDoneWaitsForTheGate(t *testing.T) {
+	var up atomic.Bool
+	h, srv, _ := startFleetGate(t, fake.Options{}, func(q *wire.SessionQuery) strict.Variant {
+		if !up.Load() {
+			return &wire.Error{Op: "session_query", Kind: wire.Unavailable, Msg: "brokerd cannot read session state now"}
+		}
+		return &wire.SessionState{Session: q.Session, Taint: dataclass.Private}
+	})
+	dir := filepath.Join(h.cfg.StateDir, "sessions", "s1")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "0.jsonl"), []byte(`{"type":"user","turn":1,"text":"TD-USER"}
+{"type":"assistant","turn":1,"message":{"role":"assistant","content":"TD-REPLY"}}
+{"type":"turn_end","turn":1}
+`), 0o600)
+	if v := h.ask(t, h.cfg.MemorySocketDir, &wire.Memory, &wire.TurnDone{Session: "s1", Epoch: 0, Turn: 1}); v.Tag() != "turn_indexed" {
+		t.Fatalf("turn_done = %#v", v)
+	}
+	time.Sleep(catchUpRetry + 500*time.Millisecond) // one retry, still unanswered
+	if ms := srv.Messages(); len(ms) != 0 {
+		t.Fatalf("before brokerd answered, Honcho holds %+v", ms)
+	}
+	up.Store(true)
+	waitFor(t, func() bool { return len(srv.Messages()) == 2 })
+	time.Sleep(catchUpRetry + 500*time.Millisecond) // a later retry adds nothing
+	if ms := srv.Messages(); len(ms) != 2 || ms[0].Workspace != "host1-untrusted" || ms[1].Workspace != "host1-untrusted" {
+		t.Errorf("Honcho holds %+v, want the turn's two messages once, untrusted", ms)
+	}
 }

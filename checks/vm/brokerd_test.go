@@ -1,0 +1,152 @@
+package vm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
+)
+
+// TestBrokerdUserManager installs the deployment as TestDeployment does
+// and checks brokerd's mount namespace: of its user's runtime directory
+// it sees only its Podman socket's directory, so it cannot reach its
+// user manager (the bus, systemd/private) to start a transient service
+// outside its sandbox (systemd-run --user), nor the system bus; every
+// unit stays within its network and exposure bounds; and its Podman
+// still answers there (brokerd's startup check runs a probe
+// container through it, so "active" means it does). Each hidden path is
+// first shown to exist outside brokerd's namespace, and systemd-run
+// --user to work there as brokerd's user, so the check cannot pass
+// vacuously.
+func TestBrokerdUserManager(t *testing.T) {
+	m := Start(t)
+	g := guest{m}
+	for dst, src := range artifacts(t) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		err = m.Put(ctx, dst, 0o755, b)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.must(t, "mkdir -p /run/bx-fakes && systemd-run --unit=bx-fakes -p Environment=BOXMAKER_VM_FAKES=/run/bx-fakes /root/fakes.test -test.run=TestServe -test.timeout=0")
+	read := func(name string) string {
+		return strings.TrimSpace(g.must(t, "for i in $(seq 600); do [ -s /run/bx-fakes/"+name+" ] && exec cat /run/bx-fakes/"+name+"; sleep 0.2; done; exit 1"))
+	}
+	llamaAddr := read("llama.addr")
+	token, owner, mmURL := read("bot.token"), read("owner.id"), read("mm.url")
+	state := units.StateDir
+	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n",
+		mmURL, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state), owner, owner)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := m.Put(ctx, "/root/gatewayd.toml", 0o600, []byte(gw)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Run(ctx, []byte(token+"\n"), "/usr/local/bin/bxctl", "install", "--images", "/root/images",
+		"--podman", "/usr/local/bin/podman", "--llama", llamaAddr, "--model", "fake-model",
+		"--mattermost-net", "127.0.0.1", "--gateway-config", "/root/gatewayd.toml", "--token-stdin")
+	if err != nil || r.Exit != 0 {
+		t.Fatalf("bxctl install: %v %s\n%s", err, r, g.sh(t, time.Minute, "journalctl --no-pager -n 60").Stdout)
+	}
+	for _, p := range g.started(t, 4*time.Minute) {
+		t.Error(p)
+	}
+	// The tmpfs and binds keep brokerd without a network and within its
+	// exposure bound (TestDeployment's checks, on this guest).
+	for _, p := range append(g.network(t), g.exposure(t, true)...) {
+		t.Error(p)
+	}
+	for _, p := range g.userManager(t) {
+		t.Error(p)
+	}
+
+	// The planted fault: a drop-in that empties TemporaryFileSystem=
+	// gives brokerd its runtime directory back, and the check must say so.
+	t.Run("fault/runtime-dir-visible", func(t *testing.T) {
+		unit := units.UnitName(layout.Brokerd)
+		dropin := "/etc/systemd/system/" + unit + ".d"
+		g.must(t, "mkdir -p "+dropin+" && printf '[Service]\\nTemporaryFileSystem=\\n' >"+dropin+"/fault.conf && systemctl daemon-reload && systemctl restart "+unit)
+		g.started(t, 2*time.Minute)
+		probs := g.userManager(t)
+		g.must(t, "rm -r "+dropin+" && systemctl daemon-reload && systemctl restart "+unit)
+		if all := strings.Join(probs, "\n"); !strings.Contains(all, "brokerd's namespace holds") || !strings.Contains(all, "started a transient service") {
+			t.Errorf("brokerd with its runtime directory visible: the check found %v", probs)
+		}
+		t.Logf("caught: %v", probs)
+		for _, p := range g.userManager(t) {
+			t.Errorf("repaired: %s", p)
+		}
+	})
+
+	// brokerd's user manager and runtime directory made anew while
+	// brokerd runs (linger turned off and on, or an owner's restart): the
+	// host mounts a fresh /run/user/61004, with its bus, and brokerd's
+	// view must still hold only its Podman directory.
+	t.Run("user-manager-restarted", func(t *testing.T) {
+		id := layout.DefaultUsers(layout.ID{}).Of(layout.Brokerd)
+		before := g.mainPID(t, units.UnitName(layout.Brokerd))
+		g.must(t, fmt.Sprintf("systemctl stop user@%d.service user-runtime-dir@%d.service && systemctl start user@%d.service", id.UID, id.UID, id.UID))
+		for _, p := range g.started(t, 2*time.Minute) {
+			t.Error(p)
+		}
+		if after := g.mainPID(t, units.UnitName(layout.Brokerd)); after == before {
+			t.Errorf("brokerd (pid %d) kept its namespace across its user manager's restart", before)
+		}
+		for _, p := range g.userManager(t) {
+			t.Error(p)
+		}
+	})
+}
+
+// userManager checks brokerd's mount namespace as TestBrokerdUserManager
+// says, returning one line per breach.
+func (g guest) userManager(t *testing.T) []string {
+	t.Helper()
+	var bad []string
+	pid := g.mainPID(t, units.UnitName(layout.Brokerd))
+	if pid == 0 {
+		return []string{"brokerd is not running"}
+	}
+	id := layout.DefaultUsers(layout.ID{}).Of(layout.Brokerd)
+	rt := units.RuntimeDir(layout.Brokerd)
+	as := fmt.Sprintf("runuser -u %s -- env XDG_RUNTIME_DIR=%s DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus ", units.UserName(layout.Brokerd), rt, rt)
+	inside := fmt.Sprintf("nsenter -t %d -m -S %d -G %d -- env XDG_RUNTIME_DIR=%s DBUS_SESSION_BUS_ADDRESS=unix:path=%s/bus ", pid, id.UID, id.GID, rt, rt)
+
+	for _, p := range []string{rt + "/bus", rt + "/systemd/private", "/run/dbus/system_bus_socket"} {
+		if r := g.sh(t, time.Minute, "test -S "+p); r.Exit != 0 {
+			bad = append(bad, fmt.Sprintf("%s is no socket even outside brokerd's namespace (%s): the check would pass vacuously", p, r))
+		}
+		if r := g.sh(t, time.Minute, inside+"sh -c 'test -e "+p+"'"); r.Exit == 0 {
+			bad = append(bad, "brokerd's namespace holds "+p)
+		}
+	}
+	if got := strings.Fields(g.sh(t, time.Minute, inside+"ls -A "+rt).Stdout); len(got) != 1 || got[0] != "podman" {
+		bad = append(bad, fmt.Sprintf("brokerd sees %v in %s, want only podman", got, rt))
+	}
+	if r := g.sh(t, 2*time.Minute, as+"systemd-run --user --wait --quiet true"); r.Exit != 0 {
+		bad = append(bad, fmt.Sprintf("systemd-run --user as brokerd's user on the host failed (%s): the check would pass vacuously", r))
+	}
+	if r := g.sh(t, 2*time.Minute, inside+"systemd-run --user --wait --quiet true"); r.Exit == 0 {
+		bad = append(bad, "from brokerd's namespace, systemd-run --user started a transient service outside its sandbox")
+	} else {
+		t.Logf("systemd-run --user from brokerd's namespace refused: %s", strings.TrimSpace(r.Stderr))
+	}
+	// The Podman API answers on the socket brokerd's config names, from
+	// inside its namespace (the remote client, as brokerd's runner is).
+	// The CLI (not brokerd's bindings) makes a directory in its runtime
+	// directory: give it brokerd's private /tmp.
+	if r := g.sh(t, 2*time.Minute, inside+"HOME=/tmp XDG_RUNTIME_DIR=/tmp /usr/local/bin/podman --remote --url unix://"+units.PodmanSocket()+" version --format '{{.Server.Version}}'"); r.Exit != 0 || !strings.HasPrefix(strings.TrimSpace(r.Stdout), "5.") {
+		bad = append(bad, fmt.Sprintf("Podman's API from brokerd's namespace: %s", r))
+	}
+	return bad
+}
