@@ -28,13 +28,15 @@ func TestCheckMidTurn(t *testing.T) {
 		return line(&sessionlog.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", Content: fakes.MidTurnAnswer(role)}})
 	}
 	end := line(&sessionlog.TurnEnd{Turn: 1})
-	stopped := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "loopd stopped during this turn"})
+	stopped := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "loopd stopped before this message was answered; it stays"})
+	failed := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "the turn failed: model: truncated"})
 	recall := func(s sessionlog.ResultStatus) string {
 		return line(&sessionlog.ToolResult{Turn: 1, CallID: "c1", Tool: "recall", Status: s, Content: "x", Class: dataclass.Public})
 	}
 	outcome := func(text string) fakes.Post { return fakes.Post{Message: text, Turn: session + ":1:1/1"} }
 	notice := fakes.Post{Message: "Boxmaker could not answer: loopd: the turn failed"}
-	interrupted := outcome("The turn was stopped (interrupted): loopd stopped during this turn")
+	interrupted := outcome("The turn was stopped (interrupted): loopd stopped before this message was answered; it stays")
+	failure := outcome("The turn was stopped (interrupted): the turn failed: model: truncated")
 
 	for _, tc := range []struct {
 		name, role    string
@@ -60,10 +62,16 @@ func TestCheckMidTurn(t *testing.T) {
 			[]fakes.Post{notice, interrupted}, "does not extend"},
 		{"a partial last line", layout.Loopd, user(layout.Loopd), user(layout.Loopd) + stopped + strings.TrimSuffix(end, "\n"),
 			[]fakes.Post{notice, interrupted}, "partial line"},
-		{"the turn never ended", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + stopped,
-			[]fakes.Post{notice, interrupted}, "turn ends"},
-		{"a garbled line", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + "{\"type\":\"user\",\"tu\n" + stopped + end,
-			[]fakes.Post{notice, interrupted}, "0.jsonl:2"},
+		{"inferproxy's failure told once", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + failed + end,
+			[]fakes.Post{failure}, ""},
+		{"inferproxy's failure with a notice", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + failed + end,
+			[]fakes.Post{notice, failure}, "unexpected post"},
+		{"inferproxy's failure blamed on loopd", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + stopped + end,
+			[]fakes.Post{interrupted}, "want exactly one"},
+		{"the turn never ended", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + failed,
+			[]fakes.Post{failure}, "turn ends"},
+		{"a garbled line", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + "{\"type\":\"user\",\"tu\n" + failed + end,
+			[]fakes.Post{failure}, "0.jsonl:2"},
 		{"brokerd's call denied", layout.Brokerd, user(layout.Brokerd), user(layout.Brokerd) + recall(sessionlog.StatusDenied) + answer(layout.Brokerd) + end,
 			[]fakes.Post{outcome(fakes.MidTurnAnswer(layout.Brokerd))}, ""},
 		{"brokerd's call ran", layout.Brokerd, user(layout.Brokerd), user(layout.Brokerd) + recall(sessionlog.StatusOK) + answer(layout.Brokerd) + end,

@@ -24,8 +24,10 @@ import (
 // thread carries the turn's outcome.
 type midTurnWant struct {
 	// answered: the outcome is the model's answer; otherwise the turn is
-	// stopped as interrupted and the outcome is that stop.
+	// stopped as interrupted and the outcome is that stop, its message
+	// starting with stop.
 	answered bool
+	stop     string
 	// notice: one "Boxmaker could not answer" post, without a turn mark,
 	// comes before the outcome (gatewayd's live connection to loopd broke).
 	notice bool
@@ -38,8 +40,8 @@ type midTurnWant struct {
 
 var midTurnWants = map[string]midTurnWant{
 	layout.Gatewayd:   {answered: true},
-	layout.Loopd:      {notice: true},
-	layout.Inferproxy: {notice: true},
+	layout.Loopd:      {notice: true, stop: "loopd stopped before this message was answered"},
+	layout.Inferproxy: {stop: "the turn failed: model: "},
 	layout.Brokerd:    {answered: true, call: sessionlog.StatusDenied},
 	layout.Memoryd:    {answered: true, call: sessionlog.StatusError},
 }
@@ -160,7 +162,7 @@ func checkMidTurn(want midTurnWant, role, session string, before, after []byte, 
 	}
 	wantText := fakes.MidTurnAnswer(role)
 	if !want.answered {
-		wantText = "The turn was stopped (" + string(wire.StopInterrupted) + ")"
+		wantText = "The turn was stopped (" + string(wire.StopInterrupted) + "): " + want.stop
 	}
 	if len(outcomes) != 1 || outcomes[0].Turn != session+":1:1/1" || !strings.HasPrefix(outcomes[0].Message, wantText) {
 		bad = append(bad, fmt.Sprintf("outcome posts %+v, want exactly one starting %q marked %s:1:1/1", outcomes, wantText, session))
@@ -194,8 +196,8 @@ func checkMidTurn(want midTurnWant, role, session string, before, after []byte, 
 			calls = append(calls, *r)
 		case *sessionlog.Stopped:
 			stops++
-			if r.Reason != wire.StopInterrupted {
-				bad = append(bad, fmt.Sprintf("the turn stopped for %s, want %s", r.Reason, wire.StopInterrupted))
+			if r.Reason != wire.StopInterrupted || !strings.HasPrefix(r.Msg, want.stop) {
+				bad = append(bad, fmt.Sprintf("the turn stopped for %s (%q), want %s (%q…)", r.Reason, r.Msg, wire.StopInterrupted, want.stop))
 			}
 		case *sessionlog.TurnEnd:
 			ends++
