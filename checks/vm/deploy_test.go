@@ -360,7 +360,7 @@ func (g guest) restarts(t *testing.T, role string) []string {
 		return []string{unit + " is not running"}
 	}
 	g.must(t, fmt.Sprintf("kill -9 %d", old))
-	pid, err := g.respawned(t, unit, old)
+	pid, err := g.respawned(t, role, old)
 	if err != nil {
 		return []string{err.Error()}
 	}

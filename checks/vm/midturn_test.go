@@ -53,6 +53,7 @@ var midTurnWants = map[string]midTurnWant{
 func (g guest) midTurn(t *testing.T, role string) {
 	unit := units.UnitName(role)
 	want := midTurnWants[role]
+	g.serving(t) // the previous check's restarts are over
 	old := g.mainPID(t, unit)
 	if old == 0 {
 		t.Fatalf("%s is not running", unit)
@@ -88,7 +89,7 @@ func (g guest) midTurn(t *testing.T, role string) {
 	before := g.fileBytes(t, logPath)
 	began := time.Now()
 	g.must(t, fmt.Sprintf("kill -9 %d", old))
-	pid, err := g.respawned(t, unit, old)
+	pid, err := g.respawned(t, role, old)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,18 +243,52 @@ func parseLog(session string, b []byte) ([]sessionlog.Record, error) {
 	return recs, err
 }
 
-// respawned waits for unit to be active again under a main process other
-// than old, and returns it.
-func (g guest) respawned(t *testing.T, unit string, old int) (int, error) {
+// mainSocket is the socket each role serves its clients on in a turn.
+var mainSocket = map[string]*wire.Socket{
+	layout.Gatewayd: &wire.Gateway, layout.Loopd: &wire.Loop, layout.Inferproxy: &wire.Infer,
+	layout.Brokerd: &wire.Broker, layout.Memoryd: &wire.Memtool,
+}
+
+// respawned waits for role's unit to be active again under a main
+// process other than old, listening on its socket, and returns it.
+// Active alone is not serving: a unit is active once its process runs.
+func (g guest) respawned(t *testing.T, role string, old int) (int, error) {
 	t.Helper()
+	unit := units.UnitName(role)
 	for i := 0; i < 90; i++ {
 		time.Sleep(2 * time.Second)
-		if pid := g.mainPID(t, unit); pid != 0 && pid != old && strings.TrimSpace(g.sh(t, time.Minute, "systemctl is-active "+unit).Stdout) == "active" {
+		if pid := g.mainPID(t, unit); pid != 0 && pid != old && strings.TrimSpace(g.sh(t, time.Minute, "systemctl is-active "+unit).Stdout) == "active" && g.listens(t, role, pid) {
 			return pid, nil
 		}
 	}
-	return 0, fmt.Errorf("%s was not restarted after its pid %d was killed:\n%s", unit, old,
+	return 0, fmt.Errorf("%s was not serving again after its pid %d was killed:\n%s", unit, old,
 		g.sh(t, time.Minute, "journalctl -u "+unit+" --no-pager -o cat | tail -12").Stdout)
+}
+
+// listens reports whether pid listens on role's socket (in pid's network
+// namespace: loopd and brokerd have their own, and ss lists one).
+func (g guest) listens(t *testing.T, role string, pid int) bool {
+	t.Helper()
+	path := layout.Socket(units.StateDir, mainSocket[role])
+	r := g.sh(t, time.Minute, fmt.Sprintf("nsenter -t %d -n ss -xlpn | grep -F ' %s ' | grep -qF 'pid=%d,'", pid, path, pid))
+	return r.Exit == 0
+}
+
+// serving waits until every role listens on its socket.
+func (g guest) serving(t *testing.T) {
+	t.Helper()
+	for _, r := range layout.Daemons {
+		for i := 0; ; i++ {
+			pid := g.mainPID(t, units.UnitName(r))
+			if pid != 0 && g.listens(t, r, pid) {
+				break
+			}
+			if i > 60 {
+				t.Fatalf("%s does not listen on its socket:\n%s", r, g.sh(t, time.Minute, "journalctl -u "+units.UnitName(r)+" --no-pager -o cat | tail -12").Stdout)
+			}
+			time.Sleep(2 * time.Second)
+		}
+	}
 }
 
 // fakeFile waits for the fakes to write name and returns it.
