@@ -10,7 +10,8 @@
 # the image) as RootDirectory=; only brokerd runs rootless Podman, and the
 # tool image is loaded into it. What the module adds is what NixOS needs
 # and the schema cannot say: the store paths, the addresses each role may
-# reach (typed options), the encrypted credentials' paths, and two oneshot
+# reach (typed options), the encrypted credentials' paths (an optional
+# credential, Honcho's key, is loaded by its unit only when given), and two oneshot
 # units (the role configs and users.toml into @config@; the tool image
 # into brokerd's Podman). Secrets never enter the store: a secret in
 # `settings` or in an environment (file) of a Boxmaker unit is refused.
@@ -95,9 +96,16 @@ let
   missingCreds = lib.filter (p: lib.hasPrefix "@credential:" p) missing;
   missingOther = lib.filter (p: !(lib.hasPrefix "@credential:" p)) missing;
 
+  # An optional credential (Honcho's key) is in no unit of the file: given
+  # one, its unit gains the credential's `load` value, as bxctl install
+  # adds it (pkg/units.Table with the credential given).
+  loadsOf = u: map (c: c.load) (lib.filter (c: c.optional && c.unit == u.name && cfg.credentials ? ${c.name}) deployment.credentials);
+  serviceOf = u: let s = u.sections.Service or { }; extra = loadsOf u; in
+    if extra == [ ] then s else s // { LoadCredentialEncrypted = (s.LoadCredentialEncrypted or [ ]) ++ extra; };
+
   unitFor = u: {
     unitConfig = lib.mapAttrs (_: map subst) (u.sections.Unit or { });
-    serviceConfig = lib.mapAttrs (_: map subst) (u.sections.Service or { });
+    serviceConfig = lib.mapAttrs (_: map subst) (serviceOf u);
     wantedBy = u.sections.Install.WantedBy or [ ];
     requiredBy = u.sections.Install.RequiredBy or [ ];
     # A switch that changes the role's config or users.toml restarts it
@@ -171,7 +179,17 @@ let
   allSecrets = lib.concatMap (role: secretsIn [ role ] cfg.settings.${role}) roles;
   credentialRef = v: if builtins.isString v then builtins.match "credential:([A-Za-z0-9_.-]+)" v else null;
   badSecrets = lib.filter (s: credentialRef s.value == null) allSecrets;
-  refs = lib.concatMap (s: let r = credentialRef s.value; in lib.optional (r != null) (builtins.head r)) allSecrets;
+  refsIn = secrets: lib.concatMap (s: let r = credentialRef s.value; in lib.optional (r != null) (builtins.head r)) secrets;
+  refs = refsIn allSecrets;
+  # A credential reaches only its own role's unit, so a role's settings
+  # may name only its own; and one given that its role's settings do not
+  # name would be loaded for nothing (a forgotten `key`: memoryd would
+  # talk to Honcho without it).
+  credOf = name: lib.findFirst (c: c.name == name) null deployment.credentials;
+  refsOf = role: refsIn (secretsIn [ role ] cfg.settings.${role});
+  foreignRefs = lib.concatMap (role: map (n: "settings.${role} names ${n}, which is ${(credOf n).role}'s")
+    (lib.filter (n: credOf n != null && (credOf n).role != role) (refsOf role))) roles;
+  unusedCreds = lib.filter (n: credOf n != null && !(lib.elem n (refsOf (credOf n).role))) (builtins.attrNames cfg.credentials);
 
   ourUnits = map unitName deployment.units ++ [ "boxmaker-config" ] ++ map (i: "${i.name}-image") toolImages;
   svc = name: config.systemd.services.${name};
@@ -206,8 +224,10 @@ in
       description = ''
         Where each encrypted credential is (`systemd-creds encrypt --name=NAME
         plain FILE`): an absolute path outside the Nix store, given as a
-        string so Nix never copies it into the store. Names:
-        ${lib.concatMapStringsSep ", " (c: "${c.name} (${c.doc})") deployment.credentials}.
+        string so Nix never copies it into the store, exactly for the
+        credentials its role's settings name (`"credential:NAME"`). An
+        optional one is loaded by its unit only when given here. Names:
+        ${lib.concatMapStringsSep ", " (c: "${c.name} (${c.doc}${lib.optionalString c.optional "; optional"})") deployment.credentials}.
       '';
       default = { };
       type = types.attrsOf (types.strMatching "/.+");
@@ -271,6 +291,10 @@ in
       {
         assertion = lib.all (n: lib.elem n credentialNames) (builtins.attrNames cfg.credentials ++ refs);
         message = "services.boxmaker: ${lib.concatStringsSep ", " (lib.subtractLists credentialNames (builtins.attrNames cfg.credentials ++ refs))} is not a credential of the deployment (${lib.concatStringsSep ", " credentialNames}); see docs/runbook.md#nix-credential-path";
+      }
+      {
+        assertion = foreignRefs == [ ] && unusedCreds == [ ];
+        message = "services.boxmaker: ${lib.concatStringsSep "; " (foreignRefs ++ map (n: "credentials.${n} is given but settings.${(credOf n).role} does not name it (\"credential:${n}\")") unusedCreds)}: a credential is loaded only by its own role's unit, and only for the setting that names it; see docs/runbook.md#nix-credential-path";
       }
       {
         assertion = lib.all (p: !(lib.hasPrefix storePrefix p)) (builtins.attrValues cfg.credentials);

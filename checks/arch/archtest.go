@@ -25,7 +25,9 @@
 //     ([StdlibOnly]);
 //   - no string literal outside [WireHome] names one of our sockets, and
 //     no package but [ConvHome] reads or writes frames (wire.go);
-//   - the top level holds only [TopLevel]'s entries.
+//   - the top level holds only [TopLevel]'s entries;
+//   - a TestOnly name is declared in a testonly.go and used only by tests
+//     ([TestOnly]).
 package arch
 
 import (

@@ -2,6 +2,7 @@ package arch
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ func TestRepoModules(t *testing.T)    { report(t, Modules(root)) }
 func TestRepoDeps(t *testing.T)       { report(t, Deps(root, *update)) }
 func TestRepoTop(t *testing.T)        { report(t, Top(root)) }
 func TestRepoStdlibOnly(t *testing.T) { report(t, StdlibOnly(root)) }
+func TestRepoTestOnly(t *testing.T)   { report(t, TestOnly(root)) }
 func TestRepoToolLists(t *testing.T) {
 	report(t, ToolLists(root, toolset.Names()))
 }
@@ -75,6 +77,23 @@ func TestPlantedLongFile(t *testing.T) {
 		t.Fatalf("Lengths = %q, want exactly the 501-line file", got)
 	}
 	expect(t, got, "pkg/b/b.go: 501 lines")
+}
+
+func TestPlantedTestOnly(t *testing.T) {
+	dir := plant(t, map[string]string{
+		"pkg/r/testonly.go": "package r\n\nfunc TestOnlyLoosen() {}\n\nfunc inner() { TestOnlyLoosen() }\n",
+		"pkg/r/r_test.go":   "package r\n\nfunc helper() { TestOnlyLoosen() }\n",
+		"cmd/x/main.go":     "package main\n\nimport \"example.com/m/pkg/r\"\n\nfunc main() { r.TestOnlyLoosen() }\n",
+		"pkg/q/q.go":        "package q\n\nfunc f() { g := TestOnlyLocal; g() }\n\nfunc TestOnlyLocal() {}\n\nfunc h() { TestOnlyLocal() }\n",
+	})
+	got := TestOnly(dir)
+	expect(t, got, "cmd/x/main.go:5: a product file names TestOnlyLoosen")
+	for _, line := range []int{3, 5, 7} {
+		expect(t, got, fmt.Sprintf("pkg/q/q.go:%d: a product file names TestOnlyLocal", line))
+	}
+	if len(got) != 4 {
+		t.Errorf("want exactly the product files' four uses (none from a test or a testonly.go), got %q", got)
+	}
 }
 
 func TestPlantedTop(t *testing.T) {

@@ -13,8 +13,9 @@
 let
   stubs = import ./stubs.nix { inherit lib; };
 
-  # What the positive case sets: the deployment's one credential, every
-  # secret as a credential reference, addresses for each role's network.
+  # What the positive case sets: the deployment's one credential that is
+  # not optional, every secret as a credential reference, addresses for
+  # each role's network, and Honcho with its auth off (no key).
   base = {
     services.boxmaker = {
       enable = true;
@@ -27,6 +28,13 @@ let
       images = stubs.images;
       roots = stubs.roots;
     };
+  };
+
+  # The second positive case: Honcho with its key, the optional credential.
+  honchoKey = "/etc/credstore.encrypted/honcho-key.cred";
+  withKey = {
+    services.boxmaker.credentials.honcho-key = honchoKey;
+    services.boxmaker.settings.memoryd.honcho.key = "credential:honcho-key";
   };
 
   eval = extra: lib.evalModules {
@@ -82,6 +90,18 @@ let
       module = { services.boxmaker.credentials.honcho-key = "/etc/credstore.encrypted/honcho-key.cred"; }; }
     { name = "honcho-key reference"; anchor = "nix-credential-path";
       module = { services.boxmaker.settings.memoryd.honcho.key = "credential:honcho-key"; }; }
+    { name = "plain honcho key"; anchor = "nix-secret-in-config";
+      module = lib.recursiveUpdate withKey { services.boxmaker.settings.memoryd.honcho.key = lib.mkForce "eyJhbGciOiJIUzI1NiJ9.eyJ3IjoiYSJ9.sig"; }; }
+    { name = "honcho key in memoryd's environment"; anchor = "nix-secret-in-environment";
+      module = withKey // { systemd.services.boxmaker-memoryd.serviceConfig.Environment = [ "HONCHO_KEY=eyJ" ]; }; }
+    { name = "honcho key in the store"; anchor = "nix-credential-path";
+      module = lib.recursiveUpdate withKey { services.boxmaker.credentials.honcho-key = lib.mkForce "${builtins.storeDir}/0000000000000000000000000000000a-honcho-key.cred"; }; }
+    { name = "honcho key of another role"; anchor = "nix-credential-path";
+      module = lib.recursiveUpdate withKey { services.boxmaker.settings.gatewayd.honcho_key = "credential:honcho-key"; }; }
+    { name = "token named by memoryd"; anchor = "nix-credential-path";
+      module = { services.boxmaker.settings.memoryd.honcho.key = "credential:mattermost-token"; }; }
+    { name = "relative honcho key"; anchor = "type";
+      module = { services.boxmaker.credentials.honcho-key = "honcho-key.cred"; services.boxmaker.settings.memoryd.honcho.key = "credential:honcho-key"; }; }
     { name = "no credentials"; anchor = "nix-credential-path";
       module = { services.boxmaker.credentials = lib.mkForce { }; }; }
     { name = "llama by name"; anchor = "nix-network";
@@ -112,13 +132,15 @@ if only != null
 then result (lib.findFirst (n: n.name == only) (throw "no negative case ${only}") negatives).module
 else {
   positive = result { };
+  honcho = result withKey;
   # What the stubs and the positive case give, unsubstituted, so the test
   # builds the placeholders' values itself as bxctl install's Values does.
   inputs = {
     podman = "${stubs.module.options.virtualisation.podman.package.default}/bin/podman";
     images = lib.mapAttrs (_: i: i.id) stubs.images;
     roots = lib.mapAttrs (_: r: "${r}") stubs.roots;
-    inherit (base.services.boxmaker) credentials llamaServer mattermostAddresses honchoAddresses;
+    credentials = base.services.boxmaker.credentials // { honcho-key = honchoKey; };
+    inherit (base.services.boxmaker) llamaServer mattermostAddresses honchoAddresses;
     model = (eval { }).config.services.boxmaker.model;
   };
   negatives = map (n: refused n) negatives;

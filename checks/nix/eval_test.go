@@ -36,39 +36,9 @@ func loadDeployment(t *testing.T) units.Deployment {
 
 // evalOut is checks/nix/eval.nix's answer.
 type evalOut struct {
-	Positive struct {
-		Failed   []string `json:"failed"`
-		Services map[string]struct {
-			UnitConfig      map[string][]string `json:"unitConfig"`
-			ServiceConfig   map[string][]string `json:"serviceConfig"`
-			WantedBy        []string            `json:"wantedBy"`
-			RequiredBy      []string            `json:"requiredBy"`
-			Environment     map[string]string   `json:"environment"`
-			RestartTriggers []string            `json:"restartTriggers"`
-		} `json:"services"`
-		Users map[string]struct {
-			UID          uint32 `json:"uid"`
-			IsSystemUser bool   `json:"isSystemUser"`
-			Group        string `json:"group"`
-			Home         string `json:"home"`
-			CreateHome   bool   `json:"createHome"`
-			Linger       *bool  `json:"linger"`
-			SubUIDRanges []struct {
-				StartUID uint32 `json:"startUid"`
-				Count    uint32 `json:"count"`
-			} `json:"subUidRanges"`
-			SubGIDRanges []struct {
-				StartGID uint32 `json:"startGid"`
-				Count    uint32 `json:"count"`
-			} `json:"subGidRanges"`
-		} `json:"users"`
-		Groups map[string]struct {
-			GID uint32 `json:"gid"`
-		} `json:"groups"`
-		Tmpfiles []string                  `json:"tmpfiles"`
-		Podman   bool                      `json:"podman"`
-		Settings map[string]map[string]any `json:"settings"`
-	} `json:"positive"`
+	Positive evalCase `json:"positive"`
+	// Honcho is the positive case with Honcho's key given and named.
+	Honcho evalCase `json:"honcho"`
 	Inputs struct {
 		Podman              string            `json:"podman"`
 		Images              map[string]string `json:"images"`
@@ -86,6 +56,41 @@ type evalOut struct {
 		How      string   `json:"how"`
 		Messages []string `json:"messages"`
 	} `json:"negatives"`
+}
+
+// evalCase is what the module sets in one positive case.
+type evalCase struct {
+	Failed   []string `json:"failed"`
+	Services map[string]struct {
+		UnitConfig      map[string][]string `json:"unitConfig"`
+		ServiceConfig   map[string][]string `json:"serviceConfig"`
+		WantedBy        []string            `json:"wantedBy"`
+		RequiredBy      []string            `json:"requiredBy"`
+		Environment     map[string]string   `json:"environment"`
+		RestartTriggers []string            `json:"restartTriggers"`
+	} `json:"services"`
+	Users map[string]struct {
+		UID          uint32 `json:"uid"`
+		IsSystemUser bool   `json:"isSystemUser"`
+		Group        string `json:"group"`
+		Home         string `json:"home"`
+		CreateHome   bool   `json:"createHome"`
+		Linger       *bool  `json:"linger"`
+		SubUIDRanges []struct {
+			StartUID uint32 `json:"startUid"`
+			Count    uint32 `json:"count"`
+		} `json:"subUidRanges"`
+		SubGIDRanges []struct {
+			StartGID uint32 `json:"startGid"`
+			Count    uint32 `json:"count"`
+		} `json:"subGidRanges"`
+	} `json:"users"`
+	Groups map[string]struct {
+		GID uint32 `json:"gid"`
+	} `json:"groups"`
+	Tmpfiles []string                  `json:"tmpfiles"`
+	Podman   bool                      `json:"podman"`
+	Settings map[string]map[string]any `json:"settings"`
 }
 
 // nixpkgsLib is the nixpkgs.lib tree BOXMAKER_NIXPKGS_LIB names, or ends
@@ -136,6 +141,9 @@ func TestModuleEval(t *testing.T) {
 	if len(r.Positive.Failed) != 0 {
 		t.Errorf("assertions failed on the positive case: %q", r.Positive.Failed)
 	}
+	if len(r.Honcho.Failed) != 0 {
+		t.Errorf("assertions failed on the positive case with Honcho's key: %q", r.Honcho.Failed)
+	}
 	if !r.Positive.Podman {
 		t.Error("virtualisation.podman.enable is not set")
 	}
@@ -147,6 +155,7 @@ func TestModuleEval(t *testing.T) {
 	typeErrors := map[string]string{
 		"credential as a Nix path": "services.boxmaker.credentials.mattermost-token",
 		"relative credential":      "services.boxmaker.credentials.mattermost-token",
+		"relative honcho key":      "services.boxmaker.credentials.honcho-key",
 		"image by tag":             "services.boxmaker.images.tool.id",
 		"misspelled option":        "services.boxmaker.setings",
 		"bad Restart":              "serviceConfig",
@@ -273,6 +282,35 @@ func TestModuleMatchesDeployment(t *testing.T) {
 				t.Errorf("%s: [Install] %s is not mapped by the module", u.Name, k)
 			}
 		}
+	}
+
+	// With Honcho's key given, every role's [Service] is pkg/units'
+	// table with that optional credential given (memoryd's unit loads
+	// it, from the path given; no other unit changes).
+	for _, u := range units.Table(units.HonchoKey) {
+		got, ok := r.Honcho.Services[strings.TrimSuffix(u.Name, ".service")]
+		if !ok {
+			t.Errorf("the module with Honcho's key has no unit %s", u.Name)
+			continue
+		}
+		want := map[string][]string{}
+		for _, s := range u.Sections {
+			if s.Name == "Service" {
+				for _, k := range s.Keys {
+					want[k.Name] = append([]string{}, k.Values...)
+				}
+			}
+		}
+		if w := subst(want); !reflect.DeepEqual(got.ServiceConfig, w) {
+			t.Errorf("%s [Service] with Honcho's key:\n got %v\nwant %v", u.Name, got.ServiceConfig, w)
+		}
+	}
+	load := r.Honcho.Services[strings.TrimSuffix(units.UnitName(layout.Memoryd), ".service")].ServiceConfig["LoadCredentialEncrypted"]
+	if want := []string{units.HonchoKey + ":" + r.Inputs.Credentials[units.HonchoKey]}; !reflect.DeepEqual(load, want) {
+		t.Errorf("memoryd with Honcho's key: LoadCredentialEncrypted=%q, want %q", load, want)
+	}
+	if load := r.Positive.Services[strings.TrimSuffix(units.UnitName(layout.Memoryd), ".service")].ServiceConfig["LoadCredentialEncrypted"]; load != nil {
+		t.Errorf("memoryd without Honcho's key: LoadCredentialEncrypted=%q, want none", load)
 	}
 
 	// The module's own units: the config writer and one loader per image

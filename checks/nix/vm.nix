@@ -29,10 +29,21 @@ pkgs.testers.runNixOSTest {
       enable = true;
       llamaServer = llama;
       mattermostAddresses = [ "127.0.0.1" ];
+      honchoAddresses = [ "127.0.0.1" ];
+      # Every credential, the optional one (Honcho's key) included: memoryd
+      # names it, so its unit loads it (memoryd never waits on Honcho, which
+      # is not running here).
       credentials = lib.listToAttrs (map (c: lib.nameValuePair c.name "/etc/credstore.encrypted/${c.name}.cred") deployment.credentials);
       settings.gatewayd = {
         url = "http://127.0.0.1:8065";
         token = "credential:mattermost-token";
+      };
+      settings.memoryd.honcho = {
+        url = "http://127.0.0.1:8000";
+        key = "credential:honcho-key";
+        peer = "boxmaker-vm";
+        trusted_workspace = "vm-trusted";
+        untrusted_workspace = "vm-untrusted";
       };
     };
     # The credentials are made in the test script (systemd-creds with the
@@ -74,8 +85,9 @@ pkgs.testers.runNixOSTest {
     tool = next(i for i in d["images"] if i["role"] == "tool")
     machine.succeed(f"runuser -u {broker['name']} -- env HOME={broker['home']} XDG_RUNTIME_DIR=/run/user/{broker['uid']} podman image exists $(systemctl show -p ExecStart --value {tool['name']}-image | grep -o 'sha256:[0-9a-f]*' | head -1)")
     for c in d["credentials"]:
-        unit = f"boxmaker-{c['role']}.service"
+        unit = c["unit"]
         pid = machine.succeed(f"systemctl show -p MainPID --value {unit}").strip()
         machine.fail(f"grep -a test-{c['name']} /proc/{pid}/environ")
+        machine.succeed(f"test -f /run/credentials/{unit}/{c['name']}")
   '';
 }

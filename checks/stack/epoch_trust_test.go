@@ -33,7 +33,7 @@ func TestStackEpochTrust(t *testing.T) {
 	if r := toolResults(t, state, "s1"); len(r) != 1 || !r[0].Untrusted {
 		t.Fatalf("s1 results = %s, want the page marked untrusted", show(r))
 	}
-	srv.Script(fake.Reply{Reasoning: "Summarise.", Content: "The owner had me read a saved page about tea."})
+	srv.Script(stageReply, fake.Reply{Reasoning: "Summarise.", Content: "The owner had me read a saved page about tea."})
 	if out, err := bxctl(t, bin, "compact", "--state", state, "s1"); err != nil || !strings.Contains(out, "now in epoch 1") {
 		t.Fatalf("bxctl compact: %v\n%s", err, out)
 	}

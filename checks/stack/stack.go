@@ -39,10 +39,25 @@ func root() string {
 func Build(t *testing.T, roles ...string) string {
 	t.Helper()
 	bin := roletest.Readable(t)
+	BuildInto(t, bin, nil, roles...)
+	return bin
+}
+
+// TestHooks is the build tag of the test-only debug knobs (loopd's
+// BOXMAKER_TEST_EPOCH_KILL_AT): no release build sets it.
+const TestHooks = "boxmaker_testhooks"
+
+// BuildInto builds the named roles into bin with their tags and extra.
+func BuildInto(t *testing.T, bin string, extra []string, roles ...string) {
+	t.Helper()
 	for _, role := range roles {
 		args := []string{"build", "-o", filepath.Join(bin, role)}
-		if tags, err := os.ReadFile(filepath.Join(root(), "cmd", role, "tags.txt")); err == nil {
-			args = append(args, "-tags", strings.Join(strings.Fields(string(tags)), ","))
+		tags := extra
+		if b, err := os.ReadFile(filepath.Join(root(), "cmd", role, "tags.txt")); err == nil {
+			tags = append(strings.Fields(string(b)), extra...)
+		}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
 		}
 		cmd := exec.Command("go", append(args, "wntrmute.dev/boxmaker/cmd/"+role)...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -50,7 +65,6 @@ func Build(t *testing.T, roles ...string) string {
 			t.Fatalf("build %s: %v\n%s", role, err, out)
 		}
 	}
-	return bin
 }
 
 // Up runs `bxctl up --state state --llama llamaHost --bin bin` with extra

@@ -28,12 +28,18 @@ import (
 // state directory. Tests that use it are skipped with -short.
 func stack(t *testing.T, nctx int) (bin, state string, srv *fake.Server) {
 	t.Helper()
+	return stackWith(t, fake.Options{Slots: 2, NCtx: nctx})
+}
+
+// stackWith is stack with the fake server's options.
+func stackWith(t *testing.T, opts fake.Options) (bin, state string, srv *fake.Server) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
 	bin = buildStack(t)
 	state = filepath.Join(roletest.Dir(t), "state")
-	srv = fake.New(t, fake.Options{Slots: 2, NCtx: nctx})
+	srv = fake.New(t, opts)
 	selftestReplies(srv)
 	preconfigure(t, state, srv)
 	return bin, state, srv

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/vm/canary/scan"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
 )
 
 // nonce is a fresh random string for canaries and log lines.
@@ -120,6 +122,92 @@ func TestGuestBackends(t *testing.T) {
 		if hits := FindCanary(t, m, []byte(token)); len(hits) > 0 {
 			t.Errorf("the credential's plaintext is in the guest at %v", hits)
 		}
+	})
+
+	t.Run("honcho key", func(t *testing.T) {
+		// memoryd's unit as pkg/units makes it with Honcho's key given:
+		// its LoadCredentialEncrypted= line, substituted with the path
+		// bxctl install writes, under memoryd's own user; the binary
+		// resolves the ref memoryd's [honcho] key holds through package
+		// secret's credential backend, as memoryd's Honcho client does.
+		const credDir = "/etc/boxmaker/credentials"
+		mem := units.Of(layout.Memoryd, units.HonchoKey)
+		load := mem.Values("Service", "LoadCredentialEncrypted")
+		if len(load) != 1 {
+			t.Fatalf("memoryd's unit with Honcho's key loads %q, want one credential", load)
+		}
+		line, err := units.Substitute(load[0], map[string]string{units.CredentialPath(units.HonchoKey): credDir + "/" + units.HonchoKey + ".cred"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off := units.Of(layout.Memoryd); off.Values("Service", "LoadCredentialEncrypted") != nil {
+			t.Errorf("memoryd's unit without Honcho's key loads %q", off.Values("Service", "LoadCredentialEncrypted"))
+		}
+		bin := filepath.Join(t.TempDir(), "credcheck")
+		if err := GoBuild(ctx(5*time.Minute), bin, "./checks/vm/credcheck"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Put(ctx(2*time.Minute), "/usr/local/bin/bx-credcheck", 0o755, b); err != nil {
+			t.Fatal(err)
+		}
+		user := units.UserName(layout.Memoryd)
+		uid := layout.DefaultUsers(layout.ID{}).Of(layout.Memoryd).UID
+		sh(t, fmt.Sprintf("getent passwd %[1]s >/dev/null || { groupadd --system --gid %[2]d %[1]s && useradd --system --uid %[2]d --gid %[2]d --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin %[1]s; }", user, uid))
+		// A JWT-shaped canary, as Honcho's keys are; the plaintext reaches
+		// the guest only on systemd-creds' stdin, as bxctl install hands it.
+		key := "eyJhbGciOiJIUzI1NiJ9.bx-honcho-canary-" + nonce(t) + ".sig"
+		if r, err := m.Run(ctx(time.Minute), []byte(key), "sh", "-c",
+			"mkdir -p -m 0700 "+credDir+" && systemd-creds encrypt --name="+units.HonchoKey+" - "+credDir+"/"+units.HonchoKey+".cred && chmod 0600 "+credDir+"/"+units.HonchoKey+".cred"); err != nil || r.Exit != 0 {
+			t.Fatalf("systemd-creds encrypt: %v %s", err, r)
+		}
+		const name = "bx-honcho-key.service"
+		unit(t, name, "[Service]\nType=exec\nUser="+user+"\nGroup="+user+"\nLoadCredentialEncrypted="+line+
+			"\nExecStart=/usr/local/bin/bx-credcheck -hold credential:"+units.HonchoKey+"\n")
+		sh(t, "systemctl start "+name)
+		t.Cleanup(func() { m.Sh(ctx(time.Minute), "systemctl stop "+name) })
+		// systemd 252's `systemctl show` prints this property as
+		// [unprintable]; the decrypted file is what the unit was given.
+		own := "/run/credentials/" + name + "/"
+		if got := strings.TrimSpace(sh(t, "stat -c '%a %U' "+own+units.HonchoKey)); got != "400 "+user {
+			t.Errorf("%s%s is %q, want 400 %s (the unit's user alone)", own, units.HonchoKey, got, user)
+		}
+		sum := sha256.Sum256([]byte(key))
+		want := fmt.Sprintf("credcheck: credential:%s sha256 %x", units.HonchoKey, sum)
+		var got string
+		for i := 0; i < 100 && !strings.Contains(got, want); i++ {
+			time.Sleep(100 * time.Millisecond)
+			got = journal(t, name)
+		}
+		if !strings.Contains(got, want) || strings.Contains(got, key) {
+			t.Errorf("memoryd's credential backend resolved credential:%s to something else, or logged it: %q (want the hash %x)", units.HonchoKey, got, sum)
+		}
+		// While the unit runs, the key is in clear only in its own
+		// credential directory (ramfs): not in the .cred file, the
+		// journal, any process's environment or command line, any disk.
+		seen := false
+		for _, h := range FindCanary(t, m, []byte(key)) {
+			if h.Kind == "file" && strings.HasPrefix(h.Path, own) {
+				seen = true
+				continue
+			}
+			t.Errorf("Honcho's key is in clear at %s", h)
+		}
+		if !seen {
+			t.Errorf("the scan did not find Honcho's key in %s, where systemd keeps it for the running unit: it cannot show it is nowhere else", own)
+		}
+
+		// Why memoryd's unit declares the key only when the owner gives
+		// one (docs/decisions.md): a LoadCredentialEncrypted= whose file
+		// is absent fails the unit before its binary runs.
+		unit(t, "bx-honcho-absent.service", "[Service]\nType=oneshot\nUser="+user+"\nLoadCredentialEncrypted="+units.HonchoKey+":"+credDir+"/absent.cred\nExecStart=/bin/true\n")
+		if r, err := m.Sh(ctx(time.Minute), "systemctl start bx-honcho-absent.service"); err != nil || r.Exit == 0 {
+			t.Errorf("a unit loading an absent credential started: %v %s", err, r)
+		}
+		t.Logf("a unit loading an absent credential: %s", strings.TrimSpace(sh(t, "systemctl show -p Result -p ExecMainStatus --value bx-honcho-absent.service | tr '\\n' ' '")))
 	})
 
 	t.Run("journald", func(t *testing.T) {

@@ -1,7 +1,9 @@
 package vm
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,13 +57,24 @@ func artifacts(t *testing.T) map[string]string {
 	}
 	dir := t.TempDir()
 	out := map[string]string{}
+	// images.ids, as docs/units.md's build writes it: bxctl install
+	// refuses any archive whose ID is not its line's.
+	var ids strings.Builder
 	for _, r := range append(append([]string{}, layout.Daemons...), units.Tool) {
 		p := filepath.Join(dir, r+".tar")
 		cmd := exec.Command(filepath.Join(root, "images", "role-image"), r, p)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("images/role-image %s: %v\n%s", r, err, b)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		id, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("images/role-image %s: %v\n%s", r, err, stderr.Bytes())
 		}
+		fmt.Fprintf(&ids, "%s %s\n", r, strings.TrimSpace(string(id)))
 		out["/root/images/"+r+".tar"] = p
+	}
+	out["/root/images/images.ids"] = filepath.Join(dir, "images.ids")
+	if err := os.WriteFile(out["/root/images/images.ids"], []byte(ids.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -125,7 +138,12 @@ func TestDeployment(t *testing.T) {
 		ictx, icancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer icancel()
 		began := time.Now()
+		ids, err := os.ReadFile(files["/root/images/images.ids"])
+		if err != nil {
+			t.Fatal(err)
+		}
 		r, err := m.Run(ictx, []byte(token+"\n"), "/usr/local/bin/bxctl", "install", "--images", "/root/images",
+			"--expect", fmt.Sprintf("sha256:%x", sha256.Sum256(ids)),
 			"--podman", "/usr/local/bin/podman", "--llama", llamaAddr, "--model", "fake-model",
 			"--mattermost-net", "127.0.0.1", "--gateway-config", "/root/gatewayd.toml", "--token-stdin")
 		if err != nil || r.Exit != 0 {

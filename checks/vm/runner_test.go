@@ -37,7 +37,6 @@ var mustPass = []string{
 // cgroup v2 host, with why.
 var maySkip = map[string]string{
 	"TestRootlessCgroupsV1FailsClosed": "it proves the refusal on cgroups v1, where rootless limits are lost",
-	"TestTestOnlyNetworkOnlyInTests":   "it reads the source tree, which the copied test binary does not have; the host's gate runs it",
 }
 
 // TestRootlessRunner runs brokerd's runner tests (cmd/brokerd/internal/runner,

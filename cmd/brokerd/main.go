@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	var acceptBreak, rebuild, adoptHead bool
+	var acceptBreak, rebuild, adoptHead, adoptConsult bool
 	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
 		cfg, err := broker.Load(f.Config)
 		if err != nil {
@@ -44,10 +44,14 @@ func main() {
 		if adoptHead {
 			return broker.AdoptAuditHead(log, cfg)
 		}
+		if adoptConsult {
+			return broker.AdoptConsultHead(log, cfg)
+		}
 		return broker.Run(ctx, log, cfg, acceptBreak)
 	}, func(fs *flag.FlagSet) {
 		fs.BoolVar(&acceptBreak, "accept-break", false, "record the owner's acceptance of the audit log's first break, then start (see docs/runbook.md#audit-chain-broken)")
 		fs.BoolVar(&rebuild, "rebuild-state", false, "rewrite every session's state file from the audit log, then exit (brokerd must be stopped)")
 		fs.BoolVar(&adoptHead, "adopt-audit-head", false, "record the audit log's end as its head after the owner decided the log as it is is the log, then exit (see docs/runbook.md#audit-truncated)")
+		fs.BoolVar(&adoptConsult, "adopt-consult-head", false, "record the consult log's end as its head after the owner decided the log as it is is the log, then exit (see docs/runbook.md#consult-truncated)")
 	}))
 }

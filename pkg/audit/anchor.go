@@ -90,6 +90,22 @@ func (e *AnchorError) Error() string {
 	return fmt.Sprintf("anchor of %s: the line at seq %d hashes to %s, but the owner anchored %s: the log was rewritten from that line or before it; see docs/runbook.md#audit-anchor-differs", a.Time, a.Seq, e.Got, a.Hash)
 }
 
+// CheckAnchors is every anchor a log that ends at seq pos fails, in
+// anchor order; hashAt is the hash of each anchored line the verifier
+// kept. Package consultlog's verifier checks its anchors with it too.
+func CheckAnchors(anchors []Anchor, pos int64, hashAt func(seq int64) (string, bool)) []*AnchorError {
+	var out []*AnchorError
+	for _, a := range anchors {
+		switch got, ok := hashAt(a.Seq); {
+		case a.Seq > pos:
+			out = append(out, &AnchorError{Anchor: a, PastEnd: true, Got: fmt.Sprint(pos)})
+		case !ok || got != a.Hash:
+			out = append(out, &AnchorError{Anchor: a, Got: got})
+		}
+	}
+	return out
+}
+
 // End is what [VerifyEnd] found: the chain, and how its end compares with
 // brokerd's head record and the owner's anchors.
 type End struct {
@@ -121,7 +137,7 @@ func VerifyEnd(dir string, anchors []Anchor) End {
 	v := newVerifier()
 	v.files = len(files)
 	headPath := HeadPath(dir)
-	head, herr := readHead(headPath)
+	head, herr := ReadHead(headPath)
 	if head != nil {
 		v.keep(head.Seq)
 	}
@@ -133,24 +149,12 @@ func VerifyEnd(dir string, anchors []Anchor) End {
 	if e.Report.Problem != nil && e.Report.Problem.Unreadable {
 		return e
 	}
-	switch {
-	case herr != nil:
-		e.HeadProblem = &HeadError{Kind: HeadMissing, Path: headPath, Msg: fmt.Sprintf("the record of the audit log's head, %s, does not read: %v", headPath, herr)}
-	default:
-		if p := judgeHead(head, v.ends(headPath)); p != nil {
-			e.HeadProblem = p
-		}
-		if head != nil {
-			e.HeadSeq = head.Seq
-		}
+	if p := CheckHead(AuditHead, headPath, head, herr, v.ends()); p != nil {
+		e.HeadProblem = p
 	}
-	for _, a := range anchors {
-		switch got, ok := v.hashAt(a.Seq); {
-		case a.Seq > v.pos:
-			e.AnchorProblems = append(e.AnchorProblems, &AnchorError{Anchor: a, PastEnd: true, Got: fmt.Sprint(v.pos)})
-		case !ok || got != a.Hash:
-			e.AnchorProblems = append(e.AnchorProblems, &AnchorError{Anchor: a, Got: got})
-		}
+	if head != nil {
+		e.HeadSeq = head.Seq
 	}
+	e.AnchorProblems = CheckAnchors(anchors, v.pos, v.hashAt)
 	return e
 }

@@ -53,6 +53,10 @@
 // ([HeadError]); [AdoptHead] is the owner's deliberate way past that. The
 // owner's [Anchor]s, kept where brokerd cannot write, are checked by
 // [VerifyEnd] with the head, and outlive a writer that rewrote both.
+// Package consultlog's log keeps a head record of its own by the same
+// exported code ([WriteHead], [ReadHead], [StartHead], [CheckHead],
+// [ReplaceHead], [CheckAnchors]), which takes the log's words and runbook
+// entries as a [HeadLog].
 //
 // # Invariants
 //

@@ -84,8 +84,9 @@ func (h Head) encode() ([]byte, error) {
 	return append(b, '\n'), err
 }
 
-// readHead reads the head file at path; nil when there is none.
-func readHead(path string) (*Head, error) {
+// ReadHead reads the head file at path; nil when there is none. Package
+// consultlog's head is read by this same code.
+func ReadHead(path string) (*Head, error) {
 	// Non-blocking, and only a regular file: a FIFO planted in its place
 	// would otherwise hang brokerd's start and every verify.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -112,8 +113,11 @@ func readHead(path string) (*Head, error) {
 	return &h, nil
 }
 
-// writeHead replaces the head file at path atomically and durably.
-func writeHead(path string, h Head) error {
+// WriteHead replaces the head file at path atomically and durably
+// (temporary file, fsync, rename, directory fsync). A writer calls it
+// twice per line: before the line, with Next its hash; after the line is
+// fsynced, for that line. Package consultlog's writer does the same.
+func WriteHead(path string, h Head) error {
 	b, err := h.encode()
 	if err != nil {
 		return fmt.Errorf("write head: %w", err)
@@ -154,66 +158,128 @@ const (
 	HeadDiffers                       // the line at the head is another, or the log goes on past it
 )
 
+// HeadLog names a log that keeps a head record, for the messages of the
+// head judgment: package audit's own ([AuditHead]) and package
+// consultlog's share the one judgment and differ only in these words.
+type HeadLog struct {
+	Name  string // "the audit log"
+	Whole string // what a cut that removed most of it removed: "a whole day's file"
+	// See is the runbook reference of each [HeadKind], and of a head
+	// record that cannot be written (key 0): "see docs/runbook.md#...".
+	See map[HeadKind]string
+}
+
+// AuditHead is the audit log's [HeadLog].
+var AuditHead = &HeadLog{Name: "the audit log", Whole: "a whole day's file", See: map[HeadKind]string{
+	0:             "see docs/runbook.md#audit-unavailable",
+	HeadMissing:   "see docs/runbook.md#audit-head-missing",
+	HeadTruncated: "see docs/runbook.md#audit-truncated",
+	HeadDiffers:   "see docs/runbook.md#audit-head-differs",
+}}
+
 // HeadError is a log that does not end where its writer's head says.
 type HeadError struct {
 	Kind HeadKind
 	Path string // the head file
 	Msg  string
+	Log  *HeadLog
 }
 
-func (e *HeadError) Error() string {
-	see := map[HeadKind]string{
-		HeadMissing:   "see docs/runbook.md#audit-head-missing",
-		HeadTruncated: "see docs/runbook.md#audit-truncated",
-		HeadDiffers:   "see docs/runbook.md#audit-head-differs",
-	}[e.Kind]
-	return e.Msg + "; " + see
+func (e *HeadError) Error() string { return e.Msg + "; " + e.Log.See[e.Kind] }
+
+// LogEnd is what the head judgment needs of a verified log.
+type LogEnd struct {
+	Pos  int64  // the last line read
+	Last string // its hash (Genesis when Pos is 0)
+	// At is the hash of an earlier line the verifier kept (the head's
+	// seq is always kept); nil when the caller kept none.
+	At func(seq int64) (string, bool)
+	// Damaged: the last line is torn or does not parse, and may be
+	// recovered (an append the writer was making when it stopped).
+	Damaged bool
 }
 
-// headHashes is what the head judgment needs of a verified log.
-type headHashes struct {
-	pos      int64
-	last     string // hash of line pos (Genesis when pos is 0)
-	at       func(seq int64) (string, bool)
-	damaged  bool // the last line is torn or does not parse, and may be recovered
-	headPath string
-}
-
-// judgeHead checks the end of the log against the head record h (nil:
-// none). It is the one judgment [Open], [AcceptBreak] and [VerifyEnd] make.
-func judgeHead(h *Head, l headHashes) *HeadError {
+// CheckHead checks the end of a log against its head record h (nil:
+// none), as read from path by [ReadHead] with error herr. It is the one
+// judgment every writer's start and every verify makes, for the audit
+// log and the consult log alike.
+func CheckHead(log *HeadLog, path string, h *Head, herr error, e LogEnd) *HeadError {
 	fail := func(k HeadKind, format string, args ...any) *HeadError {
-		return &HeadError{Kind: k, Path: l.headPath, Msg: fmt.Sprintf(format, args...)}
+		return &HeadError{Kind: k, Path: path, Log: log, Msg: fmt.Sprintf(format, args...)}
+	}
+	if herr != nil {
+		return fail(HeadMissing, "the record of %s's head, %s, does not read: %v", log.Name, path, herr)
 	}
 	if h == nil {
-		if l.pos == 0 {
+		if e.Pos == 0 {
 			return nil
 		}
-		return fail(HeadMissing, "the audit log has %d lines but its writer's record of the head, %s, is missing", l.pos, l.headPath)
+		return fail(HeadMissing, "%s has %d lines but its writer's record of the head, %s, is missing", log.Name, e.Pos, path)
 	}
 	s := h.Seq
 	hashAt := func(seq int64) (string, bool) {
-		if seq == 0 {
+		switch {
+		case seq == 0:
 			return Genesis, true
+		case seq == e.Pos:
+			return e.Last, true
+		case e.At == nil:
+			return "", false
 		}
-		if seq == l.pos {
-			return l.last, true
-		}
-		return l.at(seq)
+		return e.At(seq)
 	}
 	switch {
-	case l.pos < s:
-		return fail(HeadTruncated, "the audit log ends at seq %d, but brokerd wrote up to seq %d (%s): its newest records, or a whole day's file, were removed", l.pos, s, l.headPath)
-	case l.pos > s+1 || (l.pos == s+1 && h.Next == ""):
-		return fail(HeadDiffers, "the audit log goes on to seq %d, past seq %d, the last record brokerd wrote (%s): seq %d on were not written by brokerd", l.pos, s, l.headPath, s+1)
+	case e.Pos < s:
+		return fail(HeadTruncated, "%s ends at seq %d, but brokerd wrote up to seq %d (%s): its newest records, or %s, were removed", log.Name, e.Pos, s, path, log.Whole)
+	case e.Pos > s+1 || (e.Pos == s+1 && h.Next == ""):
+		return fail(HeadDiffers, "%s goes on to seq %d, past seq %d, the last record brokerd wrote (%s): seq %d on were not written by brokerd", log.Name, e.Pos, s, path, s+1)
 	}
 	if got, ok := hashAt(s); !ok || got != h.Hash {
-		return fail(HeadDiffers, "the line at seq %d hashes to %s, but brokerd wrote %s there (%s): the log was rewritten from that line or before it", s, got, h.Hash, l.headPath)
+		return fail(HeadDiffers, "the line at seq %d hashes to %s, but brokerd wrote %s there (%s): the log was rewritten from that line or before it", s, got, h.Hash, path)
 	}
-	if l.pos == s+1 && l.last != h.Next && !l.damaged {
-		return fail(HeadDiffers, "the line at seq %d hashes to %s, but the line brokerd was writing there hashes to %s (%s)", l.pos, l.last, h.Next, l.headPath)
+	if e.Pos == s+1 && e.Last != h.Next && !e.Damaged {
+		return fail(HeadDiffers, "the line at seq %d hashes to %s, but the line brokerd was writing there hashes to %s (%s)", e.Pos, e.Last, h.Next, path)
 	}
 	return nil
+}
+
+// StartHead is a writer's start: it checks the log's end against the head
+// record ([CheckHead]) and, when the log may go on, records that end as
+// the head (settling an append a crash left under way). It returns the
+// head now on disk.
+func StartHead(log *HeadLog, path string, h *Head, herr error, e LogEnd) (Head, error) {
+	if p := CheckHead(log, path, h, herr, e); p != nil {
+		return Head{}, p
+	}
+	end := Head{Seq: e.Pos, Hash: e.Last}
+	if h != nil && *h == end {
+		return end, nil
+	}
+	if err := WriteHead(path, end); err != nil {
+		return Head{}, fmt.Errorf("%v; %s", err, log.See[0])
+	}
+	return end, nil
+}
+
+// ReplaceHead is the owner's adoption of a log as it is: it moves the
+// head record at path aside (to path + ".replaced-" + the time, so
+// nothing is lost) and records h. It returns the old head, nil if there
+// was none or it did not read (it is kept aside as it was).
+func ReplaceHead(path string, h Head, now time.Time) (*Head, error) {
+	old, rerr := ReadHead(path)
+	if _, err := os.Lstat(path); err == nil {
+		aside := path + ".replaced-" + now.UTC().Format("20060102T150405.000000000Z")
+		if err := os.Rename(path, aside); err != nil {
+			return nil, fmt.Errorf("keep the old record: %v", err)
+		}
+	}
+	if rerr != nil {
+		old = nil
+	}
+	if err := WriteHead(path, h); err != nil {
+		return nil, err
+	}
+	return old, nil
 }
 
 // AdoptHead is brokerd --adopt-audit-head: the owner's decision that the
@@ -232,19 +298,9 @@ func AdoptHead(dir string, now time.Time) (*Head, Head, error) {
 	if p := v.region; p != nil && p.Unreadable {
 		return nil, Head{}, fmt.Errorf("adopt audit head: %w", p)
 	}
-	path := HeadPath(dir)
-	old, rerr := readHead(path)
-	if _, err := os.Lstat(path); err == nil {
-		aside := path + ".replaced-" + now.UTC().Format("20060102T150405.000000000Z")
-		if err := os.Rename(path, aside); err != nil {
-			return nil, Head{}, fmt.Errorf("adopt audit head: keep the old record: %v", err)
-		}
-	}
-	if rerr != nil {
-		old = nil // unreadable: kept aside as it was
-	}
 	h := Head{Seq: v.pos, Hash: hashHex(v.prev)}
-	if err := writeHead(path, h); err != nil {
+	old, err := ReplaceHead(HeadPath(dir), h, now)
+	if err != nil {
 		return nil, Head{}, fmt.Errorf("adopt audit head: %v", err)
 	}
 	return old, h, nil

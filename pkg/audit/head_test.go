@@ -44,7 +44,7 @@ func headed(t *testing.T) (dir string, c *clock) {
 
 func headOf(t *testing.T, dir string) Head {
 	t.Helper()
-	h, err := readHead(HeadPath(dir))
+	h, err := ReadHead(HeadPath(dir))
 	if err != nil || h == nil {
 		t.Fatalf("readHead = %v, %v", h, err)
 	}
@@ -192,7 +192,7 @@ func TestHeadCrashWindows(t *testing.T) {
 			last := ls[len(ls)-1]
 			end := headOf(t, dir)
 			before := Head{Seq: end.Seq - 1, Hash: hashHex(sha256.Sum256([]byte(ls[len(ls)-2])))}
-			if err := writeHead(HeadPath(dir), tt.crash(t, dir, last, before)); err != nil {
+			if err := WriteHead(HeadPath(dir), tt.crash(t, dir, last, before)); err != nil {
 				t.Fatal(err)
 			}
 			w, err := Open(dir, Options{Now: c.Now})

@@ -242,9 +242,9 @@ func (v *verifier) advance(l *line) {
 }
 
 // ends is what the head judgment needs of the log as verified so far.
-func (v *verifier) ends(headPath string) headHashes {
-	return headHashes{pos: v.pos, last: hashHex(v.prev), at: v.hashAt,
-		damaged: v.region != nil && v.region.Recoverable, headPath: headPath}
+func (v *verifier) ends() LogEnd {
+	return LogEnd{Pos: v.pos, Last: hashHex(v.prev), At: v.hashAt,
+		Damaged: v.region != nil && v.region.Recoverable}
 }
 
 func (v *verifier) problem(l *line, format string, args ...any) *Problem {

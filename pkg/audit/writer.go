@@ -114,7 +114,7 @@ func load(dir string, opts Options, full bool) (*Writer, error) {
 	headPath := ""
 	if !opts.noHead {
 		headPath = HeadPath(dir)
-		head, headErr = readHead(headPath)
+		head, headErr = ReadHead(headPath)
 	}
 	var v *verifier
 	var src *source
@@ -249,7 +249,7 @@ func (w *Writer) appendLocked(r Record, rotate bool) (int64, error) {
 	}
 	if w.headPath != "" {
 		// Step 1 of the head record: the line about to be written.
-		if err := writeHead(w.headPath, Head{Seq: w.v.pos, Hash: hashHex(w.v.prev), Next: hashHex(l.sum)}); err != nil {
+		if err := WriteHead(w.headPath, Head{Seq: w.v.pos, Hash: hashHex(w.v.prev), Next: hashHex(l.sum)}); err != nil {
 			return 0, w.fail(err)
 		}
 	}
@@ -269,7 +269,7 @@ func (w *Writer) appendLocked(r Record, rotate bool) (int64, error) {
 	w.v.commit(l)
 	if w.headPath != "" {
 		// Step 2: the line is on disk.
-		if err := writeHead(w.headPath, Head{Seq: l.pos, Hash: hashHex(l.sum)}); err != nil {
+		if err := WriteHead(w.headPath, Head{Seq: l.pos, Hash: hashHex(l.sum)}); err != nil {
 			return 0, w.fail(err)
 		}
 	}
@@ -283,20 +283,11 @@ func (w *Writer) startHead() error {
 	if w.headPath == "" {
 		return nil
 	}
-	if w.headErr != nil {
-		return &HeadError{Kind: HeadMissing, Path: w.headPath, Msg: fmt.Sprintf("the record of the audit log's head, %s, does not read: %v", w.headPath, w.headErr)}
+	end, err := StartHead(AuditHead, w.headPath, w.head, w.headErr, w.v.ends())
+	if err != nil {
+		return err
 	}
-	if p := judgeHead(w.head, w.v.ends(w.headPath)); p != nil {
-		return p
-	}
-	end := Head{Seq: w.v.pos, Hash: hashHex(w.v.prev)}
-	if w.head != nil && *w.head == end {
-		return nil
-	}
-	if err := writeHead(w.headPath, end); err != nil {
-		return fmt.Errorf("%v; see docs/runbook.md#audit-unavailable", err)
-	}
-	w.head = &end
+	w.head, w.headErr = &end, nil
 	return nil
 }
 

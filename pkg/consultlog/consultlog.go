@@ -32,6 +32,18 @@
 // (none unlogged, and no end cut off: brokerd writes the response before
 // the audit result).
 //
+// # Where the log ends
+//
+// A chain cannot see its end cut off, the file deleted, a well-chained
+// line added or every line re-chained after an edit, and a consult that
+// failed before its container ran has no audit result to show its lines.
+// So the writer keeps a head record beside the log's directory
+// (broker/consult.head), by package audit's code and judgment (head.go);
+// [Open] refuses a log that does not end there with an
+// [*audit.HeadError], which refuses brokerd's start; [VerifyEnd] checks
+// it and the owner's anchors of this log; [AdoptHead] is the owner's
+// deliberate way past.
+//
 // # Invariants
 //
 //   - a request is on disk (fsynced) before [Writer.Append] returns, and
@@ -39,7 +51,10 @@
 //   - the log is only ever appended to; [Open] refuses a log whose chain
 //     does not hold or whose last line is torn (the owner's to look at:
 //     docs/runbook.md#consult-log-damaged), and no consult runs then;
-//   - [Verify] is a pure function of the files.
+//   - the head record names the last line written, or the one line an
+//     append under way may have written, and nothing else; after a
+//     failed write the writer appends nothing more;
+//   - [Verify] and [VerifyEnd] are pure functions of the files.
 package consultlog
 
 import (

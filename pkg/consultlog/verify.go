@@ -30,6 +30,7 @@ func (p *Problem) Error() string {
 // Report is what [Verify] found.
 type Report struct {
 	Lines, Requests, Responses int
+	Head                       string   // the hash of the last line read; audit.Genesis for none
 	Problem                    *Problem // nil: the log verifies
 }
 
@@ -43,6 +44,7 @@ type state struct {
 	requests map[int64]string // seq -> line hash
 	links    map[int64]link   // request seq -> its audit link
 	answered map[int64]bool   // request seqs that have a response
+	kept     map[int64]string // line hashes at the seqs asked for (the head's, the anchors')
 	lines    int
 	nreq     int
 	nresp    int
@@ -55,9 +57,10 @@ type link struct {
 	sha      string
 }
 
-// scan reads and checks the log's own chain; a missing file is empty.
-func scan(path string) (*state, error) {
-	st := &state{prev: audit.Genesis, requests: map[int64]string{}, links: map[int64]link{}, answered: map[int64]bool{}}
+// scan reads and checks the log's own chain, keeping the hashes of the
+// lines at the seqs in keep; a missing file is empty.
+func scan(path string, keep map[int64]bool) (*state, error) {
+	st := &state{prev: audit.Genesis, requests: map[int64]string{}, links: map[int64]link{}, answered: map[int64]bool{}, kept: map[int64]string{}}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -95,6 +98,9 @@ func scan(path string) (*state, error) {
 			st.answered[r.Request] = true
 		}
 		st.seq, st.prev = h.Seq, audit.LineHash(b)
+		if keep[h.Seq] {
+			st.kept[h.Seq] = st.prev
+		}
 		if _, ok := r.(*Request); ok {
 			st.requests[h.Seq] = st.prev
 		}
@@ -121,19 +127,25 @@ var errStop = errors.New("stop")
 // that the line allowed a consult, and that every consult the audit log
 // recorded a result for has its request here.
 func Verify(dir, auditDir string) Report {
+	_, rep := verify(dir, auditDir, nil)
+	return rep
+}
+
+// verify is [Verify], keeping the hashes at the seqs in keep.
+func verify(dir, auditDir string, keep map[int64]bool) (*state, Report) {
 	path := filepath.Join(dir, FileName)
-	st, err := scan(path)
+	st, err := scan(path, keep)
 	if err != nil {
-		return Report{Problem: &Problem{File: FileName, Msg: err.Error()}}
+		return nil, Report{Head: audit.Genesis, Problem: &Problem{File: FileName, Msg: err.Error()}}
 	}
-	rep := Report{Lines: st.lines, Requests: st.nreq, Responses: st.nresp, Problem: st.problem}
+	rep := Report{Lines: st.lines, Requests: st.nreq, Responses: st.nresp, Head: st.prev, Problem: st.problem}
 	if rep.Problem != nil || auditDir == "" {
-		return rep
+		return st, rep
 	}
 	idx, err := indexAudit(auditDir)
 	if err != nil {
 		rep.Problem = &Problem{File: FileName, Msg: "the audit log could not be read for the links: " + err.Error()}
-		return rep
+		return st, rep
 	}
 	logged := map[int64]bool{} // audit decision -> its request has a response
 	seqs := make([]int64, 0, len(st.links))
@@ -147,10 +159,10 @@ func Verify(dir, auditDir string) Report {
 		switch {
 		case !ok || got != l.sha:
 			rep.Problem = &Problem{File: FileName, Line: l.line, Msg: fmt.Sprintf("decision_sha256 is not the hash of audit record %d", l.decision)}
-			return rep
+			return st, rep
 		case !idx.consult[l.decision]:
 			rep.Problem = &Problem{File: FileName, Line: l.line, Msg: fmt.Sprintf("audit record %d did not allow or ask for a consult", l.decision)}
-			return rep
+			return st, rep
 		}
 		logged[l.decision] = logged[l.decision] || st.answered[s]
 	}
@@ -160,10 +172,10 @@ func Verify(dir, auditDir string) Report {
 			// result with no request, or no response, here means lines
 			// were removed (the end of the log cut off, too).
 			rep.Problem = &Problem{File: FileName, Msg: fmt.Sprintf("the audit log records a result for consult %d, and this log holds no request with a response for it: an unlogged payload, or lines removed", d)}
-			return rep
+			return st, rep
 		}
 	}
-	return rep
+	return st, rep
 }
 
 // auditIndex is what Verify needs of the audit log.

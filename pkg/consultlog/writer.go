@@ -17,33 +17,44 @@ var ErrDamaged = errors.New("the consult log does not verify, so no consult runs
 
 // Writer appends to the consult log. It is safe for concurrent use.
 type Writer struct {
-	mu       sync.Mutex // guards the fields below and the order of appends
+	mu       sync.Mutex // guards the fields below and the order of appends; held across each line and its head writes
 	w        *jsonl.Writer
+	headPath string // audit.HeadPath(dir)
 	seq      int64
 	prev     string
 	requests map[int64]string // request seq -> its line hash
+	broken   error            // the first failed write: every later append fails until brokerd restarts
 	now      func() time.Time
 }
 
 // Open opens the log in dir (made 0700 if missing), checking its whole
-// chain first.
+// chain first, then its end against the head record: a log that ends
+// before it or differs from it is refused with an [*audit.HeadError]
+// (brokerd then refuses to start), a broken chain with [ErrDamaged].
 func Open(dir string) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open consult log: %v", err)
 	}
 	path := filepath.Join(dir, FileName)
-	st, err := scan(path)
+	headPath := audit.HeadPath(dir)
+	head, herr := audit.ReadHead(headPath)
+	st, err := scan(path, keepHead(head))
 	if err != nil {
 		return nil, fmt.Errorf("open consult log: %v", err)
 	}
 	if st.problem != nil {
 		return nil, fmt.Errorf("open consult log: %s: %w", st.problem, ErrDamaged)
 	}
+	// The head before the file: a deleted log must not be recreated
+	// empty and then found to end before its head only at the next start.
+	if _, err := audit.StartHead(Head, headPath, head, herr, st.end()); err != nil {
+		return nil, fmt.Errorf("open consult log %s: %w", dir, err)
+	}
 	w, err := jsonl.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open consult log: %v (%w)", err, ErrDamaged)
 	}
-	return &Writer{w: w, seq: st.seq, prev: st.prev, requests: st.requests, now: time.Now}, nil
+	return &Writer{w: w, headPath: headPath, seq: st.seq, prev: st.prev, requests: st.requests, now: time.Now}, nil
 }
 
 // Request appends r, filling its header, and returns its seq and line
@@ -85,11 +96,31 @@ func (w *Writer) append(r Record) (int64, string, error) {
 	if len(line) > MaxLine {
 		return 0, "", fmt.Errorf("append consult %s: %d bytes, over the line limit of %d", r.Tag(), len(line), MaxLine)
 	}
-	if _, err := w.w.AppendEncoded(line); err != nil {
-		return 0, "", fmt.Errorf("append consult %s: %w", r.Tag(), err)
+	if w.broken != nil {
+		return 0, "", w.broken
 	}
-	w.seq, w.prev = h.Seq, audit.LineHash(line)
+	// The head record, as the audit log's (package audit, "The head
+	// record"): the line under way, the line, the line written.
+	sum := audit.LineHash(line)
+	if err := audit.WriteHead(w.headPath, audit.Head{Seq: w.seq, Hash: w.prev, Next: sum}); err != nil {
+		return 0, "", w.fail(r, err)
+	}
+	if _, err := w.w.AppendEncoded(line); err != nil {
+		return 0, "", w.fail(r, err)
+	}
+	w.seq, w.prev = h.Seq, sum
+	if err := audit.WriteHead(w.headPath, audit.Head{Seq: w.seq, Hash: w.prev}); err != nil {
+		return 0, "", w.fail(r, err)
+	}
 	return w.seq, w.prev, nil
+}
+
+// fail makes the writer refuse every later append: after a failed write
+// the file or the head record may hold a state only a restart's [Open]
+// can judge.
+func (w *Writer) fail(r Record, err error) error {
+	w.broken = fmt.Errorf("append consult %s: %v (%w)", r.Tag(), err, ErrDamaged)
+	return w.broken
 }
 
 // Close closes the file.

@@ -27,7 +27,7 @@ func TestConsultGrant(t *testing.T) {
 	if g.Model() != "glm-5.3-flash" || g.Secret() != "API_KEY" || g.UntrustedSessions() || !g.Untrusted() || len(g.Hosts()) != 1 {
 		t.Errorf("grant %s", g.Canonical())
 	}
-	if want := `"model":"glm-5.3-flash","untrusted_sessions":false}`; !strings.HasSuffix(string(g.Canonical()), want) {
+	if want := `"model":"glm-5.3-flash","untrusted_sessions":false,"memory":"stays"}`; !strings.HasSuffix(string(g.Canonical()), want) {
 		t.Errorf("canonical %s, want it to end %s", g.Canonical(), want)
 	}
 	ok, _ := ParseFile("c.toml", []byte(consultGrant+"untrusted_sessions = true\n"))
@@ -60,5 +60,40 @@ func TestConsultGrant(t *testing.T) {
 		if len(ps) == 0 || !strings.Contains(ps[0].Reason, tt.want) {
 			t.Errorf("%s: problems %v, want %q", tt.name, ps, tt.want)
 		}
+	}
+}
+
+// TestConsultGrantMemory: a consult grant lets no memory text out unless
+// its memory key says which, exactly; the word is in the canonical form
+// (so in the hash the audit log names); a misspelling or another tool's
+// grant with the key makes the directory invalid.
+func TestConsultGrantMemory(t *testing.T) {
+	stays, ps := ParseFile("c.toml", []byte(consultGrant))
+	if len(ps) > 0 || stays[0].Memory() != MemoryStays {
+		t.Fatalf("no memory key: %v %v, want stays", stays, ps)
+	}
+	seen := map[string]bool{stays[0].SHA256(): true}
+	for _, tt := range []struct {
+		word string
+		want Memory
+	}{{"stays", MemoryStays}, {"identity_may_leave", IdentityMayLeave}, {"all_may_leave", AllMayLeave}} {
+		gs, ps := ParseFile("c.toml", []byte(consultGrant+"memory = \""+tt.word+"\"\n"))
+		if len(ps) > 0 || gs[0].Memory() != tt.want || !strings.HasSuffix(string(gs[0].Canonical()), `"memory":"`+tt.word+`"}`) {
+			t.Errorf("memory = %q: %v %v", tt.word, gs, ps)
+			continue
+		}
+		if tt.want != MemoryStays && seen[gs[0].SHA256()] {
+			t.Errorf("memory = %q does not change the grant's hash", tt.word)
+		}
+		seen[gs[0].SHA256()] = true
+	}
+	for _, bad := range []string{`"may_leave"`, `"Identity_may_leave"`, `"all"`, `""`, `true`, `"all_may_leave "`} {
+		if _, ps := ParseFile("c.toml", []byte(consultGrant+"memory = "+bad+"\n")); len(ps) == 0 {
+			t.Errorf("memory = %s accepted", bad)
+		}
+	}
+	fetch := "[[grant]]\nid = \"f\"\ntool = \"http_fetch\"\nhosts = [\"a.example\"]\nmax_taint = \"private\"\nmode = \"auto\"\nmemory = \"stays\"\n"
+	if _, ps := ParseFile("f.toml", []byte(fetch)); len(ps) == 0 || !strings.Contains(ps[0].Reason, "only consult") {
+		t.Errorf("memory on http_fetch: %v", ps)
 	}
 }

@@ -36,6 +36,7 @@
 //	# secret = "GITHUB_TOKEN"         # shell and consult: the one secret its container gets
 //	# model = "glm-5.3-flash"         # consult only: the remote model's name
 //	# untrusted_sessions = false      # consult only: may run in an untrusted session (default false)
+//	# memory = "stays"                # consult only: stays, identity_may_leave or all_may_leave (default stays)
 //	max_taint = "private"             # highest session taint it applies under
 //	result_class = "private"          # class of results (default private)
 //	untrusted = false                 # results are untrusted (default true)
@@ -45,7 +46,8 @@
 // Which tool takes which constraint is fixed here ([ConstraintOf]), not
 // chosen per grant. A consult grant (consult.go) names the endpoint's
 // host under hosts, the API key's secret, the model and max_taint; it may
-// never carry secret data out, and its answers are always untrusted. The
+// never carry secret data out, its answers are always untrusted, and it
+// lets memory text out only if its memory key says which ([Memory]). The
 // memory tools (recall, ask_memory, memory) have a
 // policy built into brokerd and no grant may name them; patterns are
 // refused. A secret is named, never held: brokerd's config says where the
@@ -148,8 +150,9 @@ type Spec struct {
 	Expires     string   `toml:"expires"`
 	Mode        string   `toml:"mode"`
 	// consult only (consult.go)
-	Model             string `toml:"model"`
-	UntrustedSessions *bool  `toml:"untrusted_sessions"`
+	Model             string  `toml:"model"`
+	UntrustedSessions *bool   `toml:"untrusted_sessions"`
+	Memory            *string `toml:"memory"` // a pointer: memory = "" is refused, not absent
 }
 
 // Grant is one parsed grant. Its fields are read through methods; slices
@@ -168,6 +171,7 @@ type Grant struct {
 	mode        Mode
 	model       string // consult only
 	untrustedOK bool   // consult only: untrusted_sessions
+	memory      Memory // consult only: which memory text may leave
 	canonical   []byte
 	sum         string
 }
@@ -222,9 +226,11 @@ func (g Grant) ActiveAt(now time.Time) bool {
 // UTC, and no file name:
 //
 //	{"id":…,"tool":…,"paths":[…]|"hosts":[…],["writable":…,]["secret":…,]
-//	 "max_taint":…,"result_class":…,"untrusted":…,["expires":…,]"mode":…}
+//	 "max_taint":…,"result_class":…,"untrusted":…,["expires":…,]"mode":…
+//	 [,"model":…,"untrusted_sessions":…,"memory":…]}
 //
-// writable appears for shell grants only, secret and expires only when set.
+// writable appears for shell grants only, secret and expires only when set,
+// model, untrusted_sessions and memory for consult grants only.
 func (g Grant) Canonical() []byte { return slices.Clone(g.canonical) }
 
 // SHA256 is the lowercase hex SHA-256 of [Grant.Canonical].
@@ -398,6 +404,7 @@ type canonicalGrant struct {
 	Mode        Mode            `json:"mode"`
 	Model       string          `json:"model,omitempty"`
 	UntrustedOK *bool           `json:"untrusted_sessions,omitempty"`
+	Memory      Memory          `json:"memory,omitempty"`
 }
 
 func (g *Grant) canonicalForm() canonicalGrant {
@@ -411,6 +418,7 @@ func (g *Grant) canonicalForm() canonicalGrant {
 		c.Model = g.model
 		u := g.untrustedOK
 		c.UntrustedOK = &u
+		c.Memory = g.memory
 	}
 	if !g.expires.IsZero() {
 		c.Expires = g.expires.UTC().Format(time.RFC3339Nano)

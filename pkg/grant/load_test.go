@@ -208,6 +208,8 @@ func TestHashIgnoresLayout(t *testing.T) {
 func FuzzParseFile(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte(grantText("a")))
+	f.Add([]byte(consultGrant + "memory = \"identity_may_leave\"\n"))
+	f.Add([]byte(consultGrant + "memory = \"all_may_leave\"\nuntrusted_sessions = true\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		gs, ps := ParseFile("f.toml", data)
 		if (gs == nil) == (len(ps) == 0) {
@@ -237,6 +239,11 @@ func specOf(t *testing.T, g Grant) Spec {
 		w := g.Writable()
 		s.Writable = &w
 		s.Secret = g.Secret()
+	}
+	if g.Tool() == "consult" {
+		s.Secret, s.Model = g.Secret(), g.Model()
+		u, m := g.UntrustedSessions(), g.Memory().String()
+		s.UntrustedSessions, s.Memory = &u, &m
 	}
 	if e, ok := g.Expires(); ok {
 		s.Expires = e.Format("2006-01-02T15:04:05.999999999Z07:00")

@@ -56,19 +56,19 @@ func TestCheckPassesWhatMakeMade(t *testing.T) {
 func TestCheckRefuses(t *testing.T) {
 	for _, c := range []struct {
 		name, role, anchor string
-		plant              func(state string) error
+		plant              func(t *testing.T, state string) error
 	}{
-		{"symbolic link", Brokerd, "layout-link", func(s string) error {
+		{"symbolic link", Brokerd, "layout-link", func(t *testing.T, s string) error {
 			os.Remove(AdminRun.In(s))
 			return os.Symlink(t.TempDir(), AdminRun.In(s))
 		}},
-		{"group-writable", Memoryd, "layout-writable", func(s string) error { return os.Chmod(Memory.In(s), 0o770) }},
-		{"group-writable config", Loopd, "layout-writable", func(s string) error {
+		{"group-writable", Memoryd, "layout-writable", func(t *testing.T, s string) error { return os.Chmod(Memory.In(s), 0o770) }},
+		{"group-writable config", Loopd, "layout-writable", func(t *testing.T, s string) error {
 			os.WriteFile(ConfigFile(Loopd).In(s), nil, 0o600)
 			return os.Chmod(ConfigFile(Loopd).In(s), 0o620)
 		}},
-		{"mode", Gatewayd, "layout-mode", func(s string) error { return os.Chmod(Gateway.In(s), 0o500) }},
-		{"wrong owner", Inferproxy, "layout-owner", func(s string) error {
+		{"mode", Gatewayd, "layout-mode", func(t *testing.T, s string) error { return os.Chmod(Gateway.In(s), 0o500) }},
+		{"wrong owner", Inferproxy, "layout-owner", func(t *testing.T, s string) error {
 			if os.Geteuid() != 0 {
 				t.Skip("chown to another uid needs root")
 			}
@@ -77,7 +77,7 @@ func TestCheckRefuses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			state := made(t)
-			if err := c.plant(state); err != nil {
+			if err := c.plant(t, state); err != nil {
 				t.Fatal(err)
 			}
 			err := Check(state, me(), c.role)

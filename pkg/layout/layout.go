@@ -17,7 +17,13 @@
 //     and the listener's peer check is the second lock;
 //   - a socket's file name comes from its [wire.Socket], never from here;
 //   - with one user for every role ([SingleUser]) every mode loses its
-//     group and other bits: nothing is shared with another user.
+//     group and other bits: nothing is shared with another user;
+//   - what runs as root over the tree ([Make], [GiveSocket]) reaches
+//     every entry below the state directory one name at a time from its
+//     parent's descriptor, never through a link, opens only the kind the
+//     table names (a FIFO, socket or device is refused unopened), and
+//     changes an entry only through a descriptor of that entry, so no
+//     path a role can rename is ever looked up twice.
 package layout
 
 import (

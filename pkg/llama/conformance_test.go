@@ -222,9 +222,14 @@ func checkCompletion(t *testing.T, comp *llama.Completion, props *llama.Props, m
 
 func TestConformanceFake(t *testing.T) {
 	// The same shape as the real server the suite is run against: 2 slots
-	// of 2048 tokens.
-	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 2048})
-	runConformance(t, srv.URL(), fakeModel, 1)
+	// of 2048 tokens, with its host-RAM prompt cache (on by default) and
+	// without.
+	for _, cache := range []bool{false, true} {
+		t.Run(fmt.Sprint("PromptCache=", cache), func(t *testing.T) {
+			srv := fake.New(t, fake.Options{Slots: 2, NCtx: 2048, PromptCache: cache})
+			runConformance(t, srv.URL(), fakeModel, 1)
+		})
+	}
 }
 
 // TestConformanceReal runs the suite against the llama-server at

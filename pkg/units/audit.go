@@ -52,11 +52,20 @@ func Audit(u *Unit) []string {
 			}
 		}
 	}
+	load := u.Values("Service", "LoadCredentialEncrypted")
 	for _, c := range Credentials {
-		load := u.Values("Service", "LoadCredentialEncrypted")
-		has := slices.Contains(load, c.Name+":"+CredentialPath(c.Name))
-		if has != (c.Role == u.Role) {
+		has := slices.Contains(load, c.Load())
+		switch {
+		case has && c.Role != u.Role:
 			bad = append(bad, fmt.Sprintf("%s: LoadCredentialEncrypted=%q: credential %s is %s's alone", u.Name, load, c.Name, c.Role))
+		case !has && c.Role == u.Role && !c.Optional:
+			bad = append(bad, fmt.Sprintf("%s: LoadCredentialEncrypted=%q lacks credential %s, which %s needs", u.Name, load, c.Name, c.Role))
+		}
+	}
+	for _, l := range load {
+		name, _, _ := strings.Cut(l, ":")
+		if c, ok := CredentialOf(name); !ok || l != c.Load() {
+			bad = append(bad, fmt.Sprintf("%s: LoadCredentialEncrypted=%q is no credential of the table (name:@credential:name@)", u.Name, l))
 		}
 	}
 	bad = append(bad, auditNetwork(u)...)

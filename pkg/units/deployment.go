@@ -87,6 +87,14 @@ type CredentialJSON struct {
 	Role string `json:"role"`
 	Name string `json:"name"`
 	Doc  string `json:"doc"`
+	// Optional and Load (beyond the contract's first schema): an optional
+	// credential is in no unit of the file; an installer given it adds
+	// Load (its LoadCredentialEncrypted= value, with the placeholder) to
+	// Unit's LoadCredentialEncrypted=. A credential that is not optional
+	// is in its unit already.
+	Optional bool   `json:"optional"`
+	Unit     string `json:"unit"`
+	Load     string `json:"load"`
 }
 
 // ImageJSON is one image: a role's, or the tool image (role "tool").
@@ -172,7 +180,7 @@ func Build() Deployment {
 		d.Configs = append(d.Configs, f)
 	}
 	for _, c := range Credentials {
-		d.Credentials = append(d.Credentials, CredentialJSON(c))
+		d.Credentials = append(d.Credentials, CredentialJSON{Role: c.Role, Name: c.Name, Doc: c.Doc, Optional: c.Optional, Unit: UnitName(c.Role), Load: c.Load()})
 	}
 	for _, r := range layout.Daemons {
 		d.Images = append(d.Images, ImageJSON{Role: r, Name: "boxmaker-" + r, Binary: r, TLS: TLS(r)})

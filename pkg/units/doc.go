@@ -16,6 +16,9 @@
 //     capability, ProtectSystem=strict and a system call filter;
 //   - no unit sets Environment= or EnvironmentFile= (a secret reaches a
 //     role only as a credential);
+//   - a unit loads exactly its role's credentials of [Credentials]: each
+//     one that is not optional always, an optional one (Honcho's key)
+//     only when the owner gives it, never another role's;
 //   - loopd and brokerd have no network at all (PrivateNetwork=yes and
 //     AF_UNIX only); every other role's IP traffic is denied except to its
 //     [Net] placeholder's addresses, and no role may bind an IP socket;

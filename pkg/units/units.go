@@ -100,11 +100,39 @@ type Credential struct {
 	Role string
 	Name string // the credential's name; the role's config refers to it as credential:<name>
 	Doc  string
+	// Optional is whether the role runs without it: its unit declares
+	// it only when the owner gives one (see [Table]). A
+	// LoadCredentialEncrypted= whose file is missing fails the unit, and
+	// memoryd runs with Honcho off, or with a Honcho whose auth is off,
+	// and no key (docs/decisions.md).
+	Optional bool
 }
 
-// Credentials is every credential of the deployment.
+// The credentials' names.
+const (
+	MattermostToken = "mattermost-token"
+	HonchoKey       = "honcho-key"
+)
+
+// Credentials is every credential of the deployment, in the order an
+// installer reads them.
 var Credentials = []Credential{
-	{Role: layout.Gatewayd, Name: "mattermost-token", Doc: "the Mattermost bot token"},
+	{Role: layout.Gatewayd, Name: MattermostToken, Doc: "the Mattermost bot token"},
+	{Role: layout.Memoryd, Name: HonchoKey, Optional: true,
+		Doc: `Honcho's API key (only with memoryd.toml's [honcho] key = "credential:honcho-key")`},
+}
+
+// Load is c's LoadCredentialEncrypted= value in its role's unit.
+func (c Credential) Load() string { return c.Name + ":" + CredentialPath(c.Name) }
+
+// CredentialOf is the credential named name.
+func CredentialOf(name string) (Credential, bool) {
+	for _, c := range Credentials {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Credential{}, false
 }
 
 // spec is what the table says of one role beyond package layout.
@@ -153,26 +181,35 @@ func TLS(role string) bool {
 	return false
 }
 
-// Table is every role's unit, in start order.
-func Table() []Unit {
+// Table is every role's unit, in start order, each declaring its role's
+// credentials that are not optional and those of the optional ones named
+// in given (the ones the owner gave). Without given it is the table of
+// deploy/units and modules/deployment.json. A name in given that is not
+// an optional credential is a programming error: it panics.
+func Table(given ...string) []Unit {
+	for _, n := range given {
+		if c, ok := CredentialOf(n); !ok || !c.Optional {
+			panic("units: " + n + " is not an optional credential")
+		}
+	}
 	var out []Unit
 	for _, s := range specs {
-		out = append(out, unit(s))
+		out = append(out, unit(s, given))
 	}
 	return out
 }
 
-// Of is role's unit.
-func Of(role string) Unit {
-	for _, s := range specs {
-		if s.role == role {
-			return unit(s)
+// Of is role's unit, with the optional credentials of given as [Table].
+func Of(role string, given ...string) Unit {
+	for _, u := range Table(given...) {
+		if u.Role == role {
+			return u
 		}
 	}
 	panic("units: no unit for " + role)
 }
 
-func unit(s spec) Unit {
+func unit(s spec, given []string) Unit {
 	users := layout.DefaultUsers(layout.ID{})
 	var after []string
 	for _, e := range layout.Table {
@@ -225,10 +262,14 @@ func unit(s spec) Unit {
 		Key{"BindPaths", paths(Writable(s.role), "")},
 		Key{"InaccessiblePaths", paths(Hidden(s.role), "-")},
 	)
+	var load []string
 	for _, c := range Credentials {
-		if c.Role == s.role {
-			svc = append(svc, Key{"LoadCredentialEncrypted", []string{c.Name + ":" + CredentialPath(c.Name)}})
+		if c.Role == s.role && (!c.Optional || slices.Contains(given, c.Name)) {
+			load = append(load, c.Load())
 		}
+	}
+	if load != nil {
+		svc = append(svc, Key{"LoadCredentialEncrypted", load})
 	}
 	svc = append(svc, network(s)...)
 	svc = append(svc, hardening(s)...)

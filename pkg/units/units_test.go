@@ -192,12 +192,61 @@ func TestTmpfilesAreTheTable(t *testing.T) {
 	}
 }
 
-// TestTableAudits: every unit of the table keeps every invariant.
+// TestTableAudits: every unit of the table keeps every invariant, with
+// and without the optional credentials.
 func TestTableAudits(t *testing.T) {
-	for _, u := range Table() {
+	for _, u := range append(Table(), Table(HonchoKey)...) {
 		for _, p := range Audit(&u) {
 			t.Error(p)
 		}
+	}
+}
+
+// TestOptionalCredential: memoryd's unit loads Honcho's key only when it
+// is given, exactly as deployment.json tells an installer to add it, and
+// no other unit changes with it.
+func TestOptionalCredential(t *testing.T) {
+	without, with1 := Of(layout.Memoryd), Of(layout.Memoryd, HonchoKey)
+	if got := without.Values("Service", "LoadCredentialEncrypted"); got != nil {
+		t.Errorf("memoryd without the key: LoadCredentialEncrypted=%q, want none (it runs with Honcho off)", got)
+	}
+	want := []string{HonchoKey + ":" + CredentialPath(HonchoKey)}
+	if got := with1.Values("Service", "LoadCredentialEncrypted"); !slices.Equal(got, want) {
+		t.Errorf("memoryd with the key: LoadCredentialEncrypted=%q, want %q", got, want)
+	}
+	with := Table(HonchoKey)
+	for i, u := range Table() {
+		if u.Role != layout.Memoryd && u.Text() != with[i].Text() {
+			t.Errorf("%s changes with Honcho's key:\n%s\n%s", u.Name, u.Text(), with[i].Text())
+		}
+	}
+	var d Deployment
+	if err := json.Unmarshal(JSON(), &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Credentials {
+		cred, ok := CredentialOf(c.Name)
+		if !ok || c.Optional != cred.Optional || c.Unit != UnitName(c.Role) || c.Load != cred.Load() {
+			t.Errorf("deployment.json credential %+v, want %+v in %s", c, cred, UnitName(cred.Role))
+		}
+		// An installer's rule: a unit of the file holds a credential that
+		// is not optional, and never an optional one.
+		for _, u := range d.Units {
+			has := slices.Contains(u.Sections["Service"]["LoadCredentialEncrypted"], c.Load)
+			if has != (u.Name == c.Unit && !c.Optional) {
+				t.Errorf("deployment.json: %s loads %s: %v (optional %v)", u.Name, c.Name, has, c.Optional)
+			}
+		}
+	}
+	for _, n := range []string{MattermostToken, "honcho"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Table(%q) did not panic: it is not an optional credential", n)
+				}
+			}()
+			Table(n)
+		}()
 	}
 }
 
@@ -244,6 +293,16 @@ func TestAuditCatchesEachBreach(t *testing.T) {
 		{"credential of another role", layout.Loopd, "credential mattermost-token", func(u *Unit) {
 			set(u, "LoadCredentialEncrypted", "mattermost-token:"+CredentialPath("mattermost-token"))
 		}},
+		{"honcho key in gatewayd", layout.Gatewayd, "credential honcho-key is memoryd's alone", func(u *Unit) {
+			set(u, "LoadCredentialEncrypted", append(u.Values("Service", "LoadCredentialEncrypted"), HonchoKey+":"+CredentialPath(HonchoKey))...)
+		}},
+		{"no token", layout.Gatewayd, "lacks credential mattermost-token", func(u *Unit) { set(u, "LoadCredentialEncrypted") }},
+		{"honcho key from a clear file", layout.Memoryd, "no credential of the table", func(u *Unit) {
+			set(u, "LoadCredentialEncrypted", HonchoKey+":/etc/boxmaker/honcho.key")
+		}},
+		{"unknown credential", layout.Memoryd, "no credential of the table", func(u *Unit) {
+			set(u, "LoadCredentialEncrypted", "honcho-token:"+CredentialPath("honcho-token"))
+		}},
 		{"loopd with a network", layout.Loopd, "has a network", func(u *Unit) { set(u, "PrivateNetwork") }},
 		{"loopd with inet", layout.Loopd, "has a network", func(u *Unit) { set(u, "RestrictAddressFamilies", "AF_UNIX AF_INET") }},
 		{"brokerd with a network", layout.Brokerd, "has a network", func(u *Unit) { set(u, "PrivateNetwork", "no") }},
@@ -282,7 +341,7 @@ func TestLoopdHasNoNetwork(t *testing.T) {
 // TestNoUnitCarriesASecret: no value of any unit names a credential except
 // LoadCredentialEncrypted's, and no unit has an environment at all.
 func TestNoUnitCarriesASecret(t *testing.T) {
-	for _, u := range Table() {
+	for _, u := range append(Table(), Table(HonchoKey)...) {
 		for _, s := range u.Sections {
 			for _, k := range s.Keys {
 				if strings.HasPrefix(k.Name, "Environment") || k.Name == "PassEnvironment" {

@@ -42,7 +42,10 @@
 //     reuses the cache only as an exact continuation (the last sampled
 //     token is never cached); any rewind falls back to the one context
 //     checkpoint kept 4 tokens before the end of the last prompt, or to a
-//     full re-read, as on the deployed hybrid model.
+//     full re-read, as on the deployed hybrid model. With
+//     [Options.PromptCache], the host-RAM prompt cache too (promptcache.go):
+//     idle slots saved as each task starts, and a pinned slot that would
+//     keep under half of its sequence restoring the best-matching entry.
 //   - Time: timings and progress times are synthetic (1 ms per prompt
 //     token, 15 ms per generated token), so transcripts are reproducible.
 //     Real delays come only from [Reply] and [Options.LoadTime].

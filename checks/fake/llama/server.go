@@ -47,6 +47,10 @@ type Options struct {
 	Seed uint64
 	// Now gives each completion's "created" time. Default time.Now.
 	Now func() time.Time
+	// PromptCache models the host-RAM prompt cache (--cache-ram with
+	// --cache-idle-slots, both on upstream by default: promptcache.go).
+	// Default off, so that an eviction is a loss.
+	PromptCache bool
 }
 
 // Server is a fake llama-server on an httptest server. Its methods are safe
@@ -70,8 +74,9 @@ type Server struct {
 	clock    int64 // orders slot use, for least-recently-used choice
 	controls int
 	loaded   bool
-	loading  chan struct{} // closed when the load under way ends; nil if none
-	epoch    int           // bumped by Unload; a task from an older epoch caches nothing
+	loading  chan struct{}  // closed when the load under way ends; nil if none
+	epoch    int            // bumped by Unload; a task from an older epoch caches nothing
+	prompts  []cachedPrompt // the host-RAM prompt cache, oldest first (promptcache.go)
 }
 
 // New starts a fake server and registers its shutdown with t.Cleanup.

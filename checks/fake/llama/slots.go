@@ -64,7 +64,11 @@ func (s *Server) acquire(ctx context.Context, want int, prompt []string, t *task
 			continue
 		}
 		if sl := s.pick(want, prompt); sl != nil {
+			if want >= 0 {
+				s.updateCache(sl, prompt)
+			}
 			sl.busy = true
+			s.saveIdle()
 			s.tasks++
 			t.id, t.epoch, t.processing = s.tasks, s.epoch, true
 			sl.task = t
@@ -174,13 +178,14 @@ func commonPrefix(a, b []string) int {
 // Evict makes another client take slot (modulo the slot count): it waits,
 // as that client's request would, for the model and for the slot to be
 // idle, and then leaves the other client's sequence in its cache. The
-// harness's next request on the slot re-reads its whole prompt. The
-// host-RAM prompt cache (--cache-ram, reference §7), which can restore an
-// evicted prompt, is not modelled.
+// harness's next request on the slot re-reads its whole prompt, unless
+// [Options.PromptCache] is on: then the other client's request saved the
+// slot's sequence in the host-RAM prompt cache (promptcache.go), from
+// which the harness's next request restores it.
 func (s *Server) Evict(slot int) {
 	other := tokenize("<|im_start|>user\nA request from another client.<|im_end|>\n"+assistantHeader, true)
 	t := &task{nPrompt: len(other), nProcessed: len(other), nPredict: -1, params: defaultSampling}
-	sl, err := s.acquire(s.ctx, s.slotIndex(slot), nil, t)
+	sl, err := s.acquire(s.ctx, s.slotIndex(slot), other, t)
 	if err != nil {
 		return
 	}
@@ -197,6 +202,7 @@ func (s *Server) Unload() {
 	s.loaded = false
 	s.loading = nil
 	s.epoch++
+	s.prompts = nil // the model's process, and its host-RAM cache, are gone
 	for _, sl := range s.slots {
 		sl.cache, sl.evaluated, sl.checkpoint = nil, 0, -1
 		if t := sl.task; t != nil && t.processing && t.cancel != nil {

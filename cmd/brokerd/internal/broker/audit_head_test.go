@@ -36,8 +36,15 @@ func TestRefusesToStartOnATruncatedLog(t *testing.T) {
 	if err := Run(context.Background(), log, h.cfg, true); err == nil || !strings.Contains(err.Error(), "audit-truncated") {
 		t.Fatalf("Run --accept-break on a truncated log = %v, want audit-truncated", err)
 	}
-	if err := AdoptAuditHead(log, h.cfg); err != nil {
-		t.Fatalf("AdoptAuditHead = %v", err)
+	adoptAndStart(t, h, AdoptAuditHead)
+}
+
+// adoptAndStart runs the owner's adoption and checks brokerd then starts.
+func adoptAndStart(t *testing.T, h *harness, adopt func(*slog.Logger, Config) error) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	if err := adopt(log, h.cfg); err != nil {
+		t.Fatalf("adopt = %v", err)
 	}
 	stop := sockettest.Start(t, "brokerd", filepath.Join(h.cfg.AdminSocketDir, wire.Admin.Name), func(ctx context.Context) error {
 		return Run(ctx, log, h.cfg, false)

@@ -34,6 +34,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/consultlog"
 	"wntrmute.dev/boxmaker/pkg/daemon"
 	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
@@ -72,6 +73,11 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	defer l.Close()
+	consult, err := openConsultLog(log, cfg)
+	if err != nil {
+		return daemon.Refuse(err)
+	}
+	defer consult.close()
 	table, err := pending.New(cfg.ttl(), pending.Options{})
 	if err != nil {
 		return daemon.Refuse(err)
@@ -80,9 +86,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: run, now: time.Now}
-	b.consult = openConsultLog(log, cfg)
-	defer b.consult.close()
+	b := &Broker{cfg: cfg, log: log, ledger: l, pending: table, runner: run, now: time.Now, consult: consult}
 	bl, err := rpc.Listen(&wire.Broker, sockets.Config{Dir: cfg.BrokerSocketDir, AllowUIDs: cfg.BrokerAllowUIDs, Logger: log})
 	if err != nil {
 		return daemon.Refuse(err)
@@ -170,6 +174,25 @@ func RebuildState(log *slog.Logger, cfg Config) error {
 // restored; see docs/runbook.md#audit-truncated). brokerd must be stopped.
 func AdoptAuditHead(log *slog.Logger, cfg Config) error {
 	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
+	return adopted(log, "adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", old, head, err)
+}
+
+// AdoptConsultHead is brokerd --adopt-consult-head: the owner's decision
+// that the consult log as it is now is the log (see
+// docs/runbook.md#consult-truncated). It holds the ledger's lock, so
+// brokerd must be stopped.
+func AdoptConsultHead(log *slog.Logger, cfg Config) error {
+	var old *audit.Head
+	var head audit.Head
+	err := ledger.WhileStopped("adopt consult head", filepath.Join(cfg.StateDir, "broker", "sessions"), func() (err error) {
+		old, head, err = consultlog.AdoptHead(layout.ConsultLog.In(cfg.StateDir), time.Now())
+		return err
+	})
+	return adopted(log, "adopt-consult-head: the consult log's end is recorded as its head; the old record is kept beside it", old, head, err)
+}
+
+// adopted logs an adoption's old and new head, or returns its error.
+func adopted(log *slog.Logger, msg string, old *audit.Head, head audit.Head, err error) error {
 	if err != nil {
 		return err
 	}
@@ -177,6 +200,6 @@ func AdoptAuditHead(log *slog.Logger, cfg Config) error {
 	if old != nil {
 		attrs = append(attrs, "old_seq", old.Seq, "old_hash", old.Hash)
 	}
-	log.Warn("adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", attrs...)
+	log.Warn(msg, attrs...)
 	return nil
 }

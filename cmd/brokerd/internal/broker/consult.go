@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/consult"
 	"wntrmute.dev/boxmaker/pkg/consultlog"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
@@ -36,13 +38,22 @@ type consultState struct {
 	err error
 }
 
-func openConsultLog(log *slog.Logger, cfg Config) consultState {
+// openConsultLog opens the consult log. A log that does not end at its
+// head record (cut off, deleted, or gone on past it) refuses brokerd's
+// start, as the audit log's does: its lost lines may be payloads that
+// left, and nothing else may show them. Any other failure (a broken
+// chain, a torn line, a write that fails) fails every consult only.
+func openConsultLog(log *slog.Logger, cfg Config) (consultState, error) {
 	w, err := consultlog.Open(layout.ConsultLog.In(cfg.StateDir))
-	if err != nil {
+	var he *audit.HeadError
+	switch {
+	case errors.As(err, &he):
+		return consultState{}, err
+	case err != nil:
 		log.Error("the consult log cannot be opened; every consult fails until it is fixed; see docs/runbook.md#consult-log-damaged", "err", err.Error())
-		return consultState{err: err}
+		return consultState{err: err}, nil
 	}
-	return consultState{log: w}
+	return consultState{log: w}, nil
 }
 
 func (s consultState) close() {

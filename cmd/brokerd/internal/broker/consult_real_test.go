@@ -55,6 +55,7 @@ hosts = ["api.test"]
 secret = "CONSULT_KEY"
 model = "fake-remote"
 max_taint = "private"
+memory = "identity_may_leave"
 mode = "auto"
 ` + shellGrant("trusted", dir, `result_class = "private"`, "untrusted = false") +
 		shellGrant("secret", dir, `result_class = "secret"`, "untrusted = false") +
@@ -110,6 +111,10 @@ func (h *harness) consultIn(t *testing.T, session, question string, sent bool) *
 const (
 	markerToolResult = "MARKER-TOOL-RESULT-5b8e"
 	markerArgsOther  = "MARKER-OTHER-CALL-1d42"
+	// Memory text a careless or misled model copies into a question:
+	// a recalled note, and a line of user.md from its prompt.
+	markerRecalled = "MARKER-RECALLED-3c07"
+	markerIdentity = "MARKER-IDENTITY-USER-9a51"
 )
 
 // TestConsultThroughTheProxy is the consult's whole path: brokerd logs
@@ -121,9 +126,14 @@ const (
 // session's tool results reaches a payload; every request is streaming,
 // at temperature at most 0.6, with no tools. A stalled and a never-ending
 // stream fail at their limits with their runbook entries, and both
-// chains verify.
+// chains verify. Memory text the model copies into a question never
+// leaves without the grant's opt-in: after a recall, under a grant that
+// lets only identity out, and the identity files themselves under a
+// grant that lets no memory out, are refused by name before anything is
+// logged or sent.
 func TestConsultThroughTheProxy(t *testing.T) {
-	h, fake, dir := consultHarness(t, "")
+	memtool := recallMemoryd(t, markerRecalled)
+	h, fake, dir := consultHarness(t, "", func(c *Config) { c.MemtoolSocket = memtool })
 	// Each consult's session has a marker in an earlier tool result. A
 	// consult's answer is untrusted, so each consult gets a session of its
 	// own: a second one would be refused (consult-untrusted).
@@ -156,6 +166,19 @@ func TestConsultThroughTheProxy(t *testing.T) {
 	fake.SetMode(chatapi.Endless)
 	if r := h.consultIn(t, "s4", "endless?", true); r.Status != wire.StatusFailed || !strings.HasSuffix(r.Output, "see docs/runbook.md#consult-unbounded") {
 		t.Errorf("never-ending consult = %+v", r)
+	}
+	fake.SetMode(chatapi.Answer)
+	if r := result(t, h.callIn(t, "s5", "recall", `{"query":"tea","k":3}`)); r.Status != wire.StatusRan || !strings.Contains(r.Output, markerRecalled) {
+		t.Fatalf("recall = %+v", r)
+	}
+	if r := h.consultIn(t, "s5", "The owner's note says "+markerRecalled+"; is that wise?", false); r.Status != wire.StatusDenied || !strings.HasSuffix(r.Output, "see docs/runbook.md#consult-recalled") {
+		t.Errorf("a consult after a recall = %+v, want refused with #consult-recalled", r)
+	}
+	stays := strings.Replace(readGrants(t, h), `memory = "identity_may_leave"`, `memory = "stays"`, 1)
+	os.WriteFile(filepath.Join(h.cfg.GrantsDir, "grants.toml"), []byte(stays), 0o600)
+	planted("s6")
+	if r := h.consultIn(t, "s6", "My owner is "+markerIdentity+"; what should I get them?", false); r.Status != wire.StatusDenied || !strings.HasSuffix(r.Output, "see docs/runbook.md#consult-identity") {
+		t.Errorf("a consult under memory = \"stays\" = %+v, want refused with #consult-identity", r)
 	}
 	h.stop()
 
@@ -201,7 +224,7 @@ func TestConsultThroughTheProxy(t *testing.T) {
 // checkPayload: no marker, streaming, temperature at most 0.6, no tools.
 func checkPayload(t *testing.T, body []byte) {
 	t.Helper()
-	for _, m := range []string{markerToolResult, markerArgsOther, "MARKER"} {
+	for _, m := range []string{markerToolResult, markerArgsOther, markerRecalled, markerIdentity, "MARKER"} {
 		if bytes.Contains(body, []byte(m)) {
 			t.Errorf("payload holds the marker %s: %s", m, body)
 		}
@@ -218,6 +241,15 @@ func checkPayload(t *testing.T, body []byte) {
 	if _, ok := p["tools"]; ok || string(p["stream"]) != "true" {
 		t.Errorf("payload has tools or is not streaming: %s", body)
 	}
+}
+
+func readGrants(t *testing.T, h *harness) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.cfg.GrantsDir, "grants.toml"))
+	if err != nil || !strings.Contains(string(b), `memory = "identity_may_leave"`) {
+		t.Fatalf("grants: %v\n%s", err, b)
+	}
+	return string(b)
 }
 
 func consultRequests(t *testing.T, state string) []consultlog.Request {

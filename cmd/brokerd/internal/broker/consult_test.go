@@ -1,10 +1,20 @@
 package broker
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/rpc"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -43,6 +53,7 @@ hosts = ["api.example.com"]
 secret = "KEY"
 model = "m-1"
 max_taint = "private"
+memory = "identity_may_leave"
 mode = "ask"
 `
 
@@ -64,6 +75,8 @@ func TestConsultRefusalsByName(t *testing.T) {
 		{"no grant", grants, "no-grant", endpoint},
 		{"host not in grant", strings.Replace(consultGrants, "api.example.com", "api.other.example", 1), "consult-host", endpoint},
 		{"above class", strings.Replace(consultGrants, `max_taint = "private"`, `max_taint = "public"`, 1), "consult-above-class", endpoint},
+		{"identity stays", strings.Replace(consultGrants, `memory = "identity_may_leave"`, `memory = "stays"`, 1), "consult-identity", endpoint},
+		{"no memory key", strings.Replace(consultGrants, "memory = \"identity_may_leave\"\n", "", 1), "consult-identity", endpoint},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := startWith(t, tt.grants, tt.cfg)
@@ -115,6 +128,74 @@ func TestConsultWithoutRunnerLogsNothing(t *testing.T) {
 		t.Errorf("consult = %+v", r)
 	}
 	h.stop()
+	if n := len(consultRequestsOrNone(t, h.cfg.StateDir)); n != 0 {
+		t.Errorf("the consult log holds %d requests", n)
+	}
+}
+
+// recallMemoryd answers every memory call with a trusted, private recall
+// hit holding marker, as memoryd's recall of a clean note does.
+func recallMemoryd(t *testing.T, marker string) string {
+	t.Helper()
+	return sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), &wire.Memtool, rpc.NewServer(&wire.Memtool, slog.New(slog.DiscardHandler),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.MemtoolCall) strict.Variant {
+			return &wire.ToolResult{Status: wire.StatusRan, Output: "recall \"tea\": 1 hits\n[memory, private] " + marker, Class: dataclass.Private}
+		})).Serve)
+}
+
+// TestConsultAfterRecall: a recall's result (trusted and private, so no
+// other rule refuses) marks the session as holding recalled memory, in
+// its state file and after a rebuild from the audit log; a consult
+// carrying the recalled text is then refused (consult-recalled) under a
+// grant that lets only identity out, with nothing in the consult log,
+// and parked for the owner under one that says all_may_leave. A session
+// that never recalled is not marked.
+func TestConsultAfterRecall(t *testing.T) {
+	const marker = "MARKER-RECALLED-NOTE-77"
+	sock := recallMemoryd(t, marker)
+	endpoint := func(c *Config) {
+		c.Consult = &ConsultConfig{Endpoint: "https://api.example.com/v1"}
+		c.MemtoolSocket = sock
+	}
+	h := startWith(t, consultGrants, endpoint)
+	if r := result(t, h.call(t, "recall", `{"query":"tea","k":3}`)); r.Status != wire.StatusRan || r.Untrusted || !strings.Contains(r.Output, marker) {
+		t.Fatalf("recall = %+v", r)
+	}
+	args := fmt.Sprintf(`{"name":"consult","arguments":{"question":"the owner: %s"}}`, marker)
+	r := result(t, h.call(t, "call_tool", args))
+	if r.Status != wire.StatusDenied || !strings.HasSuffix(r.Output, "see docs/runbook.md#consult-recalled") || !strings.Contains(r.Output, "consult_recalled") {
+		t.Errorf("consult after a recall = %+v, want refused with #consult-recalled", r)
+	}
+	// Another session that never recalled consults under the same grant.
+	other := h.dial(t, h.cfg.BrokerSocketDir, &wire.Broker)
+	other.Send(&wire.ToolRequest{Session: "s2", CallID: "c1", Tool: "call_tool", Arguments: []byte(`{"name":"consult","arguments":{"question":"q"}}`)})
+	if v, ok := other.Recv().(*wire.ToolPending); !ok {
+		t.Errorf("a consult in a session that never recalled = %+v, want tool_pending", v)
+	}
+	// The owner opts in to recalled memory: the same call is parked.
+	os.WriteFile(filepath.Join(h.cfg.GrantsDir, "grants.toml"), []byte(strings.Replace(consultGrants, `"identity_may_leave"`, `"all_may_leave"`, 1)), 0o600)
+	c := h.call(t, "call_tool", args)
+	if v, ok := c.Recv().(*wire.ToolPending); !ok {
+		t.Errorf("a consult after a recall under all_may_leave = %+v, want tool_pending", v)
+	}
+	c.C.Close()
+	other.C.Close()
+	h.stop()
+	file := filepath.Join(h.cfg.StateDir, "broker", "sessions", "s1.json")
+	live, _ := os.ReadFile(file)
+	if string(live) != `{"taint":"private","untrusted":false,"recalled":true}`+"\n" {
+		t.Errorf("state file %q, want recalled", live)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.cfg.StateDir, "broker", "sessions", "s2.json")); strings.Contains(string(b), "recalled") {
+		t.Errorf("a session that never recalled: %q", b)
+	}
+	os.Remove(file)
+	if err := RebuildState(slog.New(slog.DiscardHandler), h.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt, _ := os.ReadFile(file); string(rebuilt) != string(live) {
+		t.Errorf("rebuilt state %q, live %q", rebuilt, live)
+	}
 	if n := len(consultRequestsOrNone(t, h.cfg.StateDir)); n != 0 {
 		t.Errorf("the consult log holds %d requests", n)
 	}

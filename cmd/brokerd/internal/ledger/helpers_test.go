@@ -37,9 +37,12 @@ func open(t *testing.T, d dirs) *Ledger {
 }
 
 // outcome returns a DecideFunc that records the given outcome.
-func outcome(o audit.Outcome) DecideFunc {
+func outcome(o audit.Outcome) DecideFunc { return outcomeOf("read_file", o) }
+
+// outcomeOf returns a DecideFunc that records the outcome for tool.
+func outcomeOf(tool string, o audit.Outcome) DecideFunc {
 	return func(policy.Session, error) audit.DecisionRecord {
-		r := audit.DecisionRecord{Tool: "read_file", Arguments: json.RawMessage(`{"path":"/x"}`), Verdict: audit.Verdict{Outcome: o}}
+		r := audit.DecisionRecord{Tool: tool, Arguments: json.RawMessage(`{"path":"/x"}`), Verdict: audit.Verdict{Outcome: o}}
 		if o == audit.Denied {
 			r.Reason = audit.NoGrant
 		}
@@ -62,7 +65,13 @@ func result(seq int64, c dataclass.Class, untrusted bool) audit.Result {
 // run decides an allowed call for id and records its result.
 func run(t *testing.T, l *Ledger, id string, c dataclass.Class, untrusted bool) {
 	t.Helper()
-	seq, err := l.Decide(id, outcome(audit.Allowed))
+	runTool(t, l, id, "read_file", c, untrusted)
+}
+
+// runTool decides an allowed call of tool for id and records its result.
+func runTool(t *testing.T, l *Ledger, id, tool string, c dataclass.Class, untrusted bool) {
+	t.Helper()
+	seq, err := l.Decide(id, outcomeOf(tool, audit.Allowed))
 	if err != nil {
 		t.Fatalf("Decide(%s): %v", id, err)
 	}
@@ -104,6 +113,10 @@ func files(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// tools are the tools the random drivers call: two hand the session
+// recalled memory ([Recalls]), two do not.
+var tools = []string{"read_file", "recall", "ask_memory", "memory"}
 
 // failingLog stands in for the audit writer: once fail is set, every
 // append fails as a failed write does.

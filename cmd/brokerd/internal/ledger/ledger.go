@@ -8,7 +8,9 @@
 //     file. Two results for one session are therefore applied one after
 //     the other, and a session's taint and untrusted flag only rise:
 //     a result joins its class into the taint ([dataclass.Join]) and ORs
-//     its untrusted flag in; nothing lowers either.
+//     its untrusted flag in; nothing lowers either. Likewise the recalled
+//     flag: a result of a recall or ask_memory call sets it (whatever
+//     the result says: failed and empty recalls too), nothing clears it.
 //   - The audit record is on disk (fsynced) before the state file
 //     changes. A state file never holds a state the log does not.
 //   - After a failed audit write, or a failed state write, every call
@@ -45,6 +47,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -61,6 +64,7 @@ type auditLog interface {
 type openCall struct {
 	session string
 	ask     bool
+	recalls bool // a recall or ask_memory call: its result is recalled memory
 }
 
 // Ledger is brokerd's audit log and session state under one lock.
@@ -164,11 +168,12 @@ func (l *Ledger) Decide(id string, fn DecideFunc) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	recalls := Recalls(rec.Tool)
 	switch rec.Outcome {
 	case audit.Allowed:
-		l.open[seq] = openCall{session: id}
+		l.open[seq] = openCall{session: id, recalls: recalls}
 	case audit.Ask:
-		l.open[seq] = openCall{session: id, ask: true}
+		l.open[seq] = openCall{session: id, ask: true, recalls: recalls}
 	}
 	return seq, l.store(id, st, cur, cur)
 }
@@ -200,14 +205,15 @@ func (l *Ledger) Answer(decision int64, fn AnswerFunc) (int64, error) {
 	}
 	delete(l.open, decision)
 	if rec.Outcome == audit.Allowed {
-		l.open[decision] = openCall{session: oc.session}
+		l.open[decision] = openCall{session: oc.session, recalls: oc.recalls}
 	}
 	return seq, l.store(oc.session, st, cur, cur)
 }
 
 // Result records what the allowed call r.Decision produced and raises its
-// session's state: the taint joins r.Class and the session becomes
-// untrusted if r is. The decision must have been allowed (or approved)
+// session's state: the taint joins r.Class, the session becomes
+// untrusted if r is, and it holds recalled memory if the call was a
+// recall or ask_memory ([Recalls]). The decision must have been allowed (or approved)
 // through this ledger and have no result yet.
 func (l *Ledger) Result(r audit.Result) (int64, error) {
 	l.mu.Lock()
@@ -225,7 +231,7 @@ func (l *Ledger) Result(r audit.Result) (int64, error) {
 		return 0, err
 	}
 	delete(l.open, r.Decision)
-	return seq, l.store(oc.session, st, cur, raise(cur, r.Class, r.Untrusted))
+	return seq, l.store(oc.session, st, cur, raise(cur, r.Class, r.Untrusted, oc.recalls))
 }
 
 // Session reads session id's state, for a query. An unreadable state is
@@ -316,8 +322,14 @@ func (l *Ledger) store(id string, st status, cur, next policy.Session) error {
 	return nil
 }
 
-// raise is s after seeing data of class c, untrusted or not. It never
-// lowers: the taint is the join, the flag an OR.
-func raise(s policy.Session, c dataclass.Class, untrusted bool) policy.Session {
-	return policy.Session{Taint: dataclass.Taint(s.Taint, c), Untrusted: s.Untrusted || untrusted}
+// raise is s after seeing data of class c, untrusted or not, recalled
+// memory or not. It never lowers: the taint is the join, the flags ORs.
+func raise(s policy.Session, c dataclass.Class, untrusted, recalled bool) policy.Session {
+	return policy.Session{Taint: dataclass.Taint(s.Taint, c), Untrusted: s.Untrusted || untrusted, Recalled: s.Recalled || recalled}
 }
+
+// Recalls reports whether a call of tool hands the session recalled
+// memory: recall and ask_memory do. The memory tool's results are status
+// lines about the model's own write, and the identity files it edits are
+// in every session already.
+func Recalls(tool string) bool { return tool == toolset.Recall || tool == toolset.AskMemory }

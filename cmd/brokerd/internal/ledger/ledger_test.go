@@ -28,12 +28,13 @@ func TestTaintOnlyRises(t *testing.T) {
 			type oracle struct {
 				max       dataclass.Class
 				untrusted bool
+				recalled  bool
 			}
 			want := map[string]*oracle{}
 			ids := []string{"a", "b", "c"}
 			for range 40 {
 				id := ids[rng.IntN(len(ids))]
-				c, u := classes[rng.IntN(3)], rng.IntN(5) == 0
+				c, u, tool := classes[rng.IntN(3)], rng.IntN(5) == 0, tools[rng.IntN(len(tools))]
 				o := want[id]
 				if o == nil {
 					o = &oracle{max: dataclass.Private}
@@ -43,13 +44,14 @@ func TestTaintOnlyRises(t *testing.T) {
 					o.max = c
 				}
 				o.untrusted = o.untrusted || u
+				o.recalled = o.recalled || tool == "recall" || tool == "ask_memory"
 				before := state(t, l, id)
-				run(t, l, id, c, u)
+				runTool(t, l, id, tool, c, u)
 				got := state(t, l, id)
-				if got != (policy.Session{Taint: o.max, Untrusted: o.untrusted}) {
-					t.Fatalf("after a %v result (untrusted %v): Session(%s) = %+v, want %+v", c, u, id, got, *o)
+				if got != (policy.Session{Taint: o.max, Untrusted: o.untrusted, Recalled: o.recalled}) {
+					t.Fatalf("after a %v %s result (untrusted %v): Session(%s) = %+v, want %+v", c, tool, u, id, got, *o)
 				}
-				if got.Taint < before.Taint || (before.Untrusted && !got.Untrusted) {
+				if got.Taint < before.Taint || (before.Untrusted && !got.Untrusted) || (before.Recalled && !got.Recalled) {
 					t.Fatalf("Session(%s) went from %+v to %+v", id, before, got)
 				}
 			}
@@ -219,6 +221,18 @@ func TestStateFileForm(t *testing.T) {
 	}
 	if want := `{"taint":"secret","untrusted":true}` + "\n"; string(b) != want {
 		t.Errorf("state file = %q, want %q", b, want)
+	}
+	// A session that recalled says so; one that did not is written as
+	// before the field existed, so older files stay canonical.
+	runTool(t, l, "r", "ask_memory", dataclass.Private, false)
+	if b, _ := os.ReadFile(statePath(d.state, "r")); string(b) != `{"taint":"private","untrusted":false,"recalled":true}`+"\n" {
+		t.Errorf("recalled state file = %q", b)
+	}
+	for _, bad := range []string{`{"taint":"private","untrusted":false,"recalled":false}`, `{"taint":"private","recalled":true,"untrusted":false}`} {
+		os.WriteFile(statePath(d.state, "x"), []byte(bad+"\n"), 0o600)
+		if _, err := l.Session("x"); err == nil {
+			t.Errorf("state file %s read as canonical", bad)
+		}
 	}
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -44,8 +44,11 @@ type Report struct {
 //   - a decision, and an approval of one of its decisions, join the
 //     Taint and Untrusted they carry (the state the call was decided
 //     under, which live operation read from the file; an unreadable
-//     state was recorded as secret and untrusted);
-//   - a result of one of its decisions joins its Class and Untrusted.
+//     state was recorded as secret and untrusted, with the reason
+//     state_unreadable, which also sets Recalled, as reading it did);
+//   - a result of one of its decisions joins its Class and Untrusted,
+//     and sets Recalled if the decision's tool was recall or ask_memory
+//     ([Recalls]).
 //
 // These are exactly the changes live operation makes, so the files equal
 // the ones a ledger wrote (one exception: a file the ledger found
@@ -118,12 +121,13 @@ func fold(auditDir string) (*folded, error) {
 	}
 	f := &folded{states: map[string]policy.Session{}}
 	owner := map[int64]string{} // decision seq → session
-	join := func(id string, c dataclass.Class, untrusted bool) {
+	recalls := map[int64]bool{} // decision seq → a recall or ask_memory
+	join := func(id string, c dataclass.Class, untrusted, recalled bool) {
 		s, ok := f.states[id]
 		if !ok {
 			s = Fresh
 		}
-		f.states[id] = raise(s, c, untrusted)
+		f.states[id] = raise(s, c, untrusted, recalled)
 	}
 	apply := func(r audit.Record) {
 		switch r := r.(type) {
@@ -136,16 +140,21 @@ func fold(auditDir string) (*folded, error) {
 				return
 			}
 			owner[r.Seq] = id
-			join(id, r.Record.Taint, r.Record.Untrusted)
+			if Recalls(r.Record.Tool) {
+				recalls[r.Seq] = true
+			}
+			// A decision over an unreadable state read it as the worst,
+			// which holds recalled memory too.
+			join(id, r.Record.Taint, r.Record.Untrusted, r.Record.Reason == audit.StateUnreadable)
 		case *audit.Approval:
 			if id, ok := owner[r.Decision]; ok {
-				join(id, r.Taint, r.Untrusted)
+				join(id, r.Taint, r.Untrusted, r.Reason == audit.StateUnreadable)
 			} else {
 				f.orphans = append(f.orphans, r.Seq)
 			}
 		case *audit.Result:
 			if id, ok := owner[r.Decision]; ok {
-				join(id, r.Class, r.Untrusted)
+				join(id, r.Class, r.Untrusted, recalls[r.Decision])
 			} else {
 				f.orphans = append(f.orphans, r.Seq)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 )
@@ -24,7 +25,7 @@ func live(t *testing.T, l *Ledger, seed uint64) {
 				t.Fatal(err)
 			}
 		case 1:
-			seq, err := l.Decide(id, outcome(audit.Ask))
+			seq, err := l.Decide(id, outcomeOf(tools[rng.IntN(len(tools))], audit.Ask))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +42,7 @@ func live(t *testing.T, l *Ledger, seed uint64) {
 				t.Fatal(err)
 			}
 		default:
-			run(t, l, id, c, u)
+			runTool(t, l, id, tools[rng.IntN(len(tools))], c, u)
 		}
 	}
 }
@@ -117,7 +118,8 @@ func TestRebuildRepairs(t *testing.T) {
 }
 
 // TestUnreadableRebuildsAsRecorded: a decision made over an unreadable
-// state recorded secret and untrusted, and the rebuild keeps that.
+// state recorded secret and untrusted (state_unreadable), and the
+// rebuild keeps that, as the worst state, recalled memory included.
 func TestUnreadableRebuildsAsRecorded(t *testing.T) {
 	d := newDirs(t)
 	l := open(t, d)
@@ -125,7 +127,14 @@ func TestUnreadableRebuildsAsRecorded(t *testing.T) {
 	if err := os.WriteFile(statePath(d.state, "s"), []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Decide("s", outcome(audit.Denied)); err != nil {
+	// As brokerd does: a call over an unreadable state is denied
+	// state_unreadable.
+	if _, err := l.Decide("s", func(_ policy.Session, unreadable error) audit.DecisionRecord {
+		if unreadable == nil {
+			t.Error("the state was read")
+		}
+		return audit.DecisionRecord{Tool: "read_file", Arguments: []byte(`{}`), Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

@@ -24,12 +24,16 @@ const maxStateFile = 4 << 10
 var Fresh = policy.Session{Taint: dataclass.Floor}
 
 // worst is what an unreadable state is read as.
-var worst = policy.Session{Taint: dataclass.Secret, Untrusted: true}
+var worst = policy.Session{Taint: dataclass.Secret, Untrusted: true, Recalled: true}
 
-// stateFile is the one form of broker/sessions/<id>.json.
+// stateFile is the one form of broker/sessions/<id>.json. recalled is
+// written only when true, so a file written before the field existed
+// (a session that never recalled then, or whose recall the rebuild from
+// the log restores) is still in canonical form.
 type stateFile struct {
 	Taint     dataclass.Class `json:"taint"`
 	Untrusted bool            `json:"untrusted"`
+	Recalled  bool            `json:"recalled,omitempty"`
 }
 
 // UnreadableError says why a session's state file could not be read. The
@@ -64,7 +68,7 @@ func encodeState(s policy.Session) ([]byte, error) {
 	if !s.Taint.Valid() || s.Taint < dataclass.Floor {
 		return nil, fmt.Errorf("encode session state: taint %v is below the floor", s.Taint)
 	}
-	b, err := strict.Marshal(stateFile{Taint: s.Taint, Untrusted: s.Untrusted})
+	b, err := strict.Marshal(stateFile{Taint: s.Taint, Untrusted: s.Untrusted, Recalled: s.Recalled})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +109,7 @@ func readState(dir, id string) (policy.Session, status, error) {
 	if err := strict.Unmarshal(bytes.TrimSuffix(b, []byte("\n")), &sf); err != nil {
 		return bad(err)
 	}
-	s := policy.Session{Taint: sf.Taint, Untrusted: sf.Untrusted}
+	s := policy.Session{Taint: sf.Taint, Untrusted: sf.Untrusted, Recalled: sf.Recalled}
 	want, err := encodeState(s)
 	if err != nil {
 		return bad(err)

@@ -44,6 +44,8 @@ const (
 	ConsultHost         Reason = "consult_host"         // no consult grant names the endpoint's host
 	ConsultAboveClass   Reason = "consult_above_class"  // the session's taint is above every such grant's max_taint
 	ConsultUntrusted    Reason = "consult_untrusted"    // an untrusted session, and no grant says untrusted_sessions
+	ConsultIdentity     Reason = "consult_identity"     // no such grant lets the identity files (in every prompt) leave
+	ConsultRecalled     Reason = "consult_recalled"     // the session holds recalled memory, and no such grant says all_may_leave
 )
 
 // consultRules are each consult reason's sentence and runbook pointer.
@@ -53,11 +55,15 @@ var consultRules = map[Reason][2]string{
 	ConsultHost:         {"no consult grant names the configured endpoint's host", "see docs/runbook.md#consult-host"},
 	ConsultAboveClass:   {"the session's taint is above the max_taint of every consult grant for this endpoint", "see docs/runbook.md#consult-above-class"},
 	ConsultUntrusted:    {"the session has read untrusted content, and no consult grant for this endpoint says untrusted_sessions = true", "see docs/runbook.md#consult-untrusted"},
+	ConsultIdentity: {"every session's prompt holds the owner's identity files (memory/soul.md, memory.md, user.md), which the model could copy into the question, and no consult grant for this endpoint lets them leave (memory = \"identity_may_leave\" or \"all_may_leave\")",
+		"see docs/runbook.md#consult-identity"},
+	ConsultRecalled: {"the session has been handed recalled memory (recall or ask_memory results: notes, past sessions, fleet memory), which the model could copy into the question, and no consult grant for this endpoint says memory = \"all_may_leave\"",
+		"see docs/runbook.md#consult-recalled"},
 }
 
 // ConsultReasons lists the consult reasons, for tests and the runbook.
 func ConsultReasons() []Reason {
-	return []Reason{ConsultUnconfigured, ConsultSecret, ConsultHost, ConsultAboveClass, ConsultUntrusted}
+	return []Reason{ConsultUnconfigured, ConsultSecret, ConsultHost, ConsultAboveClass, ConsultUntrusted, ConsultIdentity, ConsultRecalled}
 }
 
 // consultError is a consult denial's text: the rule and its runbook entry.
@@ -66,8 +72,8 @@ func consultError(d *Denial) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%q denied (%s): %s (session taint %s, untrusted %v); %s",
-		toolset.Consult, d.Reason, r[0], d.Session.Taint, d.Session.Untrusted, r[1]), true
+	return fmt.Sprintf("%q denied (%s): %s (session taint %s, untrusted %v, recalled memory %v); %s",
+		toolset.Consult, d.Reason, r[0], d.Session.Taint, d.Session.Untrusted, d.Session.Recalled, r[1]), true
 }
 
 // ConsultDetail is the one-line detail an audit record of a consult
@@ -134,6 +140,16 @@ func matchConsult(grants []grant.Grant, a toolargs.Consult, ep *Endpoint, sess S
 		if len(hits) == 0 {
 			return nil, &Denial{Reason: ConsultUntrusted, Expired: expired, AboveTaint: above}
 		}
+	}
+	// Memory text: the identity files are in every session, recalled
+	// memory in those that were handed it; the grant must let it out.
+	need, why := grant.IdentityMayLeave, ConsultIdentity
+	if sess.Recalled {
+		need, why = grant.AllMayLeave, ConsultRecalled
+	}
+	hits = slices.DeleteFunc(hits, func(g grant.Grant) bool { return g.Memory() < need })
+	if len(hits) == 0 {
+		return nil, &Denial{Reason: why, Expired: expired, AboveTaint: above}
 	}
 	// The most restrictive mode wins, then the smallest id (hits are
 	// sorted by id); the winner's model and secret are the call's.

@@ -28,6 +28,10 @@ func consultGrant(id, mode string, kv ...string) string {
 	if !slices.Contains(kv, "max_taint") {
 		base = append(base, "max_taint", `"private"`)
 	}
+	if !slices.Contains(kv, "memory") {
+		// The least a consult needs: every session holds identity text.
+		base = append(base, "memory", `"identity_may_leave"`)
+	}
 	return g(id, "consult", mode, append(base, kv...)...)
 }
 
@@ -114,5 +118,58 @@ func TestConsultDenyGrantWins(t *testing.T) {
 	_, _, n := decide(t, set(t, consultGrant("c", "auto"), deny), ask("q"), private)
 	if n == nil || n.Reason != DeniedByGrant || n.Grant.ID != "d" {
 		t.Errorf("denial %v, want denied_by_grant d", n)
+	}
+}
+
+// TestConsultRefusesIdentityWithoutOptIn: every session's prompt holds
+// the identity files, so a consult grant that lets no memory text out
+// (memory absent or "stays") allows no consult, in ask mode as in auto:
+// the owner reading the body is not the owner's grant saying it may go.
+func TestConsultRefusesIdentityWithoutOptIn(t *testing.T) {
+	for _, mode := range []string{"auto", "ask"} {
+		absent := strings.Replace(consultGrant("c", mode), "memory = \"identity_may_leave\"\n", "", 1)
+		if strings.Contains(absent, "memory") {
+			t.Fatalf("grant %s", absent)
+		}
+		for _, gt := range []string{absent, consultGrant("c", mode, "memory", `"stays"`)} {
+			_, _, n := decide(t, set(t, gt), ask("what does the owner like? MARKER-IDENTITY"), private)
+			refused(t, n, ConsultIdentity, "consult-identity")
+		}
+	}
+	// A stays grant beside one that opts in: the one that opts in decides.
+	_, a, n := decide(t, set(t, consultGrant("a", "auto", "memory", `"stays"`), consultGrant("b", "ask")), ask("q"), private)
+	if n != nil || a == nil || a.Grant.ID != "b" {
+		t.Errorf("ask %+v, denial %v, want an ask by b", a, n)
+	}
+}
+
+// TestConsultRefusesRecalledWithoutAll: a session handed recalled memory
+// (recall, ask_memory) consults only under a grant that says
+// all_may_leave; identity_may_leave is not enough. An unreadable session
+// state reads as having recalled (and as secret, which refuses first).
+func TestConsultRefusesRecalledWithoutAll(t *testing.T) {
+	recalled := Session{Taint: dataclass.Private, Recalled: true}
+	_, _, n := decide(t, set(t, consultGrant("c", "auto")), ask("q"), recalled)
+	refused(t, n, ConsultRecalled, "consult-recalled")
+	if !strings.Contains(n.Error(), "recalled memory true") {
+		t.Errorf("message %q does not say the session holds recalled memory", n.Error())
+	}
+	d, _, n := decide(t, set(t, consultGrant("c", "auto", "memory", `"all_may_leave"`)), ask("q"), recalled)
+	if n != nil || !d.Valid() {
+		t.Errorf("all_may_leave did not allow a session that recalled: %v", n)
+	}
+	if d, _, _ := decide(t, set(t, consultGrant("c", "auto", "memory", `"all_may_leave"`)), ask("q"), private); !d.Valid() {
+		t.Error("all_may_leave did not allow a session that never recalled")
+	}
+	if e := effective(Session{Taint: dataclass.Class(99)}); !e.Recalled || e.Taint != dataclass.Secret {
+		t.Errorf("an invalid state reads as %+v", e)
+	}
+	// Redecide after an approval sees a recall made while the owner read.
+	gs := set(t, consultGrant("c", "ask"))
+	if _, a, _ := decide(t, gs, ask("q"), private); a == nil {
+		t.Fatal("want an ask")
+	}
+	if _, n := Redecide(gs, ask("q"), recalled, now); n == nil || n.Reason != ConsultRecalled {
+		t.Errorf("approved after a recall: %v, want consult_recalled", n)
 	}
 }

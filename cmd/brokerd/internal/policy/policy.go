@@ -51,15 +51,20 @@
 //  7. A result's class is the highest result_class of every applicable
 //     grant, and it is untrusted if any says so. A shell mount is writable
 //     only if every applicable grant is writable.
-//  8. An invalid session taint is read as secret and untrusted; a taint
-//     below private is read as private (no session is public).
+//  8. An invalid session taint is read as secret, untrusted and holding
+//     recalled memory; a taint below private is read as private (no
+//     session is public).
 //  9. consult (consult.go) is decided against the endpoint brokerd's
 //     config names: refused without one, refused in a secret session
 //     whatever the grants say, and otherwise allowed only by an active
 //     consult grant that names the endpoint's host, whose max_taint is at
-//     least the session's taint and, for an untrusted session, that says
-//     untrusted_sessions = true; each refusal names its rule. Its result
-//     is always untrusted.
+//     least the session's taint, that, for an untrusted session, says
+//     untrusted_sessions = true, and that lets the session's memory text
+//     out: every session holds the identity files (its prompt does, and
+//     brokerd cannot see a prompt), so the grant must say memory =
+//     "identity_may_leave" or "all_may_leave", and all_may_leave once the
+//     session has been handed recalled memory; each refusal names its
+//     rule. Its result is always untrusted.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file
 // mounts the file's directory read-write (the toolkit writes only the
@@ -96,14 +101,18 @@ type Request struct {
 type Session struct {
 	Taint     dataclass.Class `json:"taint"`
 	Untrusted bool            `json:"untrusted"`
+	// Recalled: the session has been handed recalled memory (a result of
+	// recall or ask_memory). Identity text needs no flag: every session's
+	// prompt holds it (rule 9).
+	Recalled bool `json:"recalled"`
 }
 
 // effective applies rule 8.
 func effective(s Session) Session {
 	if !s.Taint.Valid() {
-		return Session{Taint: dataclass.Secret, Untrusted: true}
+		return Session{Taint: dataclass.Secret, Untrusted: true, Recalled: true}
 	}
-	return Session{Taint: dataclass.Taint(s.Taint), Untrusted: s.Untrusted}
+	return Session{Taint: dataclass.Taint(s.Taint), Untrusted: s.Untrusted, Recalled: s.Recalled}
 }
 
 // Decide decides a request. Exactly one result is set: a valid Decision

@@ -9,10 +9,9 @@ import (
 // tests) reach a listener it controls: hosts become /etc/hosts lines of
 // the egress container ("name:address"), and the startup check accepts
 // a tool image built with boxmaker_testnet (whose proxy admits private
-// addresses). It panics outside a test binary, and a test of this package
-// (TestTestOnlyNetworkOnlyInTests) refuses a call from any file that is
-// not a test; a release image's proxy would refuse the private address
-// anyway (pkg/netpolicy).
+// addresses). It panics outside a test binary, and checks/arch's TestOnly
+// rule refuses a use of it from any file that is not a test; a release
+// image's proxy would refuse the private address anyway (pkg/netpolicy).
 func TestOnlyNetwork(c *Config, hosts []string) {
 	if flag.Lookup("test.v") == nil {
 		panic(fmt.Sprintf("runner.TestOnlyNetwork called outside a test binary (hosts %q)", hosts))

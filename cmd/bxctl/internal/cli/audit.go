@@ -18,7 +18,8 @@ import (
 // differs, each anchor the log fails) and exits 1. The reasons can quote
 // bytes from the log, so they are escaped like everything else bxctl
 // prints. The consult log beside DIR (DIR/../consult), if there is one,
-// is checked too (consult.go).
+// is checked too, against its own head record (DIR/../consult.head) and
+// its anchors in the same file (consult.go).
 func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	const use = "usage: bxctl audit verify [--anchors FILE] DIR | bxctl audit anchor [--anchors FILE] DIR"
 	if len(args) > 0 && args[0] == "anchor" {
@@ -32,7 +33,7 @@ func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bxctl audit verify [--anchors FILE] DIR")
-		fmt.Fprintln(stderr, "Checks the hash chain of the audit log in DIR (brokerd's state/audit), its end against brokerd's head record (DIR.head) and your anchors, without writing.")
+		fmt.Fprintln(stderr, "Checks the hash chain of the audit log in DIR (brokerd's state/audit), its end against brokerd's head record (DIR.head) and your anchors, and the consult log beside it (DIR/../consult, DIR/../consult.head) the same way, without writing.")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return ExitUsage
@@ -49,7 +50,7 @@ func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	e := audit.VerifyEnd(dir, mine)
 	printEnd(stdout, dir, e)
-	consultOK := verifyConsultLog(stdout, dir)
+	consultOK := verifyConsultLog(stdout, stderr, dir, *anchors)
 	if !e.OK() || !consultOK {
 		return ExitFailed
 	}

@@ -117,15 +117,17 @@ func appendAnchor(path string, a audit.Anchor) error {
 
 // runAuditAnchor is `bxctl audit anchor [--anchors FILE] DIR`: it checks
 // the whole log as `audit verify` does (chain, brokerd's head record,
-// earlier anchors) and, only if all hold, records the log's end as an
-// anchor in the owner's anchors file and prints it.
+// earlier anchors), and the consult log beside it the same way, and only
+// if all hold records each log's end as an anchor in the owner's anchors
+// file (the consult log's keyed by its own directory, in the same format)
+// and prints them.
 func runAuditAnchor(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: bxctl audit anchor [--anchors FILE] DIR"
 	fs := flags("audit anchor", stderr)
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, use)
-		fmt.Fprintln(stderr, "Records the verified end of the audit log in DIR in your anchors file, which audit verify then checks.")
+		fmt.Fprintln(stderr, "Records the verified end of the audit log in DIR, and of the consult log beside it, in your anchors file, which audit verify then checks.")
 	}
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
@@ -150,13 +152,28 @@ func runAuditAnchor(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bxctl audit anchor: the log in %s is empty: nothing to anchor\n", dir)
 		return ExitFailed
 	}
-	a := audit.NewAnchor(log, e.Report, time.Now())
-	if err := appendAnchor(path, a); err != nil {
-		fmt.Fprintf(stderr, "bxctl audit anchor: write %s: %v\n", path, err)
+	cdir, ckey, ce, cpresent, code := consultEnd(*anchors, dir, stderr, "audit anchor")
+	if code != ExitOK {
+		return code
+	}
+	if cpresent && !ce.OK() {
+		printConsultEnd(stdout, cdir, ce)
+		fmt.Fprintln(stderr, "bxctl audit anchor: the consult log fails its checks, so neither log's end is anchored")
 		return ExitFailed
 	}
-	line, _ := a.Line()
-	fmt.Fprintf(stdout, "anchored seq %d, hash %s in %s\n%s\n", a.Seq, a.Hash, path, line)
+	now := time.Now()
+	todo := []audit.Anchor{audit.NewAnchor(log, e.Report, now)}
+	if a, ok := ce.Anchor(ckey, now); cpresent && ok {
+		todo = append(todo, a) // the consult log's own line in the same file, keyed by its directory
+	}
+	for _, a := range todo {
+		if err := appendAnchor(path, a); err != nil {
+			fmt.Fprintf(stderr, "bxctl audit anchor: write %s: %v\n", path, err)
+			return ExitFailed
+		}
+		line, _ := a.Line()
+		fmt.Fprintf(stdout, "anchored seq %d, hash %s of %s in %s\n%s\n", a.Seq, a.Hash, escape.Line(a.Log), path, line)
+	}
 	return ExitOK
 }
 

@@ -27,7 +27,10 @@ func init() {
 // remote model received, and each answer with its reasoning. Text from
 // the log (the model's question, the remote model's answer) is escaped,
 // as everything bxctl prints. A log that does not verify is printed up
-// to its first bad line, which is named, and the exit is 1.
+// to its first bad line, which is named, and the exit is 1; one that does
+// not end at brokerd's head record (broker/consult.head: lines cut off,
+// the file deleted, lines added) is printed whole, the head's problem
+// named after it, and the exit is 1.
 func runConsult(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) != 2 || args[0] != "log" {
 		fmt.Fprintln(stderr, "usage: bxctl consult log STATE")
@@ -37,24 +40,26 @@ func runConsult(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	state := args[1]
 	dir := layout.ConsultLog.In(state)
 	path := filepath.Join(dir, consultlog.FileName)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	e := consultlog.VerifyEnd(dir, layout.Audit.In(state), nil)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && e.OK() {
 		fmt.Fprintln(stdout, "no consult has been sent: "+escape.Line(path)+" does not exist")
 		return ExitOK
 	}
-	rep := consultlog.Verify(dir, layout.Audit.In(state))
-	n := 0
-	err := jsonl.Scan(path, consultlog.MaxLine+1, func(line int, b []byte) error {
-		if rep.Problem != nil && rep.Problem.Line > 0 && line >= rep.Problem.Line {
-			return errStopPrint
-		}
-		r, err := consultlog.ParseLine(b)
-		if err != nil {
-			return err
-		}
-		printConsult(stdout, r)
-		n++
-		return nil
-	})
+	rep := e.Report
+	var err error
+	if _, serr := os.Stat(path); serr == nil {
+		err = jsonl.Scan(path, consultlog.MaxLine+1, func(line int, b []byte) error {
+			if rep.Problem != nil && rep.Problem.Line > 0 && line >= rep.Problem.Line {
+				return errStopPrint
+			}
+			r, err := consultlog.ParseLine(b)
+			if err != nil {
+				return err
+			}
+			printConsult(stdout, r)
+			return nil
+		})
+	}
 	if err != nil && !errors.Is(err, errStopPrint) && rep.Problem == nil {
 		fmt.Fprintln(stdout, escape.Line("consult log: "+err.Error()))
 		return ExitFailed
@@ -65,7 +70,12 @@ func runConsult(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stdout, escape.Line("consult log does not verify: "+p.Error()))
 		return ExitFailed
 	}
-	fmt.Fprintf(stdout, "consult log intact: %d requests, %d responses\n", rep.Requests, rep.Responses)
+	if e.HeadProblem != nil {
+		// Printed after the records: what is missing is past them.
+		fmt.Fprintln(stdout, escape.Line("consult log does not verify: "+e.HeadProblem.Error()))
+		return ExitFailed
+	}
+	fmt.Fprintf(stdout, "consult log intact: %d requests, %d responses; ends at brokerd's head record (seq %d)\n", rep.Requests, rep.Responses, e.HeadSeq)
 	return ExitOK
 }
 
@@ -87,20 +97,65 @@ func printConsult(w io.Writer, r consultlog.Record) {
 	}
 }
 
-// verifyConsultLog checks the consult log beside auditDir, if there is
-// one, and prints its summary or its first problem (by line).
-func verifyConsultLog(stdout io.Writer, auditDir string) bool {
-	dir := filepath.Join(filepath.Dir(filepath.Clean(auditDir)), filepath.Base(layout.ConsultLog.Path))
-	if _, err := os.Stat(filepath.Join(dir, consultlog.FileName)); err != nil {
-		return true // no consult was ever sent
+// consultDir is the consult log's directory beside the audit directory
+// auditDir (STATE/broker/consult beside STATE/broker/audit).
+func consultDir(auditDir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(auditDir)), filepath.Base(layout.ConsultLog.Path))
+}
+
+// consultEnd verifies the consult log beside auditDir: its chain, its
+// links to the audit log, its end against brokerd's head record
+// (consult.head) and the owner's anchors of it (anchors names the file,
+// "" for the default). present is false when there is nothing to check:
+// no log, no head record and no anchor of it (no consult was ever sent
+// by a brokerd that keeps one).
+func consultEnd(anchors, auditDir string, stderr io.Writer, cmd string) (dir, key string, e consultlog.End, present bool, code int) {
+	dir = consultDir(auditDir)
+	_, key, mine, code := anchorsFor(anchors, dir, stderr, cmd)
+	if code != ExitOK {
+		return "", "", consultlog.End{}, false, code
 	}
-	rep := consultlog.Verify(dir, auditDir)
-	if p := rep.Problem; p != nil {
+	e = consultlog.VerifyEnd(dir, auditDir, mine)
+	_, err := os.Stat(filepath.Join(dir, consultlog.FileName))
+	present = err == nil || e.HeadPresent || len(mine) > 0
+	return dir, key, e, present, ExitOK
+}
+
+// printConsultEnd prints every problem of the consult log, one a line
+// (the first bad line as DIR/consult.jsonl:N, a head that differs, each
+// anchor it fails), or its summary.
+func printConsultEnd(stdout io.Writer, dir string, e consultlog.End) {
+	if p := e.Problem; p != nil {
 		shown := *p
 		shown.File = filepath.Join(dir, shown.File)
 		fmt.Fprintln(stdout, escape.Line("consult log: "+shown.Error()))
+	}
+	if e.HeadProblem != nil {
+		fmt.Fprintln(stdout, escape.Line("consult log: "+e.HeadProblem.Error()))
+	}
+	for _, ap := range e.AnchorProblems {
+		fmt.Fprintln(stdout, escape.Line("consult log: "+ap.Error()))
+	}
+	if !e.OK() {
+		return
+	}
+	s := fmt.Sprintf("consult log intact: %d requests, %d responses, each linked to its audit decision; ends at brokerd's head record (seq %d)", e.Requests, e.Responses, e.HeadSeq)
+	if e.Anchors > 0 {
+		s += fmt.Sprintf("; %d anchors hold", e.Anchors)
+	}
+	fmt.Fprintln(stdout, s)
+}
+
+// verifyConsultLog checks the consult log beside auditDir, if there is
+// one, and prints what it found.
+func verifyConsultLog(stdout, stderr io.Writer, auditDir, anchors string) bool {
+	dir, _, e, present, code := consultEnd(anchors, auditDir, stderr, "audit verify")
+	if code != ExitOK {
 		return false
 	}
-	fmt.Fprintf(stdout, "consult log intact: %d requests, %d responses, each linked to its audit decision\n", rep.Requests, rep.Responses)
-	return true
+	if !present {
+		return true // no consult was ever sent
+	}
+	printConsultEnd(stdout, dir, e)
+	return e.OK()
 }

@@ -23,16 +23,7 @@ func consultState(t *testing.T, logged bool) string {
 	t.Helper()
 	state := t.TempDir()
 	adir := layout.Audit.In(state)
-	os.MkdirAll(adir, 0o700)
-	w, err := audit.Open(adir, audit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := w.Append(&audit.Decision{Record: audit.DecisionRecord{Session: "s-1", Tool: "consult",
-		Arguments: json.RawMessage(`{"question":"why?"}`), Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: &audit.GrantRef{ID: "c", SHA256: strings.Repeat("b", 64)}, Taint: dataclass.Private}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, seq := consultDecision(t, adir, "s-1", "why?")
 	cl, err := consultlog.Open(layout.ConsultLog.In(state))
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +45,24 @@ func consultState(t *testing.T, logged bool) string {
 	}
 	w.Close()
 	return state
+}
+
+// consultDecision opens the audit log in adir (made if missing) and
+// appends an allowed consult decision, as brokerd does before a consult.
+func consultDecision(t *testing.T, adir, session, question string) (*audit.Writer, int64) {
+	t.Helper()
+	os.MkdirAll(adir, 0o700)
+	w, err := audit.Open(adir, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"question": question})
+	seq, err := w.Append(&audit.Decision{Record: audit.DecisionRecord{Session: session, Tool: "consult",
+		Arguments: args, Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: &audit.GrantRef{ID: "c", SHA256: strings.Repeat("b", 64)}, Taint: dataclass.Private}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, seq
 }
 
 func TestConsultLogPrinted(t *testing.T) {

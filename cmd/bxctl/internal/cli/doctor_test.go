@@ -19,6 +19,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"
 	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/consultlog"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
@@ -154,23 +155,28 @@ func (in *installation) writeAudit(t *testing.T, anchoredAt time.Time) {
 	if err := errors.Join(err, w.Close()); err != nil {
 		t.Fatal(err)
 	}
-	// brokerd writes the log as its own user: as root, this test wrote it
-	// as root, so it hands the files to brokerd's ids as the table says.
+	in.toBrokerd(t, audit.HeadPath(dir), dir)
+	if !anchoredAt.IsZero() {
+		in.anchorAt(t, anchoredAt)
+	}
+}
+
+// toBrokerd hands files to brokerd's ids as the table says: brokerd
+// writes its logs as its own user, and this test wrote them as root.
+func (in *installation) toBrokerd(t *testing.T, paths ...string) {
+	t.Helper()
 	u, err := layout.LoadUsers(in.state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := u.Of(layout.Brokerd)
-	for _, p := range []string{audit.HeadPath(dir), dir} {
+	for _, p := range paths {
 		filepath.WalkDir(p, func(f string, _ fs.DirEntry, err error) error {
 			if err == nil {
 				err = os.Lchown(f, int(b.UID), int(b.GID))
 			}
 			return err
 		})
-	}
-	if !anchoredAt.IsZero() {
-		in.anchorAt(t, anchoredAt)
 	}
 }
 
@@ -339,6 +345,11 @@ func TestDoctorPlanted(t *testing.T) {
 			files, _ := filepath.Glob(filepath.Join(layout.Audit.In(in.state), "*.jsonl"))
 			b, _ := os.ReadFile(files[0])
 			os.WriteFile(files[0], []byte(strings.Replace(string(b), `"size":3`, `"size":4`, 1)), 0o600)
+		}},
+		{name: "consult log cut", id: "doctor-consult-log", sev: doctor.Problem, says: "the consult log ends at seq 0, but brokerd wrote up to seq 2", plant: func(t *testing.T, in *installation) {
+			failedConsult(t, in.state)
+			os.WriteFile(filepath.Join(layout.ConsultLog.In(in.state), consultlog.FileName), nil, 0o600)
+			in.toBrokerd(t, layout.Audit.In(in.state), audit.HeadPath(layout.Audit.In(in.state)), layout.ConsultLog.In(in.state), audit.HeadPath(layout.ConsultLog.In(in.state)))
 		}},
 		{name: "a named pipe for the grant directory", id: "doctor-grants", sev: doctor.Problem, says: "named pipe, not a directory", plant: func(t *testing.T, in *installation) {
 			// Outside the table's entries, so only the grants check sees it.

@@ -11,7 +11,33 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 )
+
+// consultNote says, for a consult grant that allows or asks, which memory
+// text it lets leave the owner's hosts (its memory key), and "" for any
+// other grant. Every session holds the identity files, so a grant that
+// lets none out allows no consult: the owner must read that here, not
+// first in a refusal.
+func consultNote(g grant.Grant) string {
+	if g.Tool() != toolset.Consult || g.Mode() == grant.Deny {
+		return ""
+	}
+	head := fmt.Sprintf("note: %s: consult grant %s (mode %s)", g.File(), g.ID(), g.Mode())
+	var what string
+	switch g.Memory() {
+	case grant.IdentityMayLeave:
+		what = "lets the identity files (memory/soul.md, memory.md, user.md, in every prompt) leave in a consult's question or context; a session that has recalled memory is refused (consult-recalled)"
+	case grant.AllMayLeave:
+		what = "lets all memory text leave in a consult's question or context: the identity files and whatever recall and ask_memory returned (notes, past sessions, fleet memory)"
+	default:
+		return head + ` lets no memory text leave, so it allows no consult: every session's prompt holds the identity files; add memory = "identity_may_leave" if they may go to this endpoint; see docs/runbook.md#consult-identity`
+	}
+	if g.Mode() == grant.Auto {
+		what += "; mode auto: each body leaves without your reading it (the consult log keeps it in full)"
+	}
+	return head + " " + what
+}
 
 // runGrants is `bxctl grants check [--list] [--owner-uid N] DIR`: it loads
 // a grant directory offline with the loader brokerd uses, so a directory
@@ -19,7 +45,8 @@ import (
 // running bxctl) accepts, owners and modes included. It prints a one-line summary and exits
 // 0, or one line per problem (file, grant, reason) and exits 1: one
 // problem makes the whole directory invalid, and brokerd would deny every
-// call until it is fixed.
+// call until it is fixed. For each consult grant that is not a deny it
+// also prints a note: line saying which memory text the grant lets leave.
 func runGrants(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	const use = "usage: bxctl grants check [--list] [--owner-uid N] DIR"
 	if len(args) == 0 || args[0] != "check" {
@@ -63,6 +90,11 @@ func runGrants(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if *list {
 			fmt.Fprintf(stdout, "%s %s %s %s %s\n", g.File(), g.ID(), g.Tool(), g.Mode(), g.SHA256())
+		}
+	}
+	for _, g := range set.Grants() {
+		if n := consultNote(g); n != "" {
+			fmt.Fprintln(stdout, n)
 		}
 	}
 	summary := fmt.Sprintf("ok: %d files, %d grants", len(set.Files()), set.Len())

@@ -32,7 +32,17 @@ func TestDeployGrantsAreValid(t *testing.T) {
 		t.Errorf("summary = %q", last)
 	}
 	seen := map[string]bool{}
+	notes := 0
 	for _, l := range lines[:len(lines)-1] {
+		if strings.HasPrefix(l, "note: ") {
+			notes++
+			// The example lets no memory out: consult stays off until
+			// the owner decides, and the check says how to decide.
+			if !strings.Contains(l, "consult grant consult-glm (mode ask) lets no memory text leave") || !strings.HasSuffix(l, "see docs/runbook.md#consult-identity") {
+				t.Errorf("note %q", l)
+			}
+			continue
+		}
 		f := strings.Fields(l)
 		if len(f) != 5 || len(f[4]) != 64 {
 			t.Errorf("list line %q: want file, id, tool, mode, sha256", l)
@@ -46,6 +56,9 @@ func TestDeployGrantsAreValid(t *testing.T) {
 				t.Errorf("deploy/grants has no %s %s example", tool, mode)
 			}
 		}
+	}
+	if notes != 1 {
+		t.Errorf("%d notes, want one for the consult grant", notes)
 	}
 	if !seen["consult ask"] {
 		t.Error("deploy/grants has no consult ask example: the owner must see each payload before it leaves")
@@ -97,5 +110,55 @@ func TestGrantsCheckCountsExpired(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "old.toml"), []byte(body), 0o644)
 	if code, out, _ := run("grants", "check", dir); code != ExitOK || strings.TrimSpace(out) != "ok: 1 files, 1 grants (1 expired, which match nothing)" {
 		t.Errorf("grants check = %d, %q", code, out)
+	}
+}
+
+// TestGrantsCheckSaysWhatMemoryLeaves: each consult grant that allows or
+// asks gets a note saying which memory text it lets out, and that auto
+// sends bodies unread; deny grants and other tools get none.
+func TestGrantsCheckSaysWhatMemoryLeaves(t *testing.T) {
+	dir := t.TempDir()
+	c := func(id, mode, memory string) string {
+		s := "[[grant]]\nid = \"" + id + "\"\ntool = \"consult\"\nhosts = [\"api.example.com\"]\nsecret = \"K\"\nmodel = \"m\"\nmode = \"" + mode + "\"\n"
+		if mode == "deny" {
+			s += "max_taint = \"secret\"\n"
+		} else {
+			s += "max_taint = \"private\"\n"
+		}
+		if memory != "" {
+			s += "memory = \"" + memory + "\"\n"
+		}
+		return s
+	}
+	body := c("a-none", "ask", "") + c("b-id", "ask", "identity_may_leave") + c("c-all", "auto", "all_may_leave") + c("d-deny", "deny", "") +
+		"[[grant]]\nid = \"e-fetch\"\ntool = \"http_fetch\"\nhosts = [\"a.example\"]\nmax_taint = \"private\"\nmode = \"auto\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "g.toml"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run("grants", "check", dir)
+	if code != ExitOK {
+		t.Fatalf("grants check = %d\n%s%s", code, out, stderr)
+	}
+	var notes []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "note: ") {
+			notes = append(notes, l)
+		}
+	}
+	want := []struct{ id, says string }{
+		{"a-none (mode ask)", "lets no memory text leave, so it allows no consult"},
+		{"b-id (mode ask)", "lets the identity files"},
+		{"c-all (mode auto)", "lets all memory text leave"},
+	}
+	if len(notes) != len(want) {
+		t.Fatalf("notes %q, want %d", notes, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(notes[i], "consult grant "+w.id+" "+w.says) {
+			t.Errorf("note %q, want %q", notes[i], w.says)
+		}
+	}
+	if strings.Contains(notes[1], "without your reading") || !strings.Contains(notes[2], "without your reading it") {
+		t.Errorf("the auto warning is on the wrong note: %q", notes)
 	}
 }

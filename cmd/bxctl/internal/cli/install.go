@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/install"
+	"wntrmute.dev/boxmaker/pkg/ownership"
 	"wntrmute.dev/boxmaker/pkg/units"
 )
 
@@ -15,7 +18,8 @@ import (
 func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("install", stderr)
 	var o install.Options
-	fs.StringVar(&o.Images, "images", "", "`directory` holding each role's image (ROLE.tar) and tool.tar, as images/role-image builds them (required)")
+	fs.StringVar(&o.Images, "images", "", "`directory` holding each role's image (ROLE.tar), tool.tar and images.ids, as docs/units.md builds them; it and they must be root's or yours and writable by no one else (required)")
+	fs.StringVar(&o.Expect, "expect", "", "images.ids' `digest` (sha256:HEX, as sha256sum printed it where you built the images): any other set of images is refused")
 	fs.StringVar(&o.State, "state", units.StateDir, "state `directory`")
 	fs.StringVar(&o.Podman, "podman", "/usr/bin/podman", "the Podman 5 `binary` brokerd's user runs")
 	fs.StringVar(&o.Llama, "llama", "", "llama-server's `ip:port`; inferproxy may reach only that address (required)")
@@ -23,7 +27,11 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.StringVar(&o.MattermostNet, "mattermost-net", "", "the `addresses` (space-separated addresses or prefixes) gatewayd may reach: Mattermost's and the resolver's")
 	fs.StringVar(&o.HonchoNet, "honcho-net", "", "the `addresses` memoryd may reach (Honcho's); none by default")
 	fs.StringVar(&o.GatewayConfig, "gateway-config", "", "the owner's gatewayd.toml (`file`, see deploy/gatewayd.toml); without it gatewayd is not installed")
-	tokenStdin := fs.Bool("token-stdin", false, "read the Mattermost bot token from stdin (it is encrypted with systemd-creds, never written in clear)")
+	fs.BoolVar(&o.ReplaceGatewayConfig, "replace-gateway-config", false, "install --gateway-config over an installed gatewayd.toml that differs from it (without it, a difference is refused and shown)")
+	fromStdin := map[string]*bool{}
+	for _, s := range install.StdinFlags {
+		fromStdin[s.Credential] = fs.Bool(s.Flag, false, s.Usage)
+	}
 	noStart := fs.Bool("no-start", false, "write and enable the units without starting them")
 	fs.StringVar(&o.UnitDir, "unit-dir", "/etc/systemd/system", "where the units are written (`directory`)")
 	fs.StringVar(&o.ImageRoot, "image-root", "/usr/local/lib/boxmaker/images", "where the role images are unpacked (`directory`)")
@@ -35,18 +43,38 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return ExitUsage
 	}
 	o.Start, o.Etc = !*noStart, "/etc"
-	var token []byte
-	if *tokenStdin {
-		b, err := io.ReadAll(io.LimitReader(os.Stdin, install.MaxToken+1))
-		if err != nil || len(b) > install.MaxToken {
-			fmt.Fprintf(stderr, "bxctl install: the token on stdin could not be read or is over %d bytes; see docs/runbook.md#install-token\n", install.MaxToken)
-			return ExitFailed
-		}
-		token = b
+	if e := strings.TrimPrefix(o.Expect, "sha256:"); o.Expect != "" && (len(e) != 64 || strings.Trim(e, "0123456789abcdef") != "") {
+		fmt.Fprintln(stderr, "bxctl install: --expect is sha256: and 64 lowercase hex digits (sha256sum images.ids)")
+		return ExitUsage
 	}
-	if err := install.Run(ctx, o, install.RealHost(), token, stdout); err != nil {
+	if o.Expect != "" && !strings.HasPrefix(o.Expect, "sha256:") {
+		o.Expect = "sha256:" + o.Expect
+	}
+	o.Owners = installer()
+	var names []string
+	for _, s := range install.StdinFlags {
+		if *fromStdin[s.Credential] {
+			names = append(names, s.Credential)
+		}
+	}
+	secrets, err := install.ReadSecrets(os.Stdin, names)
+	if err != nil {
+		fmt.Fprintf(stderr, "bxctl %v\n", err)
+		return ExitFailed
+	}
+	if err := install.Run(ctx, o, install.RealHost(), secrets, stdout); err != nil {
 		fmt.Fprintf(stderr, "bxctl %v\n", err)
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// installer is who besides root may have written the install's inputs:
+// the user who ran sudo (SUDO_UID), who built or copied the images. Only
+// root can set a sudo process's environment, and root is trusted anyway.
+func installer() ownership.Owners {
+	if n, err := strconv.ParseUint(os.Getenv("SUDO_UID"), 10, 32); err == nil {
+		return ownership.Trust(uint32(n))
+	}
+	return ownership.Trust()
 }

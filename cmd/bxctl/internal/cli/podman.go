@@ -58,16 +58,9 @@ func hasRunner(state string) bool {
 // podmanReady gives Podman's socket the table's group and mode once the
 // service made it (root:brokerd 0660, package layout): Podman checks no
 // peer, so the file's permissions are what keeps other roles out.
-func podmanReady(sock string, u layout.Users) error {
-	if u.Single() {
-		return nil
-	}
-	e := &layout.PodmanRun
-	uid, gid := e.IDs(u)
-	if err := os.Lchown(sock, int(uid), int(gid)); err != nil {
-		return fmt.Errorf("podman socket: %w", err)
-	}
-	if err := os.Chmod(sock, e.FilesFor(u)); err != nil {
+// layout.GiveSocket reaches it through descriptors, never a link.
+func podmanReady(state string, u layout.Users) error {
+	if err := layout.GiveSocket(state, &layout.PodmanRun, u); err != nil {
 		return fmt.Errorf("podman socket: %w", err)
 	}
 	return nil

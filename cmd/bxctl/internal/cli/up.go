@@ -108,7 +108,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitFailed
 		}
 		if r.name == "podman" {
-			if err := podmanReady(r.socket, users); err != nil {
+			if err := podmanReady(state, users); err != nil {
 				fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 				return ExitFailed
 			}
@@ -187,7 +187,7 @@ func writeNew(path, text string, mode os.FileMode) error {
 
 func start(r *role, bin, state string, users layout.Users) error {
 	r.log = filepath.Join(layout.Logs.In(state), r.name+".log")
-	lf, err := os.OpenFile(r.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	lf, err := layout.OpenLog(state, r.name, users)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/consultlog"
 	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
@@ -34,24 +35,19 @@ func (a *auditor) auditLog(in *install) {
 	}
 	e := audit.VerifyEnd(dir, anchors)
 	if !e.OK() {
-		var ps []string
+		var first error
 		if p := e.Problem; p != nil {
 			shown := *p
 			if shown.File != "" {
 				shown.File = filepath.Join(dir, shown.File)
 			}
-			ps = append(ps, shown.Error())
+			first = &shown
 		}
-		if e.HeadProblem != nil {
-			ps = append(ps, e.HeadProblem.Error())
-		}
-		for _, ap := range e.AnchorProblems {
-			ps = append(ps, ap.Error())
-		}
-		a.add("doctor-audit-chain", Problem, "%s", strings.Join(ps, "; "))
+		a.add("doctor-audit-chain", Problem, "%s", joinProblems(first, e.HeadProblem, e.AnchorProblems))
 		return
 	}
 	a.add("doctor-audit-chain", OK, "%s", e.Summary())
+	a.consultLog(in.broker.StateDir, dir)
 	if e.LastSeq == 0 {
 		a.add("doctor-audit-anchor", OK, "the log is empty: nothing to anchor yet")
 		return
@@ -73,3 +69,51 @@ func (a *auditor) auditLog(in *install) {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// consultLog checks the consult log beside the audit log as `bxctl audit
+// verify` does (chain, links to the audit log, brokerd's head record
+// broker/consult.head, the owner's anchors of it).
+func (a *auditor) consultLog(state, auditDir string) {
+	dir := layout.ConsultLog.In(state)
+	key := dir
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		key = real
+	}
+	anchors, err := a.opt.Anchors(key)
+	if err != nil {
+		a.add("doctor-consult-log", Problem, "the owner's anchors do not read: %v", err)
+		return
+	}
+	e := consultlog.VerifyEnd(dir, auditDir, anchors)
+	switch {
+	case e.OK() && e.Lines == 0:
+		a.add("doctor-consult-log", OK, "the consult log is empty: no consult has been sent")
+		return
+	case e.OK():
+		a.add("doctor-consult-log", OK, "the consult log: %d requests, %d responses, ends at brokerd's head record (seq %d)", e.Requests, e.Responses, e.HeadSeq)
+		return
+	}
+	var first error
+	if p := e.Problem; p != nil {
+		shown := *p
+		shown.File = filepath.Join(dir, shown.File)
+		first = &shown
+	}
+	a.add("doctor-consult-log", Problem, "%s", joinProblems(first, e.HeadProblem, e.AnchorProblems))
+}
+
+// joinProblems is one finding's message for a log that fails: its
+// chain's first problem (with its path), its head's, and every anchor it
+// fails, each ending with its own runbook entry.
+func joinProblems(first, head error, anchors []*audit.AnchorError) string {
+	var ps []string
+	for _, err := range []error{first, head} {
+		if err != nil {
+			ps = append(ps, err.Error())
+		}
+	}
+	for _, ap := range anchors {
+		ps = append(ps, ap.Error())
+	}
+	return strings.Join(ps, "; ")
+}

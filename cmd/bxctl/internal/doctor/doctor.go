@@ -61,6 +61,7 @@ var Checks = map[string]string{
 	"doctor-serving":       "see docs/runbook.md#doctor-serving",
 	"doctor-audit-chain":   "see docs/runbook.md#doctor-audit-chain",
 	"doctor-audit-anchor":  "see docs/runbook.md#doctor-audit-anchor",
+	"doctor-consult-log":   "see docs/runbook.md#doctor-consult-log",
 	"doctor-identity":      "see docs/runbook.md#doctor-identity",
 }
 

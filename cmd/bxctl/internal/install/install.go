@@ -6,19 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/ownership"
 	"wntrmute.dev/boxmaker/pkg/units"
 )
 
 // Options are bxctl install's flags.
 type Options struct {
-	Images        string // the directory holding <role>.tar and tool.tar
+	Images        string // the directory holding <role>.tar, tool.tar and images.ids
 	State         string
 	Podman        string
 	Llama         string // llama-server's ip:port
@@ -26,30 +27,23 @@ type Options struct {
 	MattermostNet string // IPAddressAllow= of gatewayd
 	HonchoNet     string // IPAddressAllow= of memoryd
 	GatewayConfig string // the owner's gatewayd.toml, or ""
-	Start         bool
-	UnitDir       string // /etc/systemd/system
-	ImageRoot     string // /usr/local/lib/boxmaker/images
-	CredDir       string // /etc/boxmaker/credentials
-	Etc           string // /etc (passwd, group, subuid)
+	// ReplaceGatewayConfig lets GatewayConfig replace an installed
+	// gatewayd.toml that differs from it.
+	ReplaceGatewayConfig bool
+	Expect               string           // images.ids' digest as the owner took it, or ""
+	Owners               ownership.Owners // who besides root may have written the inputs
+	Start                bool
+	UnitDir              string // /etc/systemd/system
+	ImageRoot            string // /usr/local/lib/boxmaker/images
+	CredDir              string // /etc/boxmaker/credentials
+	Etc                  string // /etc (subuid and subgid; accounts come from getent)
 }
-
-// MaxToken caps the bot token read from stdin.
-const MaxToken = 4096
 
 // Values is every placeholder's value for the units, given the images.
 func Values(o Options, im Images) (map[string]string, error) {
-	host, _, err := net.SplitHostPort(o.Llama)
-	if err != nil || net.ParseIP(host) == nil {
-		return nil, Refusal{fmt.Sprintf("--llama %q is not ip:port: inferproxy's unit allows exactly that address", o.Llama), "see docs/runbook.md#install-network"}
-	}
-	for flag, v := range map[string]string{"--mattermost-net": o.MattermostNet, "--honcho-net": o.HonchoNet} {
-		for _, a := range strings.Fields(v) {
-			if net.ParseIP(a) == nil {
-				if _, _, err := net.ParseCIDR(a); err != nil {
-					return nil, Refusal{fmt.Sprintf("%s %q is not an address or a prefix", flag, a), "see docs/runbook.md#install-network"}
-				}
-			}
-		}
+	host, err := checkNetworks(o)
+	if err != nil {
+		return nil, err
 	}
 	v := map[string]string{
 		units.Podman:                 o.Podman,
@@ -70,16 +64,44 @@ func Values(o Options, im Images) (map[string]string, error) {
 	return v, nil
 }
 
+// checkNetworks checks --llama (an ip:port; its host is returned) and
+// each --mattermost-net and --honcho-net entry ([checkNet]).
+func checkNetworks(o Options) (string, error) {
+	// ParseAddrPort takes only a literal address and a decimal port; a
+	// zone (%eth0) would be a specifier in the unit's text.
+	ap, err := netip.ParseAddrPort(o.Llama)
+	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
+		return "", Refusal{fmt.Sprintf("--llama %q is not ip:port: inferproxy's unit allows exactly that address", o.Llama), "see docs/runbook.md#install-network"}
+	}
+	host := ap.Addr().Unmap().String()
+	if ap.Addr().IsUnspecified() {
+		return "", Refusal{fmt.Sprintf("--llama %q is the unspecified address, no host's", o.Llama), "see docs/runbook.md#install-network-wide"}
+	}
+	var errs []error
+	for _, f := range []struct{ flag, v string }{{"--mattermost-net", o.MattermostNet}, {"--honcho-net", o.HonchoNet}} {
+		for _, a := range strings.Fields(f.v) {
+			if err := checkNet(f.flag, a); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	return host, nil
+}
+
 func rootOf(o Options, id string) string {
 	return filepath.Join(o.ImageRoot, strings.TrimPrefix(id, "sha256:"))
 }
 
 // UnitFiles is each unit's text with the placeholders substituted, after
-// units.Audit; gatewayd's only when it is configured.
-func UnitFiles(values map[string]string, gateway bool) (map[string]string, []string, error) {
+// units.Audit; gatewayd's only when it is configured; loading the
+// optional credentials given (units.Table).
+func UnitFiles(values map[string]string, gateway bool, given ...string) (map[string]string, []string, error) {
 	files := map[string]string{}
 	var order []string
-	for _, u := range units.Table() {
+	for _, u := range units.Table(given...) {
 		if u.Role == layout.Gatewayd && !gateway {
 			continue
 		}
@@ -116,73 +138,69 @@ func (r runner) run(stdin []byte, argv ...string) ([]byte, error) {
 	return out, nil
 }
 
-// Run installs. token is the bot token (nil without gatewayd).
-func Run(ctx context.Context, o Options, h Host, token []byte, out io.Writer) error {
-	if rs := Preflight(h, o.Podman); len(rs) > 0 {
-		var errs []error
-		for _, r := range rs {
-			errs = append(errs, r)
-		}
-		return errors.Join(errs...)
-	}
-	im, err := ReadImages(o.Images)
-	if err != nil {
-		return err
-	}
-	gateway := o.GatewayConfig != ""
-	if gateway && len(bytes.TrimSpace(token)) == 0 {
-		return Refusal{"--gateway-config was given but no bot token arrived on stdin (--token-stdin)", "see docs/runbook.md#install-token"}
-	}
-	values, err := Values(o, im)
-	if err != nil {
-		return err
-	}
-	files, order, err := UnitFiles(values, gateway)
-	if err != nil {
-		return err
-	}
-	have, err := Existing(o.Etc)
+// Run installs. secrets are the credentials' plaintexts by name
+// ([ReadSecrets]): the bot token exactly when gatewayd is installed,
+// Honcho's key exactly when memoryd's config names it ([Needed]).
+func Run(ctx context.Context, o Options, h Host, secrets map[string][]byte, out io.Writer) error {
+	p, err := prepare(o, h, secrets)
 	if err != nil {
 		return err
 	}
 	r := runner{ctx, out}
-	if err := makeUsers(r, o, have); err != nil {
+	if err := makeUsers(r, o, p); err != nil {
 		return err
 	}
-	if err := makeState(o, im); err != nil {
+	if err := makeState(o, p); err != nil {
 		return err
 	}
-	if err := unpack(o, im, out); err != nil {
+	if err := unpack(o, p.im, out); err != nil {
 		return err
 	}
-	if err := loadTool(r, o, im); err != nil {
+	if err := loadTool(r, o, p); err != nil {
 		return err
 	}
-	if gateway {
-		if err := encrypt(r, o, token); err != nil {
+	if err := encrypt(r, o, secrets); err != nil {
+		return err
+	}
+	for _, name := range p.order {
+		if err := writeFile(filepath.Join(o.UnitDir, name), []byte(p.files[name]), 0o644); err != nil {
 			return err
 		}
 	}
-	for _, name := range order {
-		if err := writeFile(filepath.Join(o.UnitDir, name), []byte(files[name]), 0o644); err != nil {
-			return err
-		}
+	if err := start(r, o, p, out); err != nil {
+		return err
 	}
+	fmt.Fprintf(out, "installed %d units from %s; state in %s\n", len(p.order), o.Images, o.State)
+	if p.gateway == nil {
+		fmt.Fprintln(out, "gatewayd not installed: no --gateway-config (copy deploy/gatewayd.toml, then run bxctl install again with it and --token-stdin)")
+	}
+	return nil
+}
+
+// start reloads systemd, restarts the running units whose file, config
+// or credential changed, and enables (and starts) every unit.
+func start(r runner, o Options, p *plan, out io.Writer) error {
 	if _, err := r.run(nil, "systemctl", "daemon-reload"); err != nil {
 		return err
+	}
+	switch {
+	case len(p.restart) > 0 && o.Start:
+		// try-restart restarts only what runs: enable --now below
+		// starts the rest, with the new files either way.
+		if _, err := r.run(nil, append([]string{"systemctl", "try-restart"}, p.restart...)...); err != nil {
+			return err
+		}
+	case len(p.restart) > 0:
+		fmt.Fprintf(out, "not restarted (--no-start): %s; a running one keeps its old unit, image, config or credential until `systemctl restart`\n", strings.Join(p.restart, " "))
 	}
 	verb := []string{"systemctl", "enable"}
 	if o.Start {
 		verb = append(verb, "--now")
 	}
-	for _, name := range order {
+	for _, name := range p.order {
 		if _, err := r.run(nil, append(verb, name)...); err != nil {
 			return err
 		}
-	}
-	fmt.Fprintf(out, "installed %d units from %s; state in %s\n", len(order), o.Images, o.State)
-	if !gateway {
-		fmt.Fprintln(out, "gatewayd not installed: no --gateway-config (copy deploy/gatewayd.toml, then run bxctl install again with it and --token-stdin)")
 	}
 	return nil
 }

@@ -3,7 +3,7 @@ package install
 import (
 	"errors"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +35,22 @@ func goodHost() Host {
 			}
 			return []byte("systemd 252 (252.39-1~deb12u1)\n+PAM +AUDIT\n"), nil
 		},
+		Lstat:  func(string) (os.FileInfo, error) { return nil, os.ErrNotExist },
+		Getent: getentOf("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n"),
+	}
+}
+
+// getentOf is getent over these passwd and group texts, as the name
+// service would answer from them (by name or by id).
+func getentOf(passwd, group string) func(db, key string) (string, bool, error) {
+	return func(db, key string) (string, bool, error) {
+		text := map[string]string{"passwd": passwd, "group": group}[db]
+		for _, l := range strings.Split(text, "\n") {
+			if f := strings.Split(l, ":"); len(f) >= 3 && (f[0] == key || f[2] == key) {
+				return l, true, nil
+			}
+		}
+		return "", false, nil
 	}
 }
 
@@ -95,16 +111,15 @@ func TestPreflight(t *testing.T) {
 	}
 }
 
-func writeEtc(t *testing.T, passwd, group string) string {
-	d := t.TempDir()
-	os.WriteFile(filepath.Join(d, "passwd"), []byte(passwd), 0o644)
-	os.WriteFile(filepath.Join(d, "group"), []byte(group), 0o644)
-	return d
+func existing(passwd, group string) (map[string]bool, error) {
+	h := goodHost()
+	h.Getent = getentOf(passwd, group)
+	return Existing(h)
 }
 
 func TestExisting(t *testing.T) {
 	base := "root:x:0:0::/root:/bin/sh\n"
-	have, err := Existing(writeEtc(t, base+"boxmaker-loopd:x:61002:61002::/nonexistent:/usr/sbin/nologin\n", "root:x:0:\nboxmaker-loopd:x:61002:\n"))
+	have, err := existing(base+"boxmaker-loopd:x:61002:61002::/nonexistent:/usr/sbin/nologin\n", "root:x:0:\nboxmaker-loopd:x:61002:\n")
 	if err != nil || !have["boxmaker-loopd"] || have["boxmaker-brokerd"] {
 		t.Errorf("Existing = %v, %v", have, err)
 	}
@@ -114,9 +129,34 @@ func TestExisting(t *testing.T) {
 		"gid of another group":  {base, "staff:x:61005:\n"},
 		"user without group":    {base + "boxmaker-loopd:x:61002:61002::/:/bin/false\n", ""},
 	} {
-		if _, err := Existing(writeEtc(t, etc[0], etc[1])); err == nil || !strings.Contains(err.Error(), "install-user-conflict") {
+		if _, err := existing(etc[0], etc[1]); err == nil || !strings.Contains(err.Error(), "install-user-conflict") {
 			t.Errorf("%s: Existing = %v, want install-user-conflict", name, err)
 		}
+	}
+}
+
+// TestExistingAsksTheNameService: a uid held only in LDAP or sssd (not
+// in /etc/passwd) is found through getent and refused; a getent that
+// fails is an error, not "free".
+func TestExistingAsksTheNameService(t *testing.T) {
+	h := goodHost()
+	var asked []string
+	h.Getent = func(db, key string) (string, bool, error) {
+		asked = append(asked, db+" "+key)
+		if db == "passwd" && key == "61003" {
+			return "jdoe:*:61003:500:J Doe:/home/jdoe:/bin/bash", true, nil
+		}
+		return "", false, nil
+	}
+	if _, err := Existing(h); err == nil || !strings.Contains(err.Error(), "is jdoe's") || !strings.Contains(err.Error(), "install-user-conflict") {
+		t.Errorf("Existing = %v, want jdoe's uid refused", err)
+	}
+	if !slices.Contains(asked, "group 61005") || !slices.Contains(asked, "passwd boxmaker-gatewayd") {
+		t.Errorf("Existing asked only %q", asked)
+	}
+	h.Getent = func(string, string) (string, bool, error) { return "", false, errors.New("exit status 1") }
+	if _, err := Existing(h); err == nil {
+		t.Error("Existing took a failing getent for no entry")
 	}
 }
 
@@ -170,10 +210,13 @@ func TestUnitFilesHaveNoPlaceholderLeft(t *testing.T) {
 
 func TestValuesRefuse(t *testing.T) {
 	for name, edit := range map[string]func(*Options){
-		"llama by name":        func(o *Options) { o.Llama = "llama.ts.net:8080" },
-		"llama without port":   func(o *Options) { o.Llama = "100.64.0.7" },
-		"mattermost not an ip": func(o *Options) { o.MattermostNet = "chat.example.com" },
-		"a newline":            func(o *Options) { o.HonchoNet = "10.0.0.1\nExecStartPre=/bin/sh" },
+		"llama by name":           func(o *Options) { o.Llama = "llama.ts.net:8080" },
+		"llama without port":      func(o *Options) { o.Llama = "100.64.0.7" },
+		"llama port not a number": func(o *Options) { o.Llama = "100.64.0.7:8080\nExecStartPre=/bin/sh" },
+		"llama port zero":         func(o *Options) { o.Llama = "100.64.0.7:0" },
+		"llama with a zone":       func(o *Options) { o.Llama = "[fe80::1%eth0]:8080" },
+		"mattermost not an ip":    func(o *Options) { o.MattermostNet = "chat.example.com" },
+		"a newline":               func(o *Options) { o.HonchoNet = "10.0.0.1\nExecStartPre=/bin/sh" },
 	} {
 		o := options()
 		edit(&o)

@@ -4,17 +4,27 @@
 // role users with their fixed ids, brokerd's subordinate ids and linger,
 // the state tree by package layout, unpacks the role images (checked by
 // pkg/imagearchive) as the units' root filesystems, loads the tool image
-// into brokerd's rootless Podman, encrypts the bot token with
-// systemd-creds, and writes, enables and starts the units.
+// into brokerd's rootless Podman, encrypts the credentials (the bot
+// token; Honcho's key when memoryd's config names it) with systemd-creds,
+// and writes, enables and starts the units.
 //
-// Invariants: it refuses before changing anything when the host cannot
-// hold the deployment (not root, no systemd, cgroups v1, no
-// systemd-creds, a Podman older than 5, an image that is not what it
-// claims, a user or uid already taken by someone else), each refusal
-// naming its docs/runbook.md entry; the token goes from its stdin to
-// systemd-creds' stdin and is never written in clear, logged, put in an
-// argument or in an environment; a unit is written only after
-// units.Audit passes on it and with every placeholder substituted.
+// Invariants: every refusal that can be decided before a change is
+// decided before the first one (prepare: the host, the images, the flags,
+// the accounts, the subordinate ids, the state directory, the
+// credentials), all reported together, each naming its docs/runbook.md
+// entry; an image is unpacked or loaded only when it, its directory and
+// images.ids pass package ownership's rule and its ID is its images.ids
+// line's (and images.ids is --expect's digest, when given); a path goes
+// into unit text only when absolute, clean and of [pathOK]'s alphabet;
+// each credential goes from its stdin to systemd-creds' stdin and is
+// never written in clear, logged, put in an argument or in an
+// environment; a credential is taken exactly when a unit written loads it
+// (the token with gatewayd, Honcho's key when memoryd.toml names
+// credential:honcho-key); a unit is written only after units.Audit passes
+// on it and with every placeholder substituted; an owner's file is
+// changed only in the installer-owned keys' lines, or replaced when the
+// owner says so (--replace-gateway-config); a running unit whose file,
+// config or credential changed is restarted.
 package install
 
 import (
@@ -23,7 +33,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,6 +53,10 @@ type Host struct {
 	FSType   func(string) (int64, error) // statfs(2)'s f_type
 	LookPath func(string) (string, error)
 	Output   func(argv ...string) ([]byte, error)
+	Lstat    func(string) (os.FileInfo, error)
+	// Getent is getent(1)'s first line for key in db (passwd, group);
+	// found is false when the name service has no such entry (exit 2).
+	Getent func(db, key string) (line string, found bool, err error)
 }
 
 // RealHost is this machine.
@@ -60,7 +73,24 @@ func RealHost() Host {
 		},
 		LookPath: exec.LookPath,
 		Output:   func(argv ...string) ([]byte, error) { return exec.Command(argv[0], argv[1:]...).Output() },
+		Lstat:    os.Lstat,
+		Getent:   getent,
 	}
+}
+
+// getent asks the name service, as every login does (bxctl is built
+// without cgo, so os/user would read only /etc/passwd and /etc/group).
+func getent(db, key string) (string, bool, error) {
+	out, err := exec.Command("getent", db, key).Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return line, true, nil
 }
 
 // Refusal is one reason the host cannot take the deployment.
@@ -71,8 +101,11 @@ type Refusal struct {
 
 func (r Refusal) Error() string { return "install: " + r.What + "; " + r.Pointer }
 
+// noSystemd is the refusal of a host whose init is not systemd.
+const noSystemd = "systemd is not this host's init (/run/systemd/system is missing): the units need systemd as PID 1"
+
 // tools are the programs install runs.
-var tools = []string{"systemctl", "systemd-creds", "loginctl", "useradd", "groupadd", "usermod", "runuser"}
+var tools = []string{"systemctl", "systemd-creds", "loginctl", "useradd", "groupadd", "usermod", "runuser", "getent"}
 
 var versionRE = regexp.MustCompile(`(?m)^(?:systemd|podman version) (\d+)`)
 
@@ -84,7 +117,7 @@ func Preflight(h Host, podman string) []Refusal {
 		return []Refusal{{"not root: it creates users, writes units in /etc/systemd/system and starts them (run it with sudo)", "see docs/runbook.md#install-not-root"}}
 	}
 	if fi, err := h.Stat("/run/systemd/system"); err != nil || !fi.IsDir() {
-		return []Refusal{{"systemd is not this host's init (/run/systemd/system is missing): the units need systemd as PID 1", "see docs/runbook.md#install-no-systemd"}}
+		return []Refusal{{noSystemd, "see docs/runbook.md#install-no-systemd"}}
 	}
 	if t, err := h.FSType("/sys/fs/cgroup"); err != nil || t != cgroup2Magic {
 		out = append(out, Refusal{"/sys/fs/cgroup is not the unified cgroup v2 hierarchy: rootless Podman's limits and the units' IP rules need it", "see docs/runbook.md#install-cgroup-v1"})
@@ -123,78 +156,19 @@ func major(h Host, argv ...string) (int, bool) {
 // Images are the checked archives, by role (and units.Tool).
 type Images map[string]*imagearchive.Archive
 
-// ReadImages reads DIR/<role>.tar for every role and DIR/tool.tar and
-// checks each is the image its role needs.
-func ReadImages(dir string) (Images, error) {
-	im := Images{}
-	for _, r := range append(append([]string{}, layout.Daemons...), units.Tool) {
-		a, err := imagearchive.ReadFile(filepath.Join(dir, r+".tar"))
-		if err != nil {
-			return nil, Refusal{fmt.Sprintf("image %s: %v (build it with images/role-image %s %s/%s.tar)", r, err, r, dir, r), "see docs/runbook.md#install-image"}
-		}
-		ep := a.Config.Config.Entrypoint
-		switch {
-		case r == units.Tool && len(ep) != 0:
-			// The runner names /bin/toolkit in each command; an
-			// entrypoint would run it twice.
-			return nil, Refusal{fmt.Sprintf("the tool image has entrypoint %q; it must have none", ep), "see docs/runbook.md#install-image"}
-		case r != units.Tool && (len(ep) != 1 || ep[0] != "/bin/"+r):
-			return nil, Refusal{fmt.Sprintf("image %s runs %q, not /bin/%s", r, ep, r), "see docs/runbook.md#install-image"}
-		}
-		im[r] = a
-	}
-	return im, nil
-}
-
-// userLine is one /etc/passwd or /etc/group entry's name and id.
-type userLine struct {
-	name string
-	id   uint32
-}
-
-func readIDs(path string) ([]userLine, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []userLine
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Split(l, ":")
-		if len(f) < 3 {
-			continue
-		}
-		n, err := strconv.ParseUint(f[2], 10, 32)
-		if err != nil {
-			continue
-		}
-		out = append(out, userLine{f[0], uint32(n)})
-	}
-	return out, nil
-}
-
 // Existing says, for each role user, whether it exists already with its
-// ids; another account holding its name or id is a refusal.
-func Existing(etc string) (map[string]bool, error) {
-	pw, err := readIDs(filepath.Join(etc, "passwd"))
-	if err != nil {
-		return nil, fmt.Errorf("install: read users: %w", err)
-	}
-	gr, err := readIDs(filepath.Join(etc, "group"))
-	if err != nil {
-		return nil, fmt.Errorf("install: read groups: %w", err)
-	}
+// ids; another account holding its name or id is a refusal. It asks the
+// name service (getent: /etc/passwd and /etc/group, and LDAP or sssd
+// where nsswitch.conf names them), since a uid taken in a directory
+// service is as taken as a local one.
+func Existing(h Host) (map[string]bool, error) {
 	have := map[string]bool{}
 	var errs []error
 	for _, u := range units.Users() {
-		uOK, err := match(pw, u.Name, u.UID, "user")
-		if err != nil {
-			errs = append(errs, err)
-		}
-		gOK, err := match(gr, u.Name, u.GID, "group")
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if uOK != gOK && err == nil {
+		uOK, uerr := match(h, "passwd", u.Name, u.UID, "user")
+		gOK, gerr := match(h, "group", u.Name, u.GID, "group")
+		errs = append(errs, uerr, gerr)
+		if uOK != gOK && uerr == nil && gerr == nil {
 			errs = append(errs, Refusal{fmt.Sprintf("%s exists as a user or a group but not both", u.Name), "see docs/runbook.md#install-user-conflict"})
 		}
 		have[u.Name] = uOK && gOK
@@ -202,19 +176,49 @@ func Existing(etc string) (map[string]bool, error) {
 	return have, errors.Join(errs...)
 }
 
-func match(lines []userLine, name string, id uint32, what string) (bool, error) {
-	found := false
-	for _, l := range lines {
-		switch {
-		case l.name == name && l.id != id:
-			return false, Refusal{fmt.Sprintf("%s %s exists with id %d, but Boxmaker's table gives it %d", what, name, l.id, id), "see docs/runbook.md#install-user-conflict"}
-		case l.name != name && l.id == id:
-			return false, Refusal{fmt.Sprintf("%s id %d is %s's, but Boxmaker's table gives it to %s", what, id, l.name, name), "see docs/runbook.md#install-user-conflict"}
-		case l.name == name:
-			found = true
-		}
+// match looks name and id up in db (passwd or group): found with both,
+// a refusal when either belongs to another entry.
+func match(h Host, db, name string, id uint32, what string) (bool, error) {
+	byName, okName, err := lookup(h, db, name)
+	if err != nil {
+		return false, err
 	}
-	return found, nil
+	byID, okID, err := lookup(h, db, strconv.FormatUint(uint64(id), 10))
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case okName && byName.id != id:
+		return false, Refusal{fmt.Sprintf("%s %s exists with id %d, but Boxmaker's table gives it %d", what, name, byName.id, id), "see docs/runbook.md#install-user-conflict"}
+	case okID && byID.name != name:
+		return false, Refusal{fmt.Sprintf("%s id %d is %s's, but Boxmaker's table gives it to %s", what, id, byID.name, name), "see docs/runbook.md#install-user-conflict"}
+	}
+	return okName, nil
+}
+
+// entry is one passwd or group entry's name and id.
+type entry struct {
+	name string
+	id   uint32
+}
+
+func lookup(h Host, db, key string) (entry, bool, error) {
+	line, found, err := h.Getent(db, key)
+	if err != nil {
+		return entry{}, false, fmt.Errorf("install: getent %s %s: %w", db, key, err)
+	}
+	if !found {
+		return entry{}, false, nil
+	}
+	f := strings.Split(strings.TrimSpace(line), ":")
+	if len(f) < 3 {
+		return entry{}, false, fmt.Errorf("install: getent %s %s: %q is not an entry", db, key, line)
+	}
+	n, err := strconv.ParseUint(f[2], 10, 32)
+	if err != nil {
+		return entry{}, false, fmt.Errorf("install: getent %s %s: %q is not an entry", db, key, line)
+	}
+	return entry{f[0], uint32(n)}, true, nil
 }
 
 // sameUsers is whether users.toml's text gives the table's ids (the units

@@ -1,14 +1,11 @@
 package install
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/units"
@@ -17,10 +14,10 @@ import (
 // makeUsers creates each role's user and group with the table's ids (a
 // system account, no login shell, no home but brokerd's), brokerd's
 // subordinate ids and linger, and starts brokerd's user manager with its
-// Podman socket.
-func makeUsers(r runner, o Options, have map[string]bool) error {
+// Podman socket. What is there already was checked by prepare.
+func makeUsers(r runner, o Options, p *plan) error {
 	for _, u := range units.Users() {
-		if !have[u.Name] {
+		if !p.have[u.Name] {
 			if _, err := r.run(nil, "groupadd", "--system", "--gid", fmt.Sprint(u.GID), u.Name); err != nil {
 				return err
 			}
@@ -34,8 +31,9 @@ func makeUsers(r runner, o Options, have map[string]bool) error {
 				return err
 			}
 		}
-		if u.SubUIDCount > 0 {
-			if err := subIDs(r, o, u); err != nil {
+		if p.addSub[u.Name] {
+			span := fmt.Sprintf("%d-%d", u.SubUIDStart, u.SubUIDStart+u.SubUIDCount-1)
+			if _, err := r.run(nil, "usermod", "--add-subuids", span, "--add-subgids", span, u.Name); err != nil {
 				return err
 			}
 		}
@@ -54,84 +52,44 @@ func makeUsers(r runner, o Options, have map[string]bool) error {
 	return nil
 }
 
-// home makes u's home 0700 and its own, or checks the one there is.
+// home makes u's home 0700 and its own when it is missing (one there
+// was checked by checkHome).
 func home(u units.User) error {
-	fi, err := os.Lstat(u.Home)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.Mkdir(u.Home, 0o700); err != nil {
-			return fmt.Errorf("install: home of %s: %w", u.Name, err)
+	if err := os.Mkdir(u.Home, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil
 		}
-		return os.Chown(u.Home, int(u.UID), int(u.GID))
-	}
-	if err != nil {
 		return fmt.Errorf("install: home of %s: %w", u.Name, err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || !fi.IsDir() || st.Uid != u.UID || fi.Mode().Perm()&0o077 != 0 {
-		return Refusal{fmt.Sprintf("%s exists but is not a directory of %s's with mode 0700", u.Home, u.Name), "see docs/runbook.md#install-user-conflict"}
-	}
-	return nil
-}
-
-// subIDs gives u its subordinate uid and gid range, unless it has exactly
-// that one; another range of its is a refusal.
-func subIDs(r runner, o Options, u units.User) error {
-	want := fmt.Sprintf("%s:%d:%d", u.Name, u.SubUIDStart, u.SubUIDCount)
-	add := false
-	for _, f := range []string{"subuid", "subgid"} {
-		b, err := os.ReadFile(filepath.Join(o.Etc, f))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("install: read /etc/%s: %w", f, err)
-		}
-		found := false
-		for _, l := range strings.Split(string(b), "\n") {
-			switch {
-			case l == want:
-				found = true
-			case strings.HasPrefix(l, u.Name+":"):
-				return Refusal{fmt.Sprintf("/etc/%s gives %s %q, not %s", f, u.Name, l, want), "see docs/runbook.md#install-user-conflict"}
-			}
-		}
-		add = add || !found
-	}
-	if !add {
-		return nil
-	}
-	span := fmt.Sprintf("%d-%d", u.SubUIDStart, u.SubUIDStart+u.SubUIDCount-1)
-	_, err := r.run(nil, "usermod", "--add-subuids", span, "--add-subgids", span, u.Name)
-	return err
+	return os.Chown(u.Home, int(u.UID), int(u.GID))
 }
 
 // makeState writes users.toml (the table's ids) and each first config,
-// copies the owner's gatewayd.toml, and makes the tree by package layout.
-func makeState(o Options, im Images) error {
+// the owner's gatewayd.toml and the configs prepare rewrote, and makes
+// the tree by package layout.
+func makeState(o Options, p *plan) error {
 	if err := os.MkdirAll(o.State, 0o700); err != nil {
 		return fmt.Errorf("install: state: %w", err)
 	}
 	if err := os.MkdirAll(layout.Config.In(o.State), 0o700); err != nil {
 		return fmt.Errorf("install: state: %w", err)
 	}
-	usersText := layout.DefaultUsers(layout.ID{}).Text()
-	if b, err := os.ReadFile(layout.UsersFile.In(o.State)); err == nil && !sameUsers(string(b)) {
-		return Refusal{layout.UsersFile.In(o.State) + " gives other ids than the units' users (61001 to 61005)", "see docs/runbook.md#install-users-differ"}
-	}
-	if err := writeNew(layout.UsersFile.In(o.State), []byte(usersText), 0o644); err != nil {
+	if err := writeNew(layout.UsersFile.In(o.State), []byte(layout.DefaultUsers(layout.ID{}).Text()), 0o644); err != nil {
 		return err
 	}
-	p := layout.Params{State: o.State, Llama: o.Llama, Model: o.Model, ToolImage: im[units.Tool].ID, PodmanSocket: units.PodmanSocket()}
-	for _, c := range layout.FirstConfigs {
-		if err := writeNew(c.Path(o.State), []byte(c.Text(p)), 0o600); err != nil {
+	for path, b := range p.writes {
+		if err := writeFile(path, b, 0o600); err != nil {
 			return err
 		}
 	}
-	if o.GatewayConfig != "" {
-		b, err := os.ReadFile(o.GatewayConfig)
-		if err != nil {
-			return fmt.Errorf("install: --gateway-config: %w", err)
+	params := layout.Params{State: o.State, Llama: o.Llama, Model: o.Model, ToolImage: p.im[units.Tool].ID, PodmanSocket: units.PodmanSocket()}
+	for _, c := range layout.FirstConfigs {
+		if err := writeNew(c.Path(o.State), []byte(c.Text(params)), 0o600); err != nil {
+			return err
 		}
-		if !bytes.Contains(b, []byte(`"credential:mattermost-token"`)) {
-			return Refusal{o.GatewayConfig + ` does not set token = "credential:mattermost-token": the unit gives gatewayd its token only as that credential`, "see docs/runbook.md#install-token"}
-		}
-		if err := writeNew(layout.ConfigPath(o.State, layout.Gatewayd), b, 0o600); err != nil {
+	}
+	if p.gateway != nil {
+		if err := writeNew(layout.ConfigPath(o.State, layout.Gatewayd), p.gateway, 0o600); err != nil {
 			return err
 		}
 	}
@@ -146,7 +104,7 @@ func makeState(o Options, im Images) error {
 }
 
 // writeNew writes a file that does not exist yet; an existing one is the
-// owner's and is left alone.
+// owner's and is left alone (prepare decided what of it to rewrite).
 func writeNew(path string, b []byte, mode os.FileMode) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if errors.Is(err, os.ErrExist) {
@@ -192,12 +150,9 @@ func unpack(o Options, im Images, out io.Writer) error {
 }
 
 // loadTool loads the tool image into brokerd's rootless Podman (the
-// archive on stdin, as brokerd's user) and checks Podman holds it by its ID.
-func loadTool(r runner, o Options, im Images) error {
-	b, err := os.ReadFile(filepath.Join(o.Images, units.Tool+".tar"))
-	if err != nil {
-		return fmt.Errorf("install: tool image: %w", err)
-	}
+// archive ReadImages checked, on stdin, as brokerd's user) and checks Podman holds it by its ID.
+func loadTool(r runner, o Options, p *plan) error {
+	b, im := p.tool, p.im
 	var u units.User
 	for _, x := range units.Users() {
 		if x.Role == layout.Brokerd {
@@ -214,28 +169,6 @@ func loadTool(r runner, o Options, im Images) error {
 	}
 	if got := "sha256:" + strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:"); got != im[units.Tool].ID {
 		return Refusal{fmt.Sprintf("brokerd's Podman holds %s after loading, not %s", got, im[units.Tool].ID), "see docs/runbook.md#install-image"}
-	}
-	return nil
-}
-
-// encrypt writes each credential with systemd-creds (the host's key, or
-// the TPM's when there is one), the token on its stdin only.
-func encrypt(r runner, o Options, token []byte) error {
-	token = bytes.TrimRight(token, "\r\n")
-	if err := os.MkdirAll(o.CredDir, 0o700); err != nil {
-		return fmt.Errorf("install: credentials: %w", err)
-	}
-	if err := os.Chmod(o.CredDir, 0o700); err != nil {
-		return fmt.Errorf("install: credentials: %w", err)
-	}
-	for _, c := range units.Credentials {
-		p := filepath.Join(o.CredDir, c.Name+".cred")
-		if _, err := r.run(token, "systemd-creds", "encrypt", "--name="+c.Name, "-", p); err != nil {
-			return err
-		}
-		if err := os.Chmod(p, 0o600); err != nil {
-			return fmt.Errorf("install: credentials: %w", err)
-		}
 	}
 	return nil
 }

@@ -9,6 +9,10 @@
 //     fixed instruction ([Instruction]) as the newest message, on the
 //     background slot, capped in tokens; tool calls in its reply are never
 //     run, only its text is kept;
+//   - it is preceded, on the same slot, by one fixed staging request
+//     ([StageMessage], no tools, one token), whose reply is discarded and
+//     nothing of which is logged: it only moves the server's prompt cache
+//     so that the summary request finds the epoch (see [Changer.stage]);
 //   - the summary is neutralised (sanitize.Neutralise) and capped before
 //     it is logged, and it is a message of the new epoch, never part of
 //     its system message;
@@ -44,6 +48,13 @@ const Instruction = "This conversation is about to be compacted: it will continu
 	"Write that summary now, as plain text, without calling any tool: what the owner asked for and why, what was done and found " +
 	"(with the names, paths, figures and decisions that matter), what is still open, and anything the owner asked you to remember. " +
 	"Say which content came from tools or outside sources. Be complete but brief."
+
+// StageMessage is the one message of the staging request that precedes
+// every summary request. Any short text works: what matters is that its
+// prompt shares next to nothing with an epoch's (no system message, no
+// tools), so it is fixed, and it names its purpose for whoever reads the
+// server's log.
+const StageMessage = "Prompt-cache staging request before a summary; reply with one word."
 
 // MaxSummaryBytes caps a summary's text as it is logged.
 const MaxSummaryBytes = 16 << 10
@@ -104,6 +115,7 @@ func (c *Changer) Change(ctx context.Context, s *session.Session, mu sync.Locker
 	}
 	comp := &llama.Completion{}
 	if covered > 0 {
+		c.stage(ctx, s)
 		msgs := append(s.Messages(covered), chat.Message{Role: chat.RoleUser, Content: Instruction})
 		var err error
 		comp, err = c.Summarise.Complete(ctx, llama.Request{Messages: msgs, Tools: s.Baseline.Tools, MaxTokens: maxTokens}, llama.SlotState{})
@@ -205,6 +217,39 @@ func Text(content string, epoch int64) string {
 	}
 	t, _ = truncate.Bytes(t, MaxSummaryBytes)
 	return t
+}
+
+// stage sends the staging request on the background slot, just before
+// the summary request, so that llama-server's host-RAM prompt cache
+// (--cache-ram, on by default, with --cache-idle-slots, also on) gives
+// the summary request the ending epoch, which is in the session's slot,
+// not in the background slot (reference §7; llama.cpp 3f545becc,
+// tools/server/server-context.cpp). It does two things there:
+//   - launching any task saves every idle slot into the prompt cache
+//     (server-context.cpp:2309-2323), and the session's slot is idle at an
+//     epoch change (unless another session's turn holds the shared slot),
+//     so the epoch as the slot holds it is saved now (the epoch's own
+//     turns ran with that slot busy, so nothing saved it then);
+//   - a slot asked for by id restores the best-matching cache entry only
+//     when it would keep under half of what it holds (f_keep < 0.5, or a
+//     similarity under --slot-prompt-similarity 0.1, and never when it is
+//     empty: server-context.cpp:1443-1556). A background slot holding a
+//     prompt with the same baseline (a job's, another summary's) keeps
+//     more than half of it, so the summary would re-read the epoch past
+//     the baseline; holding anything else, it would look in the cache
+//     before the epoch is there. After the staging request it holds
+//     only this short prompt, which the summary does not share, so the
+//     summary's request restores the epoch (server-task.cpp:1793-1867)
+//     and reads only the instruction.
+//
+// It is best effort: a failure costs only the re-read it meant to save,
+// and the summary request, which then fails too if the server is gone,
+// says so.
+func (c *Changer) stage(ctx context.Context, s *session.Session) {
+	msgs := []chat.Message{{Role: chat.RoleUser, Content: StageMessage}}
+	if _, err := c.Summarise.Complete(ctx, llama.Request{Messages: msgs, MaxTokens: 1}, llama.SlotState{}); err != nil {
+		c.Log.Warn("summary staging request failed", "session", s.ID, "epoch", s.Epoch, "err", err.Error())
+	}
 }
 
 // warm sends the new epoch's prefix to the session's slot so that its

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -75,11 +76,14 @@ func TestChangeCoversWhatFits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.reqs) != 1 {
-		t.Fatalf("%d summary requests, want 1", len(m.reqs))
+	if len(m.reqs) != 2 {
+		t.Fatalf("%d requests on the background slot, want 2 (staging, summary)", len(m.reqs))
+	}
+	if err := checkStage(m.reqs[0]); err != nil {
+		t.Fatal(err)
 	}
 	want := append(s.Messages(6), chat.Message{Role: chat.RoleUser, Content: Instruction})
-	if got := m.reqs[0].Messages; len(got) != len(want) || got[len(got)-2].Content != "answer 6" || got[len(got)-1].Content != Instruction {
+	if got := m.reqs[1].Messages; len(got) != len(want) || got[len(got)-2].Content != "answer 6" || got[len(got)-1].Content != Instruction {
 		t.Fatalf("the summary request has %d messages ending %q, want turns 1-6 (%d) and the instruction", len(got), got[len(got)-2].Content, len(want))
 	}
 	var sum *session.Summary
@@ -93,9 +97,67 @@ func TestChangeCoversWhatFits(t *testing.T) {
 	}
 }
 
+// checkStage says whether req is the staging request: the one fixed
+// message, no tools, one token.
+func checkStage(req llama.Request) error {
+	if len(req.Messages) != 1 || !reflect.DeepEqual(req.Messages[0], chat.Message{Role: chat.RoleUser, Content: StageMessage}) || req.Tools != nil || req.MaxTokens != 1 || req.ToolChoice != "" {
+		return fmt.Errorf("the first request is %+v, want the staging request", req)
+	}
+	return nil
+}
+
+// failing fails its first n requests, then answers as instant does.
+type failing struct {
+	instant
+	n int
+}
+
+func (m *failing) Complete(ctx context.Context, req llama.Request, prev llama.SlotState) (*llama.Completion, error) {
+	if len(m.reqs) < m.n {
+		m.reqs = append(m.reqs, req)
+		return nil, fmt.Errorf("model: chat completion: connection refused")
+	}
+	return m.instant.Complete(ctx, req, prev)
+}
+
+// TestChangeStageBestEffort: a staging request that fails costs only the
+// cache it meant to give; the summary is still asked for and the epoch
+// changes. A summary that fails keeps the old epoch.
+func TestChangeStageBestEffort(t *testing.T) {
+	state := t.TempDir()
+	conversation(t, state, 2)
+	s, err := session.Open(state, "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &failing{n: 1}
+	c := &Changer{Summarise: m, Baseline: base, Log: slog.New(slog.DiscardHandler)}
+	res, err := c.Change(context.Background(), s, &sync.Mutex{}, func(*session.Session) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.reqs) != 2 || checkStage(m.reqs[0]) != nil || m.reqs[1].Messages[len(m.reqs[1].Messages)-1].Content != Instruction {
+		t.Fatalf("requests %+v, want the staging request then the summary", m.reqs)
+	}
+	if res.Session.Epoch != 1 {
+		t.Fatalf("epoch %d after a change whose staging failed, want 1", res.Session.Epoch)
+	}
+	res.Session.Close()
+	state = t.TempDir()
+	conversation(t, state, 2)
+	if s, err = session.Open(state, "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.Summarise = &failing{n: 2}
+	if _, err := c.Change(context.Background(), s, &sync.Mutex{}, func(*session.Session) {}); err == nil || !strings.Contains(err.Error(), "change epoch: summary") || s.Epoch != 0 {
+		t.Fatalf("a failed summary: err %v, epoch %d; want the summary's error and epoch 0", err, s.Epoch)
+	}
+}
+
 // BenchmarkEpochChange is an epoch change's own work in loopd, inference
-// excluded (the model answers at once): the summary request built from a
-// 30-turn epoch (each turn with a 2 KiB tool result), the summary
+// excluded (the model answers at once): the staging request, the summary
+// request built from a 30-turn epoch (each turn with a 2 KiB tool result), the summary
 // neutralised, the next epoch's baseline and log written (each fsynced and
 // renamed) and opened. The warm start is off (it is inference only).
 func BenchmarkEpochChange(b *testing.B) {

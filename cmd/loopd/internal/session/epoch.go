@@ -124,18 +124,6 @@ const (
 	StepCommit   Step = "commit"   // the new log is in place (committed); before loopd uses it
 )
 
-// TestOnlyStep, if set, is called at each step of a change; an error
-// ends the change there, as a crash would. Only tests and loopd's
-// debug knob set it.
-var TestOnlyStep func(Step) error
-
-func step(st Step) error {
-	if TestOnlyStep != nil {
-		return TestOnlyStep(st)
-	}
-	return nil
-}
-
 // Change ends this epoch and returns the session opened at the next one,
 // whose log holds its head (the trust of every epoch so far, and the hash
 // of this epoch's last line), the summary sum (its text and figures; its
