@@ -63,7 +63,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		ping = req.ping
 	}
 	g := &generation{
-		s: s, t: t, req: req, reply: s.nextReply(),
+		s: s, t: t, req: req, reply: s.nextReply(body),
 		st:     newSSE(ctx, w, ping),
 		prompt: prompt, cacheN: cacheN, cmplID: cmplID,
 		created:   s.opts.Now().Unix(),
@@ -137,13 +137,19 @@ func (g *generation) generate() {
 	st, req, reply := g.st, g.req, g.reply
 	queue := append(append(append([]genToken(nil), g.plan.reasoning...), g.plan.close...), g.plan.rest...)
 	nReasoning := len(g.plan.reasoning)
-	forced, stalled := false, false
+	forced, stalled, held := false, false, false
 	n := 0 // tokens decoded
 	finish := "length"
 	for i := 0; i < len(queue); {
 		if reply.Stall > 0 && !stalled && n == reply.StallAfter {
 			stalled = true
 			if st.sleep(reply.Stall, false) != nil {
+				return
+			}
+		}
+		if reply.Hold != nil && !held && n == reply.StallAfter {
+			held = true
+			if st.wait(reply.Hold) != nil {
 				return
 			}
 		}

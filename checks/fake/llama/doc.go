@@ -50,7 +50,9 @@
 //     token, 15 ms per generated token), so transcripts are reproducible.
 //     Real delays come only from [Reply] and [Options.LoadTime].
 //
-// Replies are scripted with [Server.Script]; tests steer slots with
-// [Server.Evict] and [Server.Unload] and inspect what the client sent with
+// Replies are scripted with [Server.Script], or chosen by what a request
+// holds with [Server.Respond], and can be held mid-stream until released
+// ([Reply.Hold]); tests steer slots with [Server.Evict] and
+// [Server.Unload] and inspect what the client sent with
 // [Server.LastRequest] and [Server.ControlCalls].
 package llama

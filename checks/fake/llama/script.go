@@ -34,6 +34,12 @@ type Reply struct {
 	// for client liveness tests.
 	StallAfter int
 	Stall      time.Duration
+	// Hold, if set, is a wait after StallAfter generated tokens until it
+	// is closed, with pings as during a slow token (TokenDelay): a
+	// generation that a test releases when it is ready, for tests that act
+	// while a stream is in flight (checks/vm's mid-turn kills). The bytes
+	// are those of a slow model; only their timing is the test's.
+	Hold <-chan struct{}
 	// Error, if set, is sent as a mid-stream error event after ErrorAfter
 	// generated tokens; the stream then closes without [DONE].
 	ErrorAfter int
@@ -73,7 +79,26 @@ func (s *Server) Script(replies ...Reply) {
 	s.script = append(s.script, replies...)
 }
 
-func (s *Server) nextReply() Reply {
+// Respond sets a chooser consulted for every chat request before the
+// script: given the request's body, it returns the reply to generate and
+// true, or false to take the script's next reply. It lets a test that
+// runs other clients' requests in between (a restarted loopd's self-test)
+// answer its own requests by what they hold, without a place in the queue.
+func (s *Server) Respond(pick func(body []byte) (Reply, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chooser = pick
+}
+
+func (s *Server) nextReply(body []byte) Reply {
+	s.mu.Lock()
+	pick := s.chooser
+	s.mu.Unlock()
+	if pick != nil {
+		if r, ok := pick(body); ok {
+			return r
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.script) == 0 {

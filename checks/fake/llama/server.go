@@ -68,6 +68,7 @@ type Server struct {
 	slots    []*slot
 	freed    chan struct{} // closed and replaced each time a slot frees
 	script   []Reply
+	chooser  func(body []byte) (Reply, bool) // see Respond
 	rng      *rand.Rand
 	tasks    int   // id of the last task started
 	clock    int64 // orders slot use, for least-recently-used choice

@@ -99,6 +99,42 @@ func (e *sse) sleep(d time.Duration, pings bool) error {
 	}
 }
 
+// wait is sleep until release is closed, with pings: one token that
+// takes as long as the test wants.
+func (e *sse) wait(release <-chan struct{}) error {
+	for {
+		var tick <-chan time.Time
+		var timer *time.Timer
+		if e.ping > 0 {
+			timer = time.NewTimer(time.Until(e.last.Add(e.ping)))
+			tick = timer.C
+		}
+		select {
+		case <-release:
+		case <-e.ctx.Done():
+		case <-tick:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		select {
+		case <-release:
+			return nil
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		default:
+		}
+		if e.ping > 0 && !time.Now().Before(e.last.Add(e.ping)) {
+			if _, err := e.w.Write([]byte(":\n\n")); err != nil {
+				return err
+			}
+			if err := e.flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
 // chunk is the streaming envelope, keys in upstream order
 // (server-task.cpp:1111-1162); usage, timings and prompt_progress follow
 // when present (server-task.cpp:462-527, 242-249).

@@ -18,7 +18,10 @@ func TestServe(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only inside the VM test host's guest (BOXMAKER_VM_FAKES)")
 	}
-	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
+	// Pings every 5 s, well inside loopd's 30 s idle limit, so a reply
+	// the mid-turn check holds keeps its stream alive (the server's
+	// default sse_ping_interval of 30 s is that limit itself).
+	srv := llama.New(t, llama.Options{Slots: 2, NCtx: 65536, PingInterval: 5 * time.Second})
 	// loopd's startup self-test (a tool call, then two plain turns), then
 	// the owner's message. Every later start of loopd (the kill test)
 	// runs the self-test again, so the script repeats.
@@ -50,6 +53,7 @@ func TestServe(t *testing.T) {
 	write("mm.url", fmm.URL())
 	write("bot.token", bot.Token)
 	write("owner.id", owner.ID)
+	midTurn(t, dir, srv, fmm, bot.ID, owner.ID, dm)
 	write("llama.addr", u.Host) // last: the test waits for it
 	go func() {
 		for fmm.Connections() == 0 {

@@ -18,8 +18,8 @@ import (
 // finished turns (those with a turn_end record) after AfterTurn, read
 // from its log, capped by [wire.MaxAnswers] and [wire.MaxAnswersBytes].
 // A session that does not exist has none; asking never creates one. A
-// turn a previous loopd left open is closed as interrupted first; one
-// this loopd runs is reported as running.
+// turn a previous loopd left open, started or not, is closed as
+// interrupted first; one this loopd runs is reported as running.
 func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.AnswersSince) strict.Variant {
 	if err := wire.CheckSessionID(a.Session); err != nil {
 		return &wire.Error{Op: "answers_since", Kind: wire.Invalid, Msg: err.Error()}
@@ -37,7 +37,7 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 		// A turn a previous loopd left open is over: closed as
 		// interrupted now (as the next message would), so its stop
 		// message is an outcome the owner is shown.
-		if err := turn.Interrupted(l.s); err != nil {
+		if err := errors.Join(turn.Interrupted(l.s), turn.Unanswered(l.s)); err != nil {
 			l.mu.Unlock()
 			return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "closing the interrupted turn failed: " + err.Error()}
 		}

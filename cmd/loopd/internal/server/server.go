@@ -183,6 +183,13 @@ func (m *Manager) run(l *live) {
 		err := m.Engine.Run(ctx, s, t, emit)
 		if stopped := l.stop.end(&l.mu); stopped && err != nil {
 			err = m.stopped(l, t, emit)
+		} else if err != nil && m.ctx.Err() == nil {
+			m.Log.Error("turn failed", "session", l.s.ID, "turn", t, "err", err.Error())
+			if ferr := m.failed(l, t, err, emit); ferr == nil {
+				err = nil
+			} else {
+				m.Log.Error("closing the failed turn failed", "session", l.s.ID, "turn", t, "err", ferr.Error())
+			}
 		}
 		if err != nil {
 			m.Log.Error("turn failed", "session", l.s.ID, "turn", t, "err", err.Error())

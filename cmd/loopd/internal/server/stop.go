@@ -70,13 +70,31 @@ func (m *Manager) Stop(id string) *wire.StopDone {
 // Stopped and a TurnEnd record close it, whether or not the model had
 // been asked yet (so the stopped message does not join the next turn).
 func (m *Manager) stopped(l *live, t int64, emit func(strict.Variant)) error {
-	const msg = "the turn was stopped on request"
+	return m.closeTurn(l, t, "the turn was stopped on request",
+		"the turn was stopped before the result came; the call may or may not have run", emit)
+}
+
+// failed closes, the same way, a turn that failed in this loopd (the
+// model's stream broke: inferproxy or llama-server died), so that it ends
+// with its cause as its outcome, posted once, instead of staying open
+// until a later message or start closes it as loopd's own stop. A turn
+// already closed is left alone (the error is then the caller's to send).
+func (m *Manager) failed(l *live, t int64, cause error, emit func(strict.Variant)) error {
+	st := session.StateOf(l.s.Records())
+	if st.Interrupted != t && st.Waiting != t {
+		return errors.New("the turn is not open")
+	}
+	return m.closeTurn(l, t, "the turn failed: "+cause.Error(),
+		"the turn failed before the result came; the call may or may not have run", emit)
+}
+
+func (m *Manager) closeTurn(l *live, t int64, msg, result string, emit func(strict.Variant)) error {
 	st := session.StateOf(l.s.Records())
 	var errs []error
 	if st.Interrupted == t {
 		for _, c := range st.Pending {
 			errs = append(errs, l.s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
-				Content: "the turn was stopped before the result came; the call may or may not have run", Class: dataclass.Public}))
+				Content: result, Class: dataclass.Public}))
 		}
 	}
 	errs = append(errs,
@@ -86,7 +104,7 @@ func (m *Manager) stopped(l *live, t int64, emit func(strict.Variant)) error {
 		return err
 	}
 	if m.Engine != nil && m.Engine.Ended != nil {
-		m.Engine.Ended(l.s, t) // memoryd indexes the stopped turn too
+		m.Engine.Ended(l.s, t) // memoryd indexes the closed turn too
 	}
 	emit(&wire.Stopped{Session: l.s.ID, Turn: t, Reason: wire.StopInterrupted, Msg: msg})
 	return nil

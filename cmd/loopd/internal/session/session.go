@@ -244,8 +244,11 @@ func (s *Session) Close() error { return s.w.Close() }
 // State is what loopd needs to know about a session to continue it.
 // Turns are numbered from 1.
 type State struct {
-	// Interrupted is a turn that started (the model was asked) and has no
-	// TurnEnd: loopd stopped during it. 0 if none.
+	// Interrupted is a turn that started (it has a record beyond its
+	// user messages: a reply, a result) and has no TurnEnd: loopd stopped
+	// during it. 0 if none. A turn loopd stopped during its first model
+	// call left only its messages, so it reads as Waiting
+	// (turn.Unanswered closes it when its outcome is asked for).
 	Interrupted int64
 	// Pending lists the Interrupted turn's tool calls that have no result.
 	Pending []chat.ToolCall

@@ -312,3 +312,24 @@ func Interrupted(s *session.Session) error {
 		s.Append(&session.TurnEnd{Turn: t}))
 	return errors.Join(errs...)
 }
+
+// Unanswered closes a turn whose messages a previous loopd logged and
+// never answered: it stopped before anything of the turn but the messages
+// was logged (during the turn's first model call, or before a queued turn
+// began), so [Interrupted] does not see it as started. The messages stay
+// in the log, part of the conversation the next turn replays; the stop is
+// the turn's outcome, so whoever asks for it (gatewayd's answers_since)
+// is told instead of waiting for an answer that never comes. Call it
+// after Interrupted, while no turn of the session runs.
+func Unanswered(s *session.Session) error {
+	t := session.StateOf(s.Records()).Waiting
+	if t == 0 {
+		return nil
+	}
+	return errors.Join(
+		s.Append(&session.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: UnansweredMsg}),
+		s.Append(&session.TurnEnd{Turn: t}))
+}
+
+// UnansweredMsg is the stop message of a turn closed by [Unanswered].
+const UnansweredMsg = "loopd stopped before this message was answered; it stays in the conversation, and the next message goes with it"
