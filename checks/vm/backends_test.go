@@ -62,7 +62,10 @@ func TestGuestBackends(t *testing.T) {
 		return sh(t, "journalctl --sync; journalctl -u "+name+" -o cat --no-pager")
 	}
 
-	t.Run("credential backend", func(t *testing.T) {
+	// putCredcheck builds checks/vm/credcheck (the credential backend's
+	// probe) and copies it into the guest as /usr/local/bin/bx-credcheck.
+	putCredcheck := func(t *testing.T) {
+		t.Helper()
 		bin := filepath.Join(t.TempDir(), "credcheck")
 		if err := GoBuild(ctx(5*time.Minute), bin, "./checks/vm/credcheck"); err != nil {
 			t.Fatal(err)
@@ -74,6 +77,10 @@ func TestGuestBackends(t *testing.T) {
 		if err := m.Put(ctx(2*time.Minute), "/usr/local/bin/bx-credcheck", 0o755, b); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	t.Run("credential backend", func(t *testing.T) {
+		putCredcheck(t)
 		token := "bx-cred-canary-" + nonce(t)
 		// The plaintext reaches the guest only on stdin.
 		if r, err := m.Run(ctx(time.Minute), []byte(token), "sh", "-c",
@@ -143,17 +150,7 @@ func TestGuestBackends(t *testing.T) {
 		if off := units.Of(layout.Memoryd); off.Values("Service", "LoadCredentialEncrypted") != nil {
 			t.Errorf("memoryd's unit without Honcho's key loads %q", off.Values("Service", "LoadCredentialEncrypted"))
 		}
-		bin := filepath.Join(t.TempDir(), "credcheck")
-		if err := GoBuild(ctx(5*time.Minute), bin, "./checks/vm/credcheck"); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Put(ctx(2*time.Minute), "/usr/local/bin/bx-credcheck", 0o755, b); err != nil {
-			t.Fatal(err)
-		}
+		putCredcheck(t)
 		user := units.UserName(layout.Memoryd)
 		uid := layout.DefaultUsers(layout.ID{}).Of(layout.Memoryd).UID
 		sh(t, fmt.Sprintf("getent passwd %[1]s >/dev/null || { groupadd --system --gid %[2]d %[1]s && useradd --system --uid %[2]d --gid %[2]d --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin %[1]s; }", user, uid))

@@ -1,9 +1,7 @@
 package vm
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,38 +24,7 @@ import (
 func TestBrokerdUserManager(t *testing.T) {
 	m := Start(t)
 	g := guest{m}
-	for dst, src := range artifacts(t) {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		err = m.Put(ctx, dst, 0o755, b)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	g.must(t, "mkdir -p /run/bx-fakes && systemd-run --unit=bx-fakes -p Environment=BOXMAKER_VM_FAKES=/run/bx-fakes /root/fakes.test -test.run=TestServe -test.timeout=0")
-	read := func(name string) string {
-		return strings.TrimSpace(g.must(t, "for i in $(seq 600); do [ -s /run/bx-fakes/"+name+" ] && exec cat /run/bx-fakes/"+name+"; sleep 0.2; done; exit 1"))
-	}
-	llamaAddr := read("llama.addr")
-	token, owner, mmURL := read("bot.token"), read("owner.id"), read("mm.url")
-	state := units.StateDir
-	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n",
-		mmURL, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state), owner, owner)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := m.Put(ctx, "/root/gatewayd.toml", 0o600, []byte(gw)); err != nil {
-		t.Fatal(err)
-	}
-	r, err := m.Run(ctx, []byte(token+"\n"), "/usr/local/bin/bxctl", "install", "--images", "/root/images",
-		"--podman", "/usr/local/bin/podman", "--llama", llamaAddr, "--model", "fake-model",
-		"--mattermost-net", "127.0.0.1", "--gateway-config", "/root/gatewayd.toml", "--token-stdin")
-	if err != nil || r.Exit != 0 {
-		t.Fatalf("bxctl install: %v %s\n%s", err, r, g.sh(t, time.Minute, "journalctl --no-pager -n 60").Stdout)
-	}
+	prepare(t, m).install(t, m)
 	for _, p := range g.started(t, 4*time.Minute) {
 		t.Error(p)
 	}

@@ -3,7 +3,6 @@ package vm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,58 +100,9 @@ func artifacts(t *testing.T) map[string]string {
 func TestDeployment(t *testing.T) {
 	m := Start(t)
 	g := guest{m}
-	began := time.Now()
-	files := artifacts(t)
-	t.Logf("built the images, bxctl and the fakes in %v", time.Since(began).Round(time.Second))
-	began = time.Now()
-	for dst, src := range files {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		err = m.Put(ctx, dst, 0o755, b)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("copied them in in %v", time.Since(began).Round(time.Second))
-
-	g.must(t, "mkdir -p /run/bx-fakes && systemd-run --unit=bx-fakes -p Environment=BOXMAKER_VM_FAKES=/run/bx-fakes /root/fakes.test -test.run=TestServe -test.timeout=0")
-	read := func(name string) string {
-		return strings.TrimSpace(g.must(t, "for i in $(seq 600); do [ -s /run/bx-fakes/"+name+" ] && exec cat /run/bx-fakes/"+name+"; sleep 0.2; done; journalctl -u bx-fakes --no-pager | tail -20 >&2; exit 1"))
-	}
-	llamaAddr := read("llama.addr")
-	token, owner, mmURL := read("bot.token"), read("owner.id"), read("mm.url")
-	state := units.StateDir
-	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n",
-		mmURL, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state), owner, owner)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.Put(ctx, "/root/gatewayd.toml", 0o600, []byte(gw)); err != nil {
-		t.Fatal(err)
-	}
-
-	ok := t.Run("install", func(t *testing.T) {
-		ictx, icancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer icancel()
-		began := time.Now()
-		ids, err := os.ReadFile(files["/root/images/images.ids"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := m.Run(ictx, []byte(token+"\n"), "/usr/local/bin/bxctl", "install", "--images", "/root/images",
-			"--expect", fmt.Sprintf("sha256:%x", sha256.Sum256(ids)),
-			"--podman", "/usr/local/bin/podman", "--llama", llamaAddr, "--model", "fake-model",
-			"--mattermost-net", "127.0.0.1", "--gateway-config", "/root/gatewayd.toml", "--token-stdin")
-		if err != nil || r.Exit != 0 {
-			t.Fatalf("bxctl install: %v %s", err, r)
-		}
-		t.Logf("bxctl install took %v:\n%s", time.Since(began).Round(time.Second), r.Stdout)
-	})
-	if !ok {
-		t.Logf("journal:\n%s", g.sh(t, time.Minute, "journalctl --no-pager -n 80").Stdout)
+	d := prepare(t, m)
+	token := d.token
+	if !t.Run("install", func(t *testing.T) { d.install(t, m) }) {
 		t.FailNow()
 	}
 
@@ -211,7 +161,7 @@ func TestDeployment(t *testing.T) {
 	// The planted faults: each must make a check above fail, and the
 	// deployment is repaired after each.
 	t.Run("fault/socket-dir-group-writable", func(t *testing.T) {
-		dir := layout.LoopRun.In(state)
+		dir := layout.LoopRun.In(units.StateDir)
 		g.must(t, "chmod g+w "+dir+" && systemctl restart "+units.UnitName(layout.Loopd)+" || true")
 		probs := g.started(t, 20*time.Second)
 		g.must(t, "chmod g-w "+dir+" && systemctl reset-failed "+units.UnitName(layout.Loopd)+"; systemctl restart "+units.UnitName(layout.Loopd))

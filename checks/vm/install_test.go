@@ -1,0 +1,85 @@
+package vm
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/units"
+)
+
+// deployment is a guest made ready for `bxctl install`: the images,
+// bxctl and the fakes copied in, the fakes serving, and gatewayd's
+// config written with the fake Mattermost's values.
+type deployment struct {
+	files map[string]string // guest path -> host path (artifacts)
+	llama string            // the fake llama-server's address
+	token string            // the fake Mattermost's bot token (the canary)
+}
+
+// prepare builds the artifacts, copies them into m, starts the fakes
+// under systemd and writes /root/gatewayd.toml, as every deployment test
+// needs before it installs.
+func prepare(t *testing.T, m *Machine) deployment {
+	t.Helper()
+	g := guest{m}
+	began := time.Now()
+	files := artifacts(t)
+	t.Logf("built the images, bxctl and the fakes in %v", time.Since(began).Round(time.Second))
+	began = time.Now()
+	for dst, src := range files {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		err = m.Put(ctx, dst, 0o755, b)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("copied them in in %v", time.Since(began).Round(time.Second))
+
+	g.must(t, "mkdir -p /run/bx-fakes && systemd-run --unit=bx-fakes -p Environment=BOXMAKER_VM_FAKES=/run/bx-fakes /root/fakes.test -test.run=TestServe -test.timeout=0")
+	read := func(name string) string {
+		return strings.TrimSpace(g.must(t, "for i in $(seq 600); do [ -s /run/bx-fakes/"+name+" ] && exec cat /run/bx-fakes/"+name+"; sleep 0.2; done; journalctl -u bx-fakes --no-pager | tail -20 >&2; exit 1"))
+	}
+	d := deployment{files: files, llama: read("llama.addr"), token: read("bot.token")}
+	owner, mmURL := read("owner.id"), read("mm.url")
+	state := units.StateDir
+	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n",
+		mmURL, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state), owner, owner)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Put(ctx, "/root/gatewayd.toml", 0o600, []byte(gw)); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// install runs `bxctl install` as docs/units.md says, pinning the images
+// by the digest of their images.ids and giving the token on stdin.
+func (d deployment) install(t *testing.T, m *Machine) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	began := time.Now()
+	ids, err := os.ReadFile(d.files["/root/images/images.ids"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Run(ctx, []byte(d.token+"\n"), "/usr/local/bin/bxctl", "install", "--images", "/root/images",
+		"--expect", fmt.Sprintf("sha256:%x", sha256.Sum256(ids)),
+		"--podman", "/usr/local/bin/podman", "--llama", d.llama, "--model", "fake-model",
+		"--mattermost-net", "127.0.0.1", "--gateway-config", "/root/gatewayd.toml", "--token-stdin")
+	if err != nil || r.Exit != 0 {
+		t.Fatalf("bxctl install: %v %s\njournal:\n%s", err, r, guest{m}.sh(t, time.Minute, "journalctl --no-pager -n 80").Stdout)
+	}
+	t.Logf("bxctl install took %v:\n%s", time.Since(began).Round(time.Second), r.Stdout)
+}
