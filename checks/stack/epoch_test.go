@@ -18,7 +18,6 @@ import (
 	"wntrmute.dev/boxmaker/pkg/layout"
 	session "wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // instruction is the start of loopd's fixed summary instruction
@@ -368,13 +367,16 @@ func TestStackEpochKill(t *testing.T) {
 	}
 }
 
-// stop stops the stack started by up (SIGTERM to bxctl up) and waits for
-// loop.sock to go.
+// stop stops the stack started by up (SIGTERM to bxctl up) and waits
+// until bxctl up, and so every role, has exited.
 func stop(t *testing.T, bin, state string) {
 	t.Helper()
-	syscall.Kill(pidOf(t, bin+"/bxctl", "up", state), syscall.SIGTERM)
+	pid := pidOf(t, bin+"/bxctl", "up", state)
+	syscall.Kill(pid, syscall.SIGTERM)
+	// bxctl up exits once every role has (Up's Wait reaps it): loop.sock
+	// goes first, and the next bxctl up refuses while another role of
+	// this stack still answers.
 	waitFor(t, "the stack did not stop", time.Minute, func() bool {
-		_, err := os.Stat(layout.Socket(state, &wire.Loop))
-		return os.IsNotExist(err)
+		return syscall.Kill(pid, 0) == syscall.ESRCH
 	})
 }

@@ -49,6 +49,17 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitUsage
 	}
+	// A role socket that answers is another stack on this state, or one
+	// still stopping: its roles would answer for this one's (a role that
+	// finds its socket live refuses to start, but the readiness check
+	// would dial the old one), so nothing starts until it is gone.
+	for _, s := range upSockets {
+		if c, err := net.DialTimeout("unix", layout.Socket(state, s), time.Second); err == nil {
+			c.Close()
+			fmt.Fprintf(stderr, "bxctl up: %s answers: a stack is already running on %s, or still stopping; stop it (or wait) and run bxctl up again; see docs/runbook.md#socket-in-use\n", layout.Socket(state, s), state)
+			return ExitFailed
+		}
+	}
 	bin := *binDir
 	if bin == "" {
 		exe, err := os.Executable()
@@ -82,11 +93,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}
-	roles := []*role{
-		{name: "inferproxy", socket: layout.Socket(state, &wire.Infer)},
-		{name: "memoryd", socket: layout.Socket(state, &wire.Memadmin)},
-		{name: "brokerd", socket: layout.Socket(state, &wire.Admin)},
-		{name: "loopd", socket: layout.Socket(state, &wire.Loop)},
+	roles := []*role{}
+	for i, name := range []string{"inferproxy", "memoryd", "brokerd", "loopd"} {
+		roles = append(roles, &role{name: name, socket: layout.Socket(state, upSockets[i])})
 	}
 	if pr != nil {
 		roles = append([]*role{pr}, roles...)
@@ -214,13 +223,24 @@ func start(r *role, bin, state string, users layout.Users) error {
 	return nil
 }
 
+// upSockets are the sockets by which bxctl up knows its roles are ready,
+// in the order it starts them: inferproxy, memoryd, brokerd, loopd.
+var upSockets = []*wire.Socket{&wire.Infer, &wire.Memadmin, &wire.Admin, &wire.Loop}
+
 // waitReady waits for the role's socket to answer, or for it to exit.
 func waitReady(ctx context.Context, r *role, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		if c, err := net.Dial("unix", r.socket); err == nil {
 			c.Close()
-			return nil
+			// The socket answered: it is this role's only if the role
+			// still runs (one that found it taken has exited).
+			select {
+			case err := <-r.done:
+				return fmt.Errorf("it exited (%v) while something else answered on %s", err, r.socket)
+			default:
+				return nil
+			}
 		}
 		select {
 		case err := <-r.done:

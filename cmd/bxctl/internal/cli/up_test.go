@@ -11,6 +11,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 func TestUpWithoutLlamaSaysHow(t *testing.T) {
@@ -112,5 +113,38 @@ func TestMakeStateIsTheTable(t *testing.T) {
 				t.Errorf("%s.toml names the socket %s, whose directory bxctl up did not make", c.Role, m[1])
 			}
 		}
+	}
+}
+
+// TestUpRefusesALiveStack: a role socket that answers (another stack on
+// the state, or one still stopping) stops bxctl up before it starts
+// anything, with the runbook pointer: its readiness check would otherwise
+// dial the old role and report this one ready.
+func TestUpRefusesALiveStack(t *testing.T) {
+	state := filepath.Join(roletest.Dir(t), "state")
+	sock := layout.Socket(state, &wire.Memadmin)
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	code, _, stderr := run("up", "--state", state, "--llama", "127.0.0.1:1")
+	if code != ExitFailed || !strings.Contains(stderr, sock+" answers: a stack is already running") || !strings.Contains(stderr, "see docs/runbook.md#socket-in-use") {
+		t.Errorf("up beside a live socket = %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(state, "config")); !os.IsNotExist(err) {
+		t.Error("up wrote the state although another stack answers")
 	}
 }
