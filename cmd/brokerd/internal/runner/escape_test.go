@@ -187,19 +187,21 @@ func TestEscapesContained(t *testing.T) {
 		// tail raises its own oom_score_adj (any process may) so that
 		// the kernel picks it, not the shell.
 		out := shellIn(t, p, granted, false, `head -c 200m /dev/zero | (echo 1000 >/proc/self/oom_score_adj; exec tail -c 150m) >/dev/null; echo "rc=$?"; `+cgroupScript)
-		if strings.Contains(out.Stdout, "rc=0") || !(strings.Contains(out.Stdout, "rc=137") || out.Stopped == StopMemory) {
+		// Some hosts' kernels kill the whole container at once, shell
+		// included (seen on CI's cgroup v1 host and in the VM's rootless
+		// cgroup v2 guest, not every run): exit 137 with nothing
+		// printed, and Podman does not always flag it OOMKilled. No time
+		// or output limit is near, so only the memory limit kills it; an
+		// unlimited container would print rc=0.
+		whole := out.Exit == 137 && out.Stdout == "" && (out.Stopped == "" || out.Stopped == StopMemory)
+		if strings.Contains(out.Stdout, "rc=0") || !(strings.Contains(out.Stdout, "rc=137") || whole) {
 			t.Errorf("150 MB held under a %d MB limit: %+v", p.cfg.MemoryMB, out)
 		}
 		seen := cgroupRead(out.Stdout)
 		switch {
-		case out.Stopped == StopMemory && len(seen) == 0:
-			// Some hosts kill the whole container at once (cgroup v2's
-			// memory.oom.group, CI's among them): no shell is left to
-			// read the cgroup. Podman's OOMKilled is then the kernel's
-			// account, and the fork bomb case reads the limits.
-			if out.Exit != 137 || strings.Contains(out.Stdout, "rc=") {
-				t.Errorf("the whole container OOM-killed, yet exit %d and stdout %q", out.Exit, out.Stdout)
-			}
+		case whole:
+			// No shell is left to read the cgroup; the fork bomb case
+			// reads the limits.
 		default:
 			cgroupLimits(t, seen, p.cfg.Pids, p.cfg.MemoryMB)
 			if n := max(cgroupCount(seen, "memory.events", "oom_kill"), cgroupCount(seen, "memory/memory.oom_control", "oom_kill")); out.Stopped != StopMemory && n < 1 {
