@@ -52,6 +52,9 @@ var commands = map[string]command{
 	"jobs":          {"list the scheduled jobs: next and last runs, how each ended, refused files", runJobs},
 	"install":       {"install Boxmaker's units, users and images on this systemd host (root)", runInstall},
 	"doctor":        {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
+	"backup":        {"write a backup of the state directory while the stack runs (DEST)", runBackup},
+	"restore":       {"restore a backup into a new or empty state directory, verified (SRC STATE)", runRestore},
+	"migrate":       {"move the state directory to this build's format, after a backup (stack stopped)", runMigrate},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},
 }
 
