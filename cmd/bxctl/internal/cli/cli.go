@@ -55,6 +55,7 @@ var commands = map[string]command{
 	"backup":        {"write a backup of the state directory while the stack runs (DEST)", runBackup},
 	"restore":       {"restore a backup into a new or empty state directory, verified (SRC STATE)", runRestore},
 	"migrate":       {"move the state directory to this build's format, after a backup (stack stopped)", runMigrate},
+	"report":        {"what the session logs and audit log say: completions, the thinking cap rule, cache reuse, tools, approvals (--since D, --json)", runReport},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},
 }
 
