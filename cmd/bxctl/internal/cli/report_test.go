@@ -40,3 +40,14 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("a bad --since: %d", code)
 	}
 }
+
+func TestMetricsCommand(t *testing.T) {
+	code, out, stderr := run("metrics", "--state", "../report/testdata/state", "--out", "-")
+	if code != ExitOK || !strings.Contains(out, "boxmaker_thinking_cap_raise 1\n") {
+		t.Errorf("metrics --out - = %d, %q, %q", code, out, stderr)
+	}
+	code, _, stderr = run("metrics", "--state", t.TempDir())
+	if code != ExitFailed || !strings.Contains(stderr, "#metrics-not-written") {
+		t.Errorf("metrics without a metrics directory = %d, %q", code, stderr)
+	}
+}
