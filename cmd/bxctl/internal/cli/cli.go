@@ -57,6 +57,7 @@ var commands = map[string]command{
 	"migrate":       {"move the state directory to this build's format, after a backup (stack stopped)", runMigrate},
 	"report":        {"what the session logs and audit log say: completions, the thinking cap rule, cache reuse, tools, approvals (--since D, --json)", runReport},
 	"metrics":       {"write the report's figures as a Prometheus textfile into STATE/metrics/ (node_exporter's textfile collector)", runMetrics},
+	"status":        {"each role, the model and a session, cache reuse, approvals, fleet memory, anchor age, jobs (read-only, bounded)", runStatus},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},
 }
 
