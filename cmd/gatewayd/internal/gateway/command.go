@@ -49,8 +49,10 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 		g.answer(ctx, post, id, code, verb == "!approve", reason)
 	case "!stop":
 		go g.stopTurn(ctx, post) // loopd may take a moment; the event stream must not wait
+	case "!status":
+		go g.statusReply(ctx, post) // bounded by statusWait; the event stream must not wait
 	default:
-		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`; start a message with `!!` to send a literal `!`.")
+		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`, `!status`; start a message with `!!` to send a literal `!`.")
 	}
 }
 
