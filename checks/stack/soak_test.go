@@ -85,7 +85,8 @@ func roleRSS(t *testing.T, bin, role, state string) int {
 }
 
 // TestStackSoak drives turns (every third with a recall through brokerd
-// and memoryd) over three sessions while a random role is killed with
+// and memoryd) over three sessions, with compaction at idle and an
+// owner's job every minute, while a random role is killed with
 // SIGKILL at a random point, in or between turns, and the stack is
 // started again. At the end every logged owner message's turn ended
 // exactly once, with the model's answer or as interrupted; no turn has
@@ -95,6 +96,11 @@ func TestStackSoak(t *testing.T) {
 	turns, every := soakSize()
 	bin, state, srv := stack(t, 65536)
 	srv.Respond(soakReply)
+	// Compaction at idle once a session's context passes 3% of the slot
+	// (every few turns), and an owner's job every minute.
+	epochConfig(t, state, 300, 3, false, "")
+	require.NoError(t, os.MkdirAll(layout.Jobs.In(state), 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(layout.Jobs.In(state), "soak-job.toml"), []byte(job("soak-job", `every = "1m"`, "Say how the soak goes.")), 0o600))
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("soak: %d turns, a kill every %d on average, seed %d", turns, every, seed)
@@ -114,7 +120,7 @@ func TestStackSoak(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		if rng.IntN(every) == 0 {
-			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond) // a turn takes tens of ms on the fake
 			measure()
 			victim := roles[rng.IntN(len(roles))]
 			pid := pidOf(t, filepath.Join(bin, victim)+" ", state)
@@ -145,6 +151,10 @@ func TestStackSoak(t *testing.T) {
 	out, err := bxctl(t, bin, "audit", "verify", "--anchors", filepath.Join(t.TempDir(), "anchors"), layout.Audit.In(state))
 	require.NoError(t, err, out)
 	checkSoakLogs(t, state)
+	jobs, err := bxctl(t, bin, "jobs", "--state", state)
+	require.NoError(t, err, jobs)
+	require.Contains(t, jobs, "job soak-job: every 1m", "the owner's job is not scheduled")
+	t.Logf("soak: %s", strings.ReplaceAll(strings.TrimSpace(jobs), "\n", "; "))
 	for _, r := range roles {
 		t.Logf("soak: %s peak resident memory %d KiB", r, peak[r])
 		require.Less(t, peak[r], 256<<10, "%s's resident memory", r)
@@ -160,6 +170,14 @@ func TestStackSoak(t *testing.T) {
 func checkSoakLogs(t *testing.T, state string) {
 	files, err := session.Files(layout.Sessions.In(state))
 	require.NoError(t, err)
+	epochs := 0
+	for _, f := range files {
+		require.NoError(t, session.Scan(f, func(int, session.Record, session.Trust) error { return nil }), "a session log does not decode")
+		if _, e, _ := session.Name(f); e > 0 {
+			epochs++
+		}
+	}
+	t.Logf("soak: %d session logs, %d of them epochs after a compaction", len(files), epochs)
 	type turn struct{ users, ends, answers, stops int }
 	for s := 0; s < 3; s++ {
 		id := fmt.Sprintf("soak%d", s)
