@@ -1,7 +1,7 @@
 // The official Mattermost client (@mattermost/client: Client4 and
 // WebSocketClient) performing, against checks/fake/mattermost, each
 // operation gatewayd performs. Reads {url, token, ops} as JSON on stdin;
-// each op is {op, call, args}. Every request is tagged with the header
+// each op is {op, call, args, token (instead of input's)}. Every request is tagged with the header
 // X-Boxmaker-Op so the fake can group what each op sent. Writes
 // {results: [{op, ok, data, error}], events: [...]} as JSON on stdout.
 'use strict';
@@ -32,10 +32,10 @@ function read() {
     });
 }
 
-function client(input, op) {
+function client(input, op, token) {
     const c = new Client4();
     c.setUrl(input.url);
-    c.setToken(input.token);
+    c.setToken(token || input.token);
     c.setHeader('X-Boxmaker-Op', op);
     return c;
 }
@@ -64,7 +64,7 @@ function socket(input, op, events) {
 const wait = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function run(input, o, events, state) {
-    const c = client(input, o.op);
+    const c = client(input, o.op, o.token);
     const a = o.args || [];
     switch (o.call) {
     case 'getMe': return c.getMe();

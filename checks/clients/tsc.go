@@ -54,7 +54,7 @@ func CheckTypes(t testing.TB, prelude string, checks []TypeCheck) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(modules, "typescript", "bin", "tsc"),
 		"--noEmit", "--strict", "--skipLibCheck", "--target", "es2022", "--module", "node16", "--moduleResolution", "node16",
-		"--types", "", "--pretty", "false", file)
+		"--pretty", "false", file)
 	cmd.Dir = tmp
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

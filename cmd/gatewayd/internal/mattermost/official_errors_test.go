@@ -1,0 +1,76 @@
+package mattermost
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"wntrmute.dev/boxmaker/checks/clients"
+	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
+)
+
+// TestOfficialErrors holds gatewayd's reading of the fake's error
+// answers to Client4's: an AppError's id and status (404, 401, 500) as
+// ClientError's server_error_id and status_code, and a 429, whose body
+// is plain text (app/ratelimit.go), which Client4 surfaces as an error
+// without a status and gatewayd waits out (Retry-After) and retries.
+func TestOfficialErrors(t *testing.T) {
+	clients.Modules(t)
+	srv := fake.New(t)
+	bot := srv.AddUser("boxmaker", true)
+	c := client(t, srv, bot.Token)
+	ctx := context.Background()
+	const missing = "aaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+	type want struct {
+		op, id string
+		status int
+	}
+	var ours []want
+	var ae *APIError
+	if _, err := c.GetPost(ctx, missing); errors.As(err, &ae) {
+		ours = append(ours, want{"missing post", ae.ID, ae.Status})
+	}
+	if _, err := client(t, srv, "not-a-token").Me(ctx); errors.As(err, &ae) {
+		ours = append(ours, want{"bad token", ae.ID, ae.Status})
+	}
+	srv.Fail(1)
+	if _, err := c.Me(ctx); errors.As(err, &ae) {
+		ours = append(ours, want{"server error", ae.ID, ae.Status})
+	}
+	srv.Throttle(1)
+	if _, err := c.Me(ctx); err != nil {
+		t.Errorf("gatewayd did not retry a 429: %v", err)
+	}
+	if len(ours) != 3 {
+		t.Fatalf("gatewayd's errors = %+v, want three APIErrors", ours)
+	}
+
+	var run officialRun
+	// Fail and Throttle count requests, so the official client's run is
+	// set up op by op: one Node run per knob.
+	clients.Run(t, "mattermost.js", map[string]any{"url": srv.URL(), "token": bot.Token, "ops": []any{
+		officialOp{Op: "missing post", Call: "getPost", Args: []any{missing}},
+		map[string]any{"op": "bad token", "call": "getMe", "token": "not-a-token"},
+	}}, &run)
+	srv.Fail(1)
+	var failed officialRun
+	clients.Run(t, "mattermost.js", map[string]any{"url": srv.URL(), "token": bot.Token, "ops": []officialOp{{Op: "server error", Call: "getMe"}}}, &failed)
+	srv.Throttle(1)
+	var limited officialRun
+	clients.Run(t, "mattermost.js", map[string]any{"url": srv.URL(), "token": bot.Token, "ops": []officialOp{{Op: "limited", Call: "getMe"}, {Op: "after", Call: "getMe"}}}, &limited)
+
+	got := append(append(run.Results, failed.Results...), limited.Results...)
+	for i, w := range ours {
+		r := got[i]
+		if r.OK || r.Error.ServerErrorID != w.id || r.Error.StatusCode != w.status {
+			t.Errorf("%s: official client %+v, gatewayd read id %q status %d", w.op, r, w.id, w.status)
+		}
+	}
+	if r := got[3]; r.OK || r.Error.StatusCode != 0 || r.Error.ServerErrorID != "" {
+		t.Errorf("429: official client %+v, want an error with no AppError (the body is plain text)", r)
+	}
+	if !got[4].OK {
+		t.Errorf("the official client's call after the 429 failed: %+v", got[4])
+	}
+}
