@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"wntrmute.dev/boxmaker/checks/clients"
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
@@ -72,5 +73,63 @@ func TestOfficialErrors(t *testing.T) {
 	}
 	if !got[4].OK {
 		t.Errorf("the official client's call after the 429 failed: %+v", got[4])
+	}
+}
+
+// TestOfficialStream holds gatewayd's WebSocket upgrades to the
+// official WebSocketClient's: the official client always sends
+// connection_id and sequence_number (empty and 0 on a first connect,
+// which api4/websocket.go treats as fresh); gatewayd sends them on a
+// reconnect, with the same shape, and authenticates by header where the
+// official client sends an authentication_challenge (docs/clients.md).
+func TestOfficialStream(t *testing.T) {
+	clients.Modules(t)
+	srv := fake.New(t)
+	bot := srv.AddUser("boxmaker", true)
+	owner := srv.AddUser("owner", false)
+	dm := srv.Direct(bot.ID, owner.ID)
+	r := runStream(t, srv, bot.Token)
+	srv.Drop(false)
+	waitConns(t, srv, 1)
+	if _, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "after the reconnect"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSeen(t, r, 1)
+	var run officialRun
+	clients.Run(t, "mattermost.js", map[string]any{"url": srv.URL(), "token": bot.Token, "ops": []officialOp{
+		{Op: "connect", Call: "connect"}, {Op: "close", Call: "close"}}}, &run)
+	var ours, theirs []fake.Request
+	for _, q := range srv.Recorded() {
+		switch {
+		case q.Path != "/api/v4/websocket":
+		case q.Op == "":
+			ours = append(ours, q)
+		default:
+			theirs = append(theirs, q)
+		}
+	}
+	if len(ours) < 2 || len(theirs) != 1 {
+		t.Fatalf("upgrades: gatewayd %d, official %d; want at least 2 and 1", len(ours), len(theirs))
+	}
+	if ours[0].RawQuery != "" || ours[0].Auth != "bearer" || ours[1].Auth != "bearer" {
+		t.Errorf("gatewayd's first upgrade: query %q auth %q, reconnect auth %q", ours[0].RawQuery, ours[0].Auth, ours[1].Auth)
+	}
+	if o, f := clients.QueryShape(ours[1].RawQuery), clients.QueryShape(theirs[0].RawQuery); o != f {
+		t.Errorf("reconnect query: gatewayd %s, official %s", o, f)
+	}
+	for _, q := range srv.Recorded() {
+		if q.Method == "WS" && q.Op == "connect" && q.Path == "authentication_challenge" && q.Auth != "" {
+			t.Errorf("the official challenge was recorded as already authenticated: %+v", q)
+		}
+	}
+}
+
+func waitConns(t *testing.T, srv *fake.Server, n int) {
+	t.Helper()
+	for i := 0; srv.Connections() != n; i++ {
+		if i > 500 {
+			t.Fatalf("connections = %d, want %d", srv.Connections(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
