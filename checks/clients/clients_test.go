@@ -67,3 +67,31 @@ type C = Pick<Channel, 'id' | 'type'>;`
 		}
 	}
 }
+
+// skipper is a testing.TB that records Skipf and Fatalf without ending
+// the test.
+type skipper struct {
+	testing.TB
+	skipped, fatal string
+}
+
+func (s *skipper) Skipf(format string, a ...any)  { s.skipped = fmt.Sprintf(format, a...) }
+func (s *skipper) Fatalf(format string, a ...any) { s.fatal = fmt.Sprintf(format, a...) }
+
+// TestModulesMissing: without node a suite skips with one line, and
+// under CI it fails instead.
+func TestModulesMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CI", "")
+	s := &skipper{TB: t}
+	Modules(s)
+	if s.skipped == "" || s.fatal != "" || strings.Contains(s.skipped, "\n") {
+		t.Errorf("without CI: skipped %q, fatal %q; want one skip line", s.skipped, s.fatal)
+	}
+	t.Setenv("CI", "true")
+	s = &skipper{TB: t}
+	Modules(s)
+	if s.fatal == "" || s.skipped != "" {
+		t.Errorf("with CI: skipped %q, fatal %q; want a failure", s.skipped, s.fatal)
+	}
+}

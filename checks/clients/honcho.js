@@ -1,11 +1,12 @@
 // The official Honcho SDK (@honcho-ai/sdk) performing, against
 // checks/fake/honcho, each operation memoryd performs. Reads {url, key,
-// workspace, ops} as JSON on stdin; each op is {op, call, args}. Each op
-// runs on a new client whose requests carry X-Boxmaker-Op, so the fake
-// can group what each op sent (the SDK gets or creates the workspace,
-// peer or session objects it needs on the way). Writes {results:
-// [{op, ok, error}], answers: [{op, method, path, status, body}]} as JSON
-// on stdout: answers are the fake's raw JSON, for the type checks.
+// workspace, ops} as JSON on stdin; each op is {op, call, args, key
+// (instead of input's)}. Each op runs on a new client whose requests
+// carry X-Boxmaker-Op, so the fake can group what each op sent (the SDK
+// gets or creates the workspace, peer or session objects it needs on
+// the way). Writes {results: [{op, ok, error}], answers: [{op, method,
+// path, status, body}]} as JSON on stdout: answers are the fake's raw
+// JSON, for the type checks.
 'use strict';
 const {Honcho} = require('@honcho-ai/sdk');
 
@@ -30,7 +31,7 @@ function read() {
 }
 
 async function run(input, o) {
-    const h = new Honcho({baseURL: input.url, apiKey: input.key, workspaceId: input.workspace,
+    const h = new Honcho({baseURL: input.url, apiKey: o.key || input.key, workspaceId: input.workspace,
         maxRetries: 0, defaultHeaders: {'X-Boxmaker-Op': o.op}});
     const a = o.args || [];
     switch (o.call) {
@@ -63,7 +64,7 @@ async function run(input, o) {
         try {
             results.push({op: o.op, ok: true, data: await run(input, o)});
         } catch (e) {
-            results.push({op: o.op, ok: false, error: {message: e.message, status: e.status}});
+            results.push({op: o.op, ok: false, error: {name: e.constructor.name, message: e.message, status: e.status}});
         }
     }
     process.stdout.write(JSON.stringify({results, answers}));
