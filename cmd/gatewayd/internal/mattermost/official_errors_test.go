@@ -133,3 +133,29 @@ func waitConns(t *testing.T, srv *fake.Server, n int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestPostsSinceNeverPages: a since of 0 or below would make the server
+// answer a page of the newest posts (api4/post.go getPostsForChannel
+// reads since only above 0), so PostsSince asks from 1 ms.
+func TestPostsSinceNeverPages(t *testing.T) {
+	srv := fake.New(t)
+	bot := srv.AddUser("boxmaker", true)
+	owner := srv.AddUser("owner", false)
+	dm := srv.Direct(bot.ID, owner.ID)
+	for range 70 {
+		if _, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := client(t, srv, bot.Token)
+	for _, since := range []int64{0, -5000} {
+		n := len(srv.Recorded())
+		got, err := c.PostsSince(context.Background(), dm, since)
+		if err != nil || len(got) != 70 {
+			t.Fatalf("PostsSince(%d) = %d posts, %v; want all 70", since, len(got), err)
+		}
+		if q := srv.Recorded()[n].RawQuery; q != "since=1" {
+			t.Errorf("PostsSince(%d) asked %q, want since=1", since, q)
+		}
+	}
+}
