@@ -3,6 +3,7 @@ package mattermost
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,17 @@ func TestOfficialClient(t *testing.T) {
 			checks = append(checks, clients.TypeCheck{Label: "hello event", Type: "WireEvent<Hello>", Value: e})
 		case "posted":
 			checks = append(checks, clients.TypeCheck{Label: "posted event", Type: "WireEvent<Posted>", Value: e})
+			// gatewayd reads the very event the official client got.
+			pe, err := ParseEvent(e)
+			if err == nil {
+				var p *Posted
+				if p, err = ParsePosted(pe); err == nil && (p.Post.Message != "a reply" || p.ChannelType != ChannelDirect || len(p.Mentions) != 1 || p.Mentions[0] != bot.ID) {
+					err = fmt.Errorf("read as %+v", p)
+				}
+			}
+			if err != nil {
+				t.Errorf("gatewayd cannot read the posted event the official client got: %v", err)
+			}
 			var d struct{ Post string }
 			json.Unmarshal(ev.Data, &d)
 			checks = append(checks, clients.TypeCheck{Label: "posted event's data.post", Type: "WirePost", Value: json.RawMessage(d.Post)})
