@@ -34,6 +34,10 @@ type Request struct {
 	Method, Path, RawQuery string
 	Authorized             bool // carried the right key (always true without Options.Key)
 	Body                   []byte
+	// Op is the request's X-Boxmaker-Op header: the operation a
+	// differential test (checks/clients) made it for. Honcho has no
+	// such header; the fake only records it.
+	Op string
 }
 
 // Server is a running fake Honcho.
@@ -165,7 +169,7 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, []byte)) http.H
 		}
 		auth := s.opts.Key == "" || r.Header.Get("Authorization") == "Bearer "+s.opts.Key
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Authorized: auth, Body: body})
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Authorized: auth, Body: body, Op: r.Header.Get("X-Boxmaker-Op")})
 		delay, fail := s.delay, s.failStatus
 		s.mu.Unlock()
 		if delay > 0 {
