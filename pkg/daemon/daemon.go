@@ -3,6 +3,10 @@
 // journald, a context cancelled by SIGINT or SIGTERM, and exit codes with
 // documented meanings.
 //
+// Invariant: a role's body runs under the umask its layout table entries
+// give it ([layout.Umask]), so no file it makes, by any library, has a
+// bit the table denies, not even for a moment.
+//
 // Exit codes (also in docs/runbook.md#exit-codes):
 //
 //	0  stopped normally (cancellation is not an error)
@@ -129,6 +133,10 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 	log.Info("starting", "config", f.Config)
 	err := checkLayout(name, &f, log)
 	if err == nil {
+		// Every file the role makes gets no bit the layout table denies
+		// it, from its first byte, even one a library creates with a
+		// mode of its own choosing (memoryd's SQLite files).
+		defer syscall.Umask(syscall.Umask(int(layout.Umask(name, f.Users))))
 		err = run(ctx, log, f)
 	}
 	switch {
