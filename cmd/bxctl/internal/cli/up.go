@@ -164,15 +164,19 @@ func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) e
 			model = "default"
 		}
 	}
+	users, err := layout.LoadUsers(state)
+	if err != nil {
+		return err
+	}
 	p := layout.Params{State: state, Llama: llamaAddr, Model: model, ToolImage: toolImage}
+	if !users.Single() {
+		owner := users.Of(layout.Owner).UID
+		p.OwnerUID = &owner
+	}
 	for _, c := range layout.FirstConfigs {
 		if err := writeNew(c.Path(state), c.Text(p), 0o600); err != nil {
 			return err
 		}
-	}
-	users, err := layout.LoadUsers(state)
-	if err != nil {
-		return err
 	}
 	if err := layout.Make(state, users); err != nil {
 		return err
