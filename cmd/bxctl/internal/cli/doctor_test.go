@@ -227,12 +227,6 @@ func (in *installation) own(t *testing.T, p, owner, group string, mode os.FileMo
 	require.NoError(t, os.Chmod(p, mode))
 }
 
-// gatewayConf is a gatewayd.toml gatewayd's own loader accepts.
-func gatewayConf(state, url, token string) string {
-	return fmt.Sprintf("url = %q\ntoken = %q\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [\"8d5qj1c3kpgz5e9fxw7ty4bn3h\"]\n",
-		url, token, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state))
-}
-
 func prepend(line string) func(string) string {
 	return func(s string) string { return line + "\n" + s }
 }
@@ -324,9 +318,7 @@ func TestDoctorPlanted(t *testing.T) {
 			chmod(t, p, 0o644)
 			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "https://chat.example.ts.net", "file:"+filepath.Clean(p))))
 		}},
-		// brokerd's config is still read by doctor's own decode, which
-		// passes a key brokerd would refuse; memoryd's (its own loader)
-		// would be a doctor-config problem first.
+		// brokerd.toml: doctor still decodes it itself (memoryd's loader would refuse the key first).
 		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `brokerd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
 			in.edit(t, "brokerd", prepend(`honcho_url = "https://honcho.example.com"`))
 		}},
