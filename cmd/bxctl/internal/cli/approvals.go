@@ -36,7 +36,7 @@ func ask[T strict.Variant](ctx context.Context, state string, s *wire.Socket, v 
 // them), every character that could hide or fake text escaped.
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("approvals", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
 		return ExitUsage
 	}
@@ -101,7 +101,7 @@ func runRefuse(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func answerApproval(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) int {
 	fs := flags(verb, stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}

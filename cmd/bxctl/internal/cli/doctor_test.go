@@ -316,13 +316,14 @@ func TestDoctorPlanted(t *testing.T) {
 			p := filepath.Join(in.state, "..", "token")
 			os.WriteFile(p, []byte("t"), 0o644)
 			chmod(t, p, 0o644)
-			in.edit(t, "gatewayd", appendTo(fmt.Sprintf("url = \"https://chat.example.ts.net\"\ntoken = %q\n", "file:"+filepath.Clean(p))))
+			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "https://chat.example.ts.net", "file:"+filepath.Clean(p))))
 		}},
-		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `memoryd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
-			in.edit(t, "memoryd", prepend(`honcho_url = "https://honcho.example.com"`))
+		// brokerd.toml: doctor still decodes it itself (memoryd's loader would refuse the key first).
+		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `brokerd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
+			in.edit(t, "brokerd", prepend(`honcho_url = "https://honcho.example.com"`))
 		}},
 		{name: "Mattermost in clear", id: "doctor-egress", sev: doctor.Warn, says: "plain HTTP off this host", plant: func(t *testing.T, in *installation) {
-			in.edit(t, "gatewayd", appendTo("url = \"http://chat.example.com\"\ntoken = \"credential:mattermost-token\"\n"))
+			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "http://chat.example.com", "credential:mattermost-token")))
 		}},
 		{name: "no Podman service", id: "doctor-podman", sev: doctor.Problem, says: "did not answer GET /info", plant: func(t *testing.T, in *installation) {
 			os.Remove(layout.PodmanRun.SocketIn(in.state))

@@ -25,7 +25,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	sub, args := args[0], args[1:]
 	fs := flags("memory "+sub, stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -165,7 +165,7 @@ func memoryLog(state string, stdout, stderr io.Writer) int {
 // session logs and notes.md.
 func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("reindex", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return ExitUsage
 	}

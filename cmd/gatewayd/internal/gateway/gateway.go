@@ -113,7 +113,7 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 		channels: map[string]bool{}, pending: map[int64]*approval{}, approvers: map[string]bool{}, watched: map[string]bool{},
 		since: time.Now().UnixMilli()}
 	g.hear = &hearer{me: me.ID, name: lower(me.Username), users: set(cfg.Allow.Users), channels: set(cfg.Allow.Channels)}
-	for _, id := range cfg.approvers() {
+	for _, id := range cfg.Approvers() {
 		g.approvers[id] = true
 	}
 	for _, id := range cfg.Allow.Channels {

@@ -14,6 +14,7 @@ import (
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
 	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
@@ -47,9 +48,9 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 	t.Cleanup(func() { os.RemoveAll(root) })
 	gate := sockettest.Serve(t, filepath.Join(root, "g"), &wire.Gate, rpc.NewServer(&wire.Gate, slog.New(slog.DiscardHandler),
 		rpc.On(func(_ context.Context, _ sockets.Peer, q *wire.SessionQuery) strict.Variant { return answer(q) })).Serve)
-	cfg := Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
-		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), maxClass: dataclass.Private,
-		GateSocket: gate, fleet: &s, backoffMin: 5 * time.Millisecond}
+	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
+		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), GateSocket: gate},
+		maxClass: dataclass.Private, fleet: &s, backoffMin: 5 * time.Millisecond}
 	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)
