@@ -111,6 +111,7 @@ func newWorld(t *testing.T) *world {
 	must(t, os.Mkdir(w.state, 0o700))
 	must(t, os.Mkdir(layout.Config.In(w.state), 0o700))
 	must(t, os.WriteFile(layout.UsersFile.In(w.state), []byte(w.u.Text()), 0o644))
+	must(t, os.WriteFile(layout.FormatFile.In(w.state), []byte(layout.FormatText(layout.Format)), 0o644))
 	for _, r := range layout.Daemons {
 		must(t, os.WriteFile(layout.ConfigFile(r).In(w.state), []byte("# "+r+"\n"), 0o600))
 	}

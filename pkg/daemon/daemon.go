@@ -174,8 +174,9 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 	}
 }
 
-// checkLayout finds the state directory, loads its users and checks the
-// role's entries (package layout); a mismatch is a refusal.
+// checkLayout finds the state directory, checks its format, loads its
+// users and checks the role's entries (package layout); a newer format
+// or a mismatch is a refusal.
 func checkLayout(name string, f *Flags, log *slog.Logger) error {
 	if f.State == "" {
 		if cd := filepath.Dir(f.Config); filepath.Base(cd) == "config" && filepath.Base(f.Config) == name+".toml" {
@@ -189,6 +190,10 @@ func checkLayout(name string, f *Flags, log *slog.Logger) error {
 		return nil
 	}
 	if f.State, err = filepath.Abs(f.State); err != nil {
+		return Refuse(err)
+	}
+	// The format first: a newer one may have moved what the rest reads.
+	if _, err := layout.CheckFormat(f.State, name); err != nil {
 		return Refuse(err)
 	}
 	if f.Users, err = layout.LoadUsers(f.State); err != nil {

@@ -142,6 +142,12 @@ var (
 	// of the owner's jobs' runs (jobs.json).
 	LoopState = Entry{Path: "loop", Kind: Dir, Mode: 0o700, Writer: "loopd", Up: true, Owner: Loopd, Files: 0o600,
 		Doc: "loopd's own state: jobs.json, each job's next and last runs", Rests: "0700 loopd's"}
+	// Metrics is node_exporter's textfile collector directory: `bxctl
+	// metrics` writes boxmaker.prom there (atomically), so no role opens a
+	// port for a dashboard. Others may list and read it (node_exporter
+	// runs as a user of its own); it holds counts, never content.
+	Metrics = Entry{Path: "metrics", Kind: Dir, Mode: 0o755, Writer: "bxctl", Up: true, Owner: Owner, Files: 0o644,
+		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -203,8 +209,8 @@ var configFiles = func() []*Entry {
 }()
 
 // Table is every entry, parents before children.
-var Table = append([]*Entry{&State, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState,
+var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 

@@ -426,10 +426,11 @@ func Writable(role string) []*layout.Entry {
 }
 
 // visible is whether role has any business with e: it owns it, it is
-// its group, it connects to it, it is users.toml (every role reads it),
+// its group, it connects to it, it is users.toml or the format file
+// (every role reads them),
 // or it holds an entry that is visible.
 func visible(e *layout.Entry, role string) bool {
-	if e == &layout.UsersFile || e.Owner == role || e.Group == role || slices.Contains(e.Accept, role) {
+	if e == &layout.UsersFile || e == &layout.FormatFile || e.Owner == role || e.Group == role || slices.Contains(e.Accept, role) {
 		return true
 	}
 	for _, o := range layout.Table {

@@ -66,6 +66,12 @@ var commands = map[string]command{
 	"jobs":          {"list the scheduled jobs: next and last runs, how each ended, refused files", runJobs},
 	"install":       {"install Boxmaker's units, users and images on this systemd host (root)", runInstall},
 	"doctor":        {"audit the installation, read-only (exit 0 clean, 1 warnings, 2 problems, 3 could not run)", runDoctor},
+	"backup":        {"write a backup of the state directory while the stack runs (DEST)", runBackup},
+	"restore":       {"restore a backup into a new or empty state directory, verified (SRC STATE)", runRestore},
+	"migrate":       {"move the state directory to this build's format, after a backup (stack stopped)", runMigrate},
+	"report":        {"what the session logs and audit log say: completions, the thinking cap rule, cache reuse, tools, approvals (--since D, --json)", runReport},
+	"metrics":       {"write the report's figures as a Prometheus textfile into STATE/metrics/ (node_exporter's textfile collector)", runMetrics},
+	"status":        {"each role, the model and a session, cache reuse, approvals, fleet memory, anchor age, jobs (read-only, bounded)", runStatus},
 	"verify-device": {"the inference host's on-device checks against its llama-server (nix run .#verify-device)", runVerifyDevice},
 }
 

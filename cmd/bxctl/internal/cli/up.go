@@ -155,6 +155,15 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // for each role that has none. Existing configs are the owner's and are
 // never rewritten.
 func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) error {
+	// A state directory of a newer format is left exactly as it is (the
+	// daemons would refuse it too); a new one records this build's.
+	fresh, err := layout.Fresh(state)
+	if err != nil {
+		return err
+	}
+	if _, err := layout.CheckFormat(state, "bxctl"); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return err
 	}
@@ -191,6 +200,11 @@ func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) e
 	}
 	if err := layout.Make(state, users); err != nil {
 		return err
+	}
+	if fresh {
+		if err := layout.WriteFormat(state, layout.Format); err != nil {
+			return err
+		}
 	}
 	return layout.Enterable(state, users)
 }

@@ -54,6 +54,36 @@ func TestLayoutWritesConfigsOnce(t *testing.T) {
 	}
 }
 
+// TestUpFormat: bxctl up records this build's format in a state
+// directory it makes, leaves an older one's as it is (format 0: none),
+// and refuses a newer one without changing anything.
+func TestUpFormat(t *testing.T) {
+	state := filepath.Join(roletest.Dir(t), "state")
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := layout.ReadFormat(state); n != layout.Format || err != nil {
+		t.Errorf("a new state's format: %d, %v; want %d", n, err, layout.Format)
+	}
+	os.Remove(layout.FormatFile.In(state))
+	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(layout.FormatFile.In(state)); !os.IsNotExist(err) {
+		t.Errorf("bxctl up recorded a format in a state made before formats (only bxctl migrate does, after a backup): %v", err)
+	}
+	newer := filepath.Join(roletest.Dir(t), "newer")
+	os.MkdirAll(newer, 0o700)
+	os.WriteFile(layout.FormatFile.In(newer), []byte(layout.FormatText(layout.Format+1)), 0o644)
+	err := makeState(t.Context(), newer, "127.0.0.1:1", "m", "")
+	if err == nil || !strings.Contains(err.Error(), "#state-newer") {
+		t.Errorf("a newer state: %v; want the state-newer refusal", err)
+	}
+	if ents, _ := os.ReadDir(newer); len(ents) != 1 {
+		t.Errorf("bxctl up changed a newer state: %d entries", len(ents))
+	}
+}
+
 // TestMakeStateIsTheTable: what `bxctl up` makes in a fresh state
 // directory is exactly package layout's entries marked Up, each with its
 // mode, plus one config per first config, and nothing else.

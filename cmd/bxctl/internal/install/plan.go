@@ -78,6 +78,11 @@ func prepare(o Options, h Host, secrets map[string][]byte) (*plan, error) {
 	if b, err := os.ReadFile(layout.UsersFile.In(o.State)); err == nil && !sameUsers(string(b)) {
 		errs = append(errs, Refusal{layout.UsersFile.In(o.State) + " gives other ids than the units' users (61001 to 61005)", "see docs/runbook.md#install-users-differ"})
 	}
+	// Installing an older build over a state a newer one wrote would
+	// leave every role refusing to start: refuse before changing anything.
+	if _, err := layout.CheckFormat(o.State, "bxctl install"); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, enterable(o.State))
 	errs = append(errs, p.again(o, secrets)...)
 	if err := errors.Join(errs...); err != nil {

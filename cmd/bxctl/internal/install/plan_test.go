@@ -130,6 +130,10 @@ func TestRefusedInstallChangesNothing(t *testing.T) {
 			os.MkdirAll(layout.Config.In(f.o.State), 0o700)
 			os.WriteFile(layout.UsersFile.In(f.o.State), []byte("[gatewayd]\nuid = 1\n"), 0o644)
 		}},
+		{"a state of a newer format", []string{"state-newer"}, func(t *testing.T, f *fixture) {
+			os.MkdirAll(f.o.State, 0o700)
+			os.WriteFile(layout.FormatFile.In(f.o.State), []byte(layout.FormatText(layout.Format+1)), 0o644)
+		}},
 		{"the token only in a comment", []string{"install-token"}, func(t *testing.T, f *fixture) {
 			os.WriteFile(f.o.GatewayConfig, []byte("# token = \"credential:mattermost-token\"\ntoken = \"tok-canary\"\n"), 0o600)
 		}},

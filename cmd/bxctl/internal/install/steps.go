@@ -68,6 +68,10 @@ func home(u units.User) error {
 // the owner's gatewayd.toml and the configs prepare rewrote, and makes
 // the tree by package layout.
 func makeState(o Options, p *plan) error {
+	fresh, err := layout.Fresh(o.State)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
 	if err := os.MkdirAll(o.State, 0o700); err != nil {
 		return fmt.Errorf("install: state: %w", err)
 	}
@@ -99,6 +103,11 @@ func makeState(o Options, p *plan) error {
 	}
 	if err := layout.Make(o.State, users); err != nil {
 		return err
+	}
+	if fresh {
+		if err := layout.WriteFormat(o.State, layout.Format); err != nil {
+			return err
+		}
 	}
 	return layout.Enterable(o.State, users)
 }

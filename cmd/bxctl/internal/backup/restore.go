@@ -1,0 +1,298 @@
+package backup
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/consultlog"
+	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/sanitize"
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
+)
+
+const noFollow = syscall.O_NOFOLLOW
+
+// Anchors gives the owner's anchors of the log whose directory (as the
+// anchors name it) is log.
+type Anchors func(log string) ([]audit.Anchor, error)
+
+// Restored is what a restore verified.
+type Restored struct {
+	Manifest     *Manifest
+	AuditSeq     int64 // the restored audit log's last seq
+	ConsultLines int
+	Anchors      int // the owner's anchors checked
+	SessionLogs  int
+	Grants       int
+	// Moved are the configs whose paths were moved from the backup's
+	// state directory to the restored one.
+	Moved []string
+}
+
+// identity are the memory files memoryd puts in every prompt, which must
+// pass the write check as a whole (memoryd checks them so at each epoch).
+var identity = []string{"soul.md", "memory.md", "user.md"}
+
+// Restore restores the backup in src into state, which must be missing or
+// an empty directory: it checks every file against the manifest, writes
+// them into a new directory beside state, verifies what it wrote, gives
+// each entry the table's owner (as root, with a user per role), and only
+// then renames it into place. Nothing is left at state on a failure.
+func Restore(src, state string, anchors Anchors) (*Restored, error) {
+	state = filepath.Clean(state)
+	if ents, err := os.ReadDir(state); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("restore: %s is not empty: restore goes only into a new or empty directory, never over a state; see docs/runbook.md#restore-not-empty", state)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("restore: %w; see docs/runbook.md#restore-not-empty", err)
+	}
+	m, err := ReadManifest(src)
+	if err != nil {
+		return nil, err
+	}
+	if m.Format > layout.Format {
+		return nil, fmt.Errorf("restore: the backup is of format %d, newer than the %d this bxctl knows: restore it with the Boxmaker that took it; see docs/runbook.md#state-newer", m.Format, layout.Format)
+	}
+	if err := m.CheckFiles(src); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(state), filepath.Base(state)+".restore-")
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w; see docs/runbook.md#restore-not-empty", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := m.write(src, tmp); err != nil {
+		return nil, err
+	}
+	r := &Restored{Manifest: m}
+	if r.Moved, err = moveConfigs(tmp, m.Source, state); err != nil {
+		return nil, err
+	}
+	if err := r.verify(tmp, anchors); err != nil {
+		return nil, err
+	}
+	if err := give(tmp, m); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(state); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	if err := os.Rename(tmp, state); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	done = true
+	return r, nil
+}
+
+// write copies the backup's files into dir (checking each hash again as
+// it is read), with their modes.
+func (m *Manifest) write(src, dir string) error {
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return err
+	}
+	for _, d := range m.Dirs {
+		if err := os.Mkdir(filepath.Join(dir, d.Path), 0o700); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	for _, f := range m.Files {
+		name := path.Join(FilesDir, f.Path)
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			return corrupt(name, "cannot be read: %v", err)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != f.SHA256 {
+			return corrupt(name, "changed while it was restored")
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Path), b, fs.FileMode(f.Mode)); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		if err := os.Chmod(filepath.Join(dir, f.Path), fs.FileMode(f.Mode)); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	for _, d := range m.Dirs {
+		if err := os.Chmod(filepath.Join(dir, d.Path), modeOf(d.Mode)); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	return nil
+}
+
+func modeOf(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	if m&0o2000 != 0 {
+		mode |= fs.ModeSetgid
+	}
+	return mode
+}
+
+// moveConfigs rewrites the backup's state directory to the restored one
+// in each config's quoted paths (the first configs name absolute paths),
+// when the two differ.
+func moveConfigs(dir, from, to string) ([]string, error) {
+	if from == to {
+		return nil, nil
+	}
+	var moved []string
+	cfgs, _ := filepath.Glob(filepath.Join(layout.Config.In(dir), "*.toml"))
+	for _, c := range cfgs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		s := string(b)
+		t := strings.ReplaceAll(strings.ReplaceAll(s, `"`+from+`/`, `"`+to+`/`), `"`+from+`"`, `"`+to+`"`)
+		if t == s {
+			continue
+		}
+		fi, _ := os.Stat(c)
+		if err := os.WriteFile(c, []byte(t), fi.Mode().Perm()); err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		moved = append(moved, "config/"+filepath.Base(c))
+	}
+	return moved, nil
+}
+
+// verify checks the restored directory dir: the audit and consult logs
+// (chains, heads, links, and the owner's anchors of the backup's logs),
+// every session log decoded strictly, the identity files against the
+// write check, and the grants loaded.
+func (r *Restored) verify(dir string, anchors Anchors) error {
+	m := r.Manifest
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("restore: "+format+"; nothing was restored; see docs/runbook.md#restore-verify", args...)
+	}
+	aa, err := anchors(m.AuditLog)
+	if err != nil {
+		return fail("the owner's anchors: %v", err)
+	}
+	ae := audit.VerifyEnd(layout.Audit.In(dir), aa)
+	if _, statErr := os.Stat(layout.Audit.In(dir)); statErr == nil && !ae.OK() {
+		why := fmt.Sprintf("%d of the owner's anchors fail", len(ae.AnchorProblems))
+		if ae.Report.Problem != nil {
+			why = ae.Report.Problem.Error()
+		} else if ae.HeadProblem != nil {
+			why = ae.HeadProblem.Error()
+		}
+		return fail("the audit log does not verify: %s", why)
+	}
+	r.AuditSeq, r.Anchors = ae.LastSeq, ae.Anchors
+	ca, err := anchors(m.ConsultLog)
+	if err != nil {
+		return fail("the owner's anchors: %v", err)
+	}
+	if _, statErr := os.Stat(layout.ConsultLog.In(dir)); statErr == nil {
+		ce := consultlog.VerifyEnd(layout.ConsultLog.In(dir), layout.Audit.In(dir), ca)
+		if !ce.OK() {
+			why := fmt.Sprintf("%d of the owner's anchors fail", len(ce.AnchorProblems))
+			if ce.Report.Problem != nil {
+				why = ce.Report.Problem.Error()
+			} else if ce.HeadProblem != nil {
+				why = ce.HeadProblem.Error()
+			}
+			return fail("the consult log does not verify: %s", why)
+		}
+		r.ConsultLines, r.Anchors = ce.Lines, r.Anchors+ce.Anchors
+	}
+	files, err := sessionlog.Files(layout.Sessions.In(dir))
+	if err != nil {
+		return fail("the session logs: %v", err)
+	}
+	for _, f := range files {
+		if err := sessionlog.Scan(f, func(int, sessionlog.Record, sessionlog.Trust) error { return nil }); err != nil {
+			return fail("a session log does not decode: %v", err)
+		}
+	}
+	r.SessionLogs = len(files)
+	for _, name := range identity {
+		b, err := os.ReadFile(filepath.Join(layout.Memory.In(dir), name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail("memory/%s: %v", name, err)
+		}
+		if err := sanitize.Check(string(b)); err != nil {
+			return fail("memory/%s fails the write check: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(layout.Grants.In(dir)); err == nil {
+		set, err := grant.LoadDir(layout.Grants.In(dir), ownership.Self())
+		if err != nil {
+			return fail("the grants do not load: %v", err)
+		}
+		r.Grants = set.Len()
+	}
+	return nil
+}
+
+// give gives every restored entry the table's owner and group, as root
+// with a user per role (the restored users.toml), then makes the rest of
+// the tree as bxctl up does.
+func give(dir string, m *Manifest) error {
+	users, err := layout.LoadUsers(dir)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if os.Geteuid() == 0 && !users.Single() {
+		for _, p := range append(dirPaths(m), filePaths(m)...) {
+			e := entryOf(p)
+			owner := e.Owner
+			if e == &layout.Grants || e == &layout.Logs || e == &layout.Jobs || e == &layout.Config {
+				owner = layout.Owner
+			}
+			uid, gid := users.Of(owner).UID, users.Of(e.GroupRole()).GID
+			if err := os.Lchown(filepath.Join(dir, p), int(uid), int(gid)); err != nil {
+				return fmt.Errorf("restore: %w", err)
+			}
+		}
+	}
+	if err := layout.Make(dir, users); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
+
+func dirPaths(m *Manifest) []string {
+	var out []string
+	for _, d := range m.Dirs {
+		out = append(out, d.Path)
+	}
+	return out
+}
+
+func filePaths(m *Manifest) []string {
+	var out []string
+	for _, f := range m.Files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// entryOf is the table's deepest entry holding p.
+func entryOf(p string) *layout.Entry {
+	best := &layout.State
+	for _, e := range layout.Table {
+		if (p == e.Path || strings.HasPrefix(p, e.Path+"/")) && len(e.Path) > len(best.Path) {
+			best = e
+		}
+	}
+	return best
+}
