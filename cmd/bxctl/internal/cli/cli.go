@@ -116,7 +116,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		h = []string{sub, "-h"}
 	}
 	out := &helpOut{w: stdout}
-	code := cmd.run(ctx, h, stdout, &helpErr{Writer: stderr, out: out})
+	// What a command says on stderr after its flag set printed the usage
+	// (its own one-line usage, a refusal of the missing arguments) is not
+	// for someone who asked for help: only the usage is shown.
+	code := cmd.run(ctx, h, stdout, &helpErr{Writer: io.Discard, out: out})
 	if out.shown {
 		return ExitOK
 	}
