@@ -2,6 +2,7 @@ package sanitize
 
 import (
 	"html"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -18,6 +19,9 @@ import (
 // "&lt;|im_start|&gt;" as the token it spells, and a renderer shows it
 // as one, so the markup rule looks through the encoding.
 func entities(us []unit) []unit {
+	if !slices.ContainsFunc(us, func(u unit) bool { return u.r == '&' }) {
+		return us // the common case: nothing to read, nothing copied
+	}
 	for range maxRounds {
 		out, changed := entityRound(us)
 		if !changed {
