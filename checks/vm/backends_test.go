@@ -36,7 +36,7 @@ func nonce(t testing.TB) string {
 // output, and the canary scanner the deployed test uses to show a token
 // is nowhere it must not be.
 func TestGuestBackends(t *testing.T) {
-	m := Start(t)
+	m := shared.Use(t, Fresh, nil)
 	ctx := func(d time.Duration) context.Context {
 		c, cancel := context.WithTimeout(context.Background(), d)
 		t.Cleanup(cancel)

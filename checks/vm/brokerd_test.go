@@ -22,9 +22,8 @@ import (
 // --user to work there as brokerd's user, so the check cannot pass
 // vacuously.
 func TestBrokerdUserManager(t *testing.T) {
-	m := Start(t)
+	m, _ := deployed(t)
 	g := guest{m}
-	prepare(t, m).install(t, m)
 	for _, p := range g.started(t, 4*time.Minute) {
 		t.Error(p)
 	}

@@ -26,7 +26,7 @@ const (
 // limits (and not without them), encrypted credentials with the host key, and systemd-analyze
 // security's exposure level.
 func TestGuest(t *testing.T) {
-	m := Start(t)
+	m := shared.Use(t, Fresh, nil)
 	ctx := func(d time.Duration) context.Context {
 		c, cancel := context.WithTimeout(context.Background(), d)
 		t.Cleanup(cancel)

@@ -48,7 +48,7 @@ var maySkip = map[string]string{
 // mounts, protected paths) and the egress proxy's tests, every one of
 // which must pass there.
 func TestRootlessRunner(t *testing.T) {
-	m := Start(t)
+	m := shared.Use(t, Fresh, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	root, err := podmantest.RepoRoot()
