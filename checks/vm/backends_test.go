@@ -29,7 +29,7 @@ func nonce(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-// TestGuestBackends boots one guest and proves, against the real
+// TestGuestBackends takes the shared guest as booted (Fresh) and proves, against the real
 // systemd there, the parts the deployment reads its secrets and writes
 // its logs through: package secret's credential backend under
 // LoadCredentialEncrypted= (and its refusals), journald taking a unit's

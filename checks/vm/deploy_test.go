@@ -88,8 +88,9 @@ func artifacts(t *testing.T) map[string]string {
 	return out
 }
 
-// TestDeployment boots one guest, installs Boxmaker with `bxctl install`
-// against the fake llama-server and the fake Mattermost, and checks the
+// TestDeployment takes the shared guest with Boxmaker installed by
+// `bxctl install` against the fake llama-server and the fake Mattermost
+// (the snapshot Deployed, made once a run), and checks the
 // deployment as it runs: every role started by systemd under its own
 // user, without privileges; loopd and brokerd without a network; every
 // unit's exposure within its bound; a chat turn through gatewayd; the bot

@@ -20,7 +20,7 @@ const (
 	podmanSock  = "unix:///run/user/1000/podman/podman.sock"
 )
 
-// TestGuest boots one guest and checks, in order, what the deployment will
+// TestGuest takes the shared guest as booted (Fresh) and checks, in order, what the deployment will
 // stand on: systemd as PID 1, cgroup v2 with delegation, the command
 // channel's file copy and a test binary run inside, rootless Podman 5.8.2 with keep-id and applied
 // limits (and not without them), encrypted credentials with the host key, and systemd-analyze

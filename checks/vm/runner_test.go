@@ -39,7 +39,8 @@ var maySkip = map[string]string{
 	"TestRootlessCgroupsV1FailsClosed": "it proves the refusal on cgroups v1, where rootless limits are lost",
 }
 
-// TestRootlessRunner runs brokerd's runner tests (cmd/brokerd/internal/runner,
+// TestRootlessRunner, on the shared guest as booted (Fresh), runs
+// brokerd's runner tests (cmd/brokerd/internal/runner,
 // built with brokerd's tags, static) inside the guest as the rootless
 // user against that user's own Podman socket, so the runner takes its
 // rootless mode (keep-id) under cgroup v2 with delegated controllers:

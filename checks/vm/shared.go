@@ -18,6 +18,9 @@ const Fresh = "fresh"
 // of guest memory written to or read from the disk's overlay.
 const RestoreTimeout = 10 * time.Minute
 
+// SettleTimeout bounds the wait for the guest to idle before a snapshot.
+const SettleTimeout = 2 * time.Minute
+
 // Shared is one guest a `go test` run boots once and its scenarios take
 // in turn, each from a named snapshot of it ([Machine.Save]): [Fresh],
 // or one a scenario's preparation made (the installed deployment), so
@@ -111,19 +114,30 @@ func (s *Shared) Use(t *testing.T, name string, setup func(t *testing.T, m *Mach
 	return s.m
 }
 
-// save snapshots the guest as name, with its fingerprint. The
-// fingerprint is taken twice, a few seconds apart, and the lines that
-// differ between the two (a worker that comes and goes while the guest
-// idles) are left out of the restore check: they differ without any
+// save snapshots the guest as name, with its fingerprint, once the
+// guest idles: two fingerprints 3 s apart agree (waiting at most
+// [SettleTimeout]). If the guest never idles, the lines that differed
+// between the last two (a worker that comes and goes, a unit's periodic
+// check) are left out of the restore check: they differ without any
 // scenario, so they cannot tell a restore that failed.
 func (s *Shared) save(t *testing.T, name string) {
 	t.Helper()
-	first := Print(t, s.m)
-	time.Sleep(3 * time.Second)
 	fp := Print(t, s.m)
 	volatile := map[string]bool{}
-	for _, d := range Diff(first, fp) {
-		volatile[d[2:]] = true
+	for settle := time.Now().Add(SettleTimeout); ; {
+		time.Sleep(3 * time.Second)
+		last := fp
+		fp = Print(t, s.m)
+		diff := Diff(last, fp)
+		if len(diff) == 0 {
+			break
+		}
+		if time.Now().After(settle) {
+			for _, d := range diff {
+				volatile[d[2:]] = true
+			}
+			break
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), RestoreTimeout)
 	defer cancel()
@@ -133,17 +147,15 @@ func (s *Shared) save(t *testing.T, name string) {
 	}
 	s.snaps[name] = &snap{print: fp, volatile: volatile}
 	s.at = name
-	t.Logf("vm: saved the shared guest as %q in %v (%d fingerprint lines, %d left out of the restore check as they changed while it idled: %v)",
-		name, time.Since(began).Round(time.Millisecond), fp.Len(), len(volatile), keys(volatile))
-}
-
-func keys(m map[string]bool) []string {
-	var k []string
-	for l := range m {
-		k = append(k, l)
+	t.Logf("vm: saved the shared guest as %q in %v (%d fingerprint lines)", name, time.Since(began).Round(time.Millisecond), fp.Len())
+	if len(volatile) > 0 {
+		var k []string
+		for l := range volatile {
+			k = append(k, l)
+		}
+		sort.Strings(k)
+		t.Logf("vm: the guest did not idle within %v; %d lines that changed meanwhile are left out of %q's restore check:\n%s", SettleTimeout, len(k), name, strings.Join(k, "\n"))
 	}
-	sort.Strings(k)
-	return k
 }
 
 // restore brings the guest back to snapshot name and holds it to the
