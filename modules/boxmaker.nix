@@ -25,7 +25,7 @@ let
   # The roots and images from the system's own pkgs and this module's
   # package, so the owner's closure has one nixpkgs and the host's
   # architecture; nothing of them is read while evaluating.
-  built = import ../images { inherit pkgs; package = cfg.package; };
+  built = import ../images { inherit pkgs lib; package = cfg.package; };
 
   roles = map (u: u.role) deployment.users;
   userOf = role: lib.findFirst (u: u.role == role) null deployment.users;
@@ -174,7 +174,13 @@ let
   # --- the tool image into brokerd's rootless Podman (nothing is pulled),
   # its ID checked, before brokerd starts. The ID is the owner's, or read
   # from the image's idFile when the unit runs.
-  loader = pkgs.writeShellScriptBin "boxmaker-load-image" ("PATH=${toolPath}\nPODMAN=${podman}\n" + builtins.readFile ./load-image.sh);
+  # Rootless `podman load` maps the image's ids through brokerd's
+  # subordinate ranges with the setuid newuidmap/newgidmap, which NixOS
+  # has only as wrappers in /run/wrappers/bin: nixpkgs' podman module
+  # wraps podman with "/run/wrappers" among its extraPackages ("setuid
+  # shadow", nixos/modules/virtualisation/podman/default.nix), and the
+  # loader's PATH names it as well, so the loader finds them either way.
+  loader = pkgs.writeShellScriptBin "boxmaker-load-image" ("PATH=${toolPath}:/run/wrappers/bin\nPODMAN=${podman}\n" + builtins.readFile ./load-image.sh);
   loadUnit = img: let
     u = builtins.head podmanUsers;
     image = cfg.images.${img.role};
@@ -283,6 +289,18 @@ in
       description = "The addresses or prefixes memoryd may reach (Honcho's; none by default), never names.";
       type = types.listOf types.str;
       default = [ ];
+    };
+
+    # State stays where the layout table puts it: five users share it,
+    # each entry with its own owner and mode, which systemd's
+    # StateDirectory= (one owner per unit, as nixpkgs' modules use it)
+    # cannot express, and the daemons, the units' mounts, the tmpfiles
+    # rules and the first configs all derive from that one path.
+    stateDir = mkOption {
+      description = "Where Boxmaker's state lives (pkg/units.StateDir, the layout table's); read-only: see docs/nix.md.";
+      type = types.str;
+      default = deployment.stateDir;
+      readOnly = true;
     };
 
     # As nixpkgs' service modules name theirs (mkPackageOption in e.g.
