@@ -15,7 +15,8 @@
 // Invariant: a check that cannot run here says so in one line (a skip), and
 // fails instead when CI is set for what CI has (nix-instantiate, which
 // checks/setup installs, and ../shared beside the clone); under -short, or in
-// the Nix sandbox where neither exists, they skip.
+// the Nix sandbox where neither exists, they skip. A test that fails only in
+// that sandbox: see docs/runbook.md#nix-sandbox.
 package nix
 
 import (

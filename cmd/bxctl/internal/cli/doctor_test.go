@@ -255,11 +255,7 @@ func TestDoctorCleanInstallation(t *testing.T) {
 // installation; doctor must name it by its id, with its runbook pointer,
 // at its severity, and exit as that severity says.
 func TestDoctorPlanted(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
-		// The layout's owners and modes are root's to give (CI runs as
-		// root); the Nix sandbox's build user is uid 1000, alone.
-		t.Skip("did not run: needs root")
-	}
+	needRoot(t)
 	for _, tt := range []struct {
 		name   string
 		podman *podmanInfo // the Podman service's answer; nil: goodPodman
