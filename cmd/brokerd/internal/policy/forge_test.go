@@ -167,7 +167,8 @@ func ForgeScan(root string) []string {
 			out = append(out, err.Error())
 			return nil
 		}
-		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+		// The top's vendor/ (the Nix gate's) is third parties' code.
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || p == filepath.Join(root, "vendor")) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(p, ".go") {

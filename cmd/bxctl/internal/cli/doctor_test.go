@@ -255,6 +255,7 @@ func TestDoctorCleanInstallation(t *testing.T) {
 // installation; doctor must name it by its id, with its runbook pointer,
 // at its severity, and exit as that severity says.
 func TestDoctorPlanted(t *testing.T) {
+	needRoot(t)
 	for _, tt := range []struct {
 		name   string
 		podman *podmanInfo // the Podman service's answer; nil: goodPodman
