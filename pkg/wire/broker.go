@@ -27,6 +27,10 @@ type ToolRequest struct {
 	CallID    string          `json:"call_id"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Epoch is the session's epoch (loopd's session log): a session
+	// allowance is made for one epoch and ends when the calls of its
+	// session name another.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // ToolPending says the call waits for the owner's answer to approval ID
@@ -82,8 +86,9 @@ type GetApproval struct {
 // nothing. brokerd decides the call again against the current grants and
 // taint before it runs anything.
 type Approve struct {
-	ID   int64  `json:"id"`
-	Code string `json:"code"`
+	ID    int64       `json:"id"`
+	Code  string      `json:"code"`
+	Scope AnswerScope `json:"scope,omitempty"` // allowance.go: this call only, or a session allowance
 }
 
 // Refuse answers approval ID no; Code as for [Approve].
@@ -157,6 +162,9 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(SessionState) },
 	func() strict.Variant { return new(Error) },
 	func() strict.Variant { return new(ConsultPending) },
+	func() strict.Variant { return new(ListAllowances) },
+	func() strict.Variant { return new(Allowances) },
+	func() strict.Variant { return new(RevokeAllowance) },
 )
 
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus

@@ -38,7 +38,8 @@ type command struct {
 
 var commands = map[string]command{
 	"approvals":     {"list the tool calls waiting for your approval", runApprovals},
-	"approve":       {"approve a waiting tool call by its id", runApprove},
+	"approve":       {"approve a waiting tool call by its id (--session: and the same call for the rest of the session)", runApprove},
+	"allowances":    {"list the live session allowances, or revoke one (revoke ID)", runAllowances},
 	"refuse":        {"refuse a waiting tool call by its id", runRefuse},
 	"deny":          {"another name for refuse", runRefuse},
 	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},

@@ -1,0 +1,221 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+const report = `{"path":"/home/owner/Downloads/report.pdf"}`
+
+// readIn sends a read_file of args in session s1 and epoch.
+func (h *harness) readIn(t *testing.T, epoch int64, args string) *conn {
+	c := h.dial(t, h.cfg.BrokerSocketDir, &wire.Broker)
+	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(args), Epoch: epoch})
+	return c
+}
+
+// approveSession asks for report, approves it for the session and
+// returns the approval id and the owner's confirmation.
+func (h *harness) approveSession(t *testing.T, epoch int64, scope wire.AnswerScope) (int64, string) {
+	t.Helper()
+	c := h.readIn(t, epoch, report)
+	p, ok := c.Recv().(*wire.ToolPending)
+	if !ok {
+		t.Fatal("the first call did not ask")
+	}
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.GetApproval{ID: p.ID})
+	code := admin.Recv().(*wire.Approval).Call.Code
+	admin.Send(&wire.Approve{ID: p.ID, Code: code, Scope: scope})
+	a, ok := admin.Recv().(*wire.Answered)
+	if !ok {
+		t.Fatalf("approve with scope %q was not taken", scope)
+	}
+	if r := result(t, c); !strings.Contains(r.Output, "tool containers are not configured") {
+		t.Fatalf("the approved call: %+v, want it allowed (the refusing runner)", r)
+	}
+	return p.ID, a.Msg
+}
+
+// decidedWithout reports whether a call ran without asking.
+func decidedWithout(t *testing.T, c *conn) bool {
+	t.Helper()
+	switch v := c.Recv().(type) {
+	case *wire.ToolPending:
+		return false
+	case *wire.ToolResult:
+		if !strings.Contains(v.Output, "tool containers are not configured") {
+			t.Fatalf("call = %+v, want allowed or asked", v)
+		}
+		return true
+	default:
+		t.Fatalf("call answered %s", v.Tag())
+	}
+	return false
+}
+
+func (h *harness) allowances(t *testing.T) []wire.AllowanceInfo {
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.ListAllowances{})
+	return admin.Recv().(*wire.Allowances).Allowances
+}
+
+func TestSessionAllowance(t *testing.T) {
+	h := start(t, grants)
+	id, msg := h.approveSession(t, 0, wire.ScopeSession)
+	if !strings.Contains(msg, fmt.Sprintf("session allowance %d made: read_file of exactly /home/owner/Downloads/report.pdf", id)) || !strings.Contains(msg, "epoch ends") {
+		t.Errorf("the owner's confirmation = %q, want the allowance, its exact scope and when it ends", msg)
+	}
+	if !decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Fatal("the same call in the same epoch asked again")
+	}
+	if decidedWithout(t, h.readIn(t, 0, `{"path":"/home/owner/Downloads/other.pdf"}`)) {
+		t.Error("another file in the same directory ran without asking")
+	}
+	if l := h.allowances(t); len(l) != 1 || l[0].ID != id || l[0].Tool != "read_file" {
+		t.Errorf("allowances = %+v", l)
+	}
+	// A deny grant still denies: the allowance only ever turns an ask.
+	if r := result(t, h.readIn(t, 0, `{"path":"/home/owner/.ssh/id"}`)); r.Status != wire.StatusDenied {
+		t.Errorf("a denied path under an allowance: %+v", r)
+	}
+	// Another epoch (compaction): the allowance ends and the call asks.
+	if decidedWithout(t, h.readIn(t, 1, report)) {
+		t.Error("the call in the next epoch ran without asking")
+	}
+	if l := h.allowances(t); len(l) != 0 {
+		t.Errorf("after the epoch changed, allowances = %+v", l)
+	}
+	h.stop()
+	log := readAudit(t, h.cfg.StateDir)
+	for _, want := range []string{
+		fmt.Sprintf(`"type":"allowance","seq":%d`, id+2),
+		fmt.Sprintf(`"outcome":"allowed","grant":{"id":"downloads-read"`),
+		fmt.Sprintf(`"allowance":%d}}`, id),
+		fmt.Sprintf(`"type":"allowance_end","seq":`),
+		fmt.Sprintf(`"allowance":%d,"reason":"epoch"}`, id),
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("audit log lacks %s:\n%s", want, log)
+		}
+	}
+	if rep := audit.Verify(filepath.Join(h.cfg.StateDir, "broker", "audit")); !rep.OK() {
+		t.Errorf("audit: %s", rep.Summary())
+	}
+}
+
+func TestSessionAllowanceDir(t *testing.T) {
+	h := start(t, grants)
+	h.approveSession(t, 0, wire.ScopeSessionDir)
+	if !decidedWithout(t, h.readIn(t, 0, `{"path":"/home/owner/Downloads/other.pdf"}`)) {
+		t.Error("`session dir`: another file directly in the directory asked")
+	}
+	if decidedWithout(t, h.readIn(t, 0, `{"path":"/home/owner/Downloads/sub/deeper.pdf"}`)) {
+		t.Error("`session dir`: a file in a subdirectory ran without asking")
+	}
+}
+
+func TestSessionAllowanceRevoked(t *testing.T) {
+	h := start(t, grants)
+	id, _ := h.approveSession(t, 0, wire.ScopeSession)
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.RevokeAllowance{ID: id})
+	if a, ok := admin.Recv().(*wire.Answered); !ok || a.Outcome != "revoked" {
+		t.Fatalf("revoke = %#v", a)
+	}
+	if decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Error("after revoke the call ran without asking")
+	}
+	admin = h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.RevokeAllowance{ID: id})
+	if e, ok := admin.Recv().(*wire.Error); !ok || !strings.Contains(e.Msg, "runbook.md#allowance-not-live") {
+		t.Errorf("a second revoke = %#v, want not live", e)
+	}
+}
+
+// TestSessionAllowanceGrantChanged: an edit of the grant the allowance
+// rode on ends it, even an edit that still asks.
+func TestSessionAllowanceGrantChanged(t *testing.T) {
+	h := start(t, grants)
+	id, _ := h.approveSession(t, 0, wire.ScopeSession)
+	edited := strings.Replace(grants, `paths = ["/home/owner/Downloads"]
+max_taint = "secret"`, `paths = ["/home/owner/Downloads"]
+max_taint = "private"`, 1)
+	if edited == grants {
+		t.Fatal("the edit changed nothing")
+	}
+	if err := os.WriteFile(filepath.Join(h.cfg.GrantsDir, "grants.toml"), []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Error("after the grant changed the call ran without asking")
+	}
+	h.stop()
+	if log := readAudit(t, h.cfg.StateDir); !strings.Contains(log, fmt.Sprintf(`"allowance":%d,"reason":"grant_changed"`, id)) {
+		t.Errorf("no grant_changed end in:\n%s", log)
+	}
+}
+
+// TestSessionAllowanceRestart: a live allowance is rebuilt from the audit
+// log when brokerd starts again, and goes on deciding.
+func TestSessionAllowanceRestart(t *testing.T) {
+	h := start(t, grants)
+	id, _ := h.approveSession(t, 0, wire.ScopeSession)
+	h.stop()
+	h.stop = sockettest.Start(t, "brokerd", filepath.Join(h.cfg.AdminSocketDir, wire.Admin.Name), func(ctx context.Context) error {
+		return Run(ctx, slog.New(slog.DiscardHandler), h.cfg, false)
+	})
+	if l := h.allowances(t); len(l) != 1 || l[0].ID != id {
+		t.Fatalf("after a restart allowances = %+v, want %d rebuilt", l, id)
+	}
+	if !decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Error("after a restart the covered call asked again")
+	}
+}
+
+// TestSessionAllowanceOtherSession: an allowance is its session's only.
+func TestSessionAllowanceOtherSession(t *testing.T) {
+	h := start(t, grants)
+	h.approveSession(t, 0, wire.ScopeSession)
+	c := h.dial(t, h.cfg.BrokerSocketDir, &wire.Broker)
+	c.Send(&wire.ToolRequest{Session: "s2", CallID: "c1", Tool: "read_file", Arguments: []byte(report)})
+	if decidedWithout(t, c) {
+		t.Error("another session's call ran under the allowance")
+	}
+}
+
+// TestSessionScopeRefused: `session dir` on a call that is no file is
+// refused and answers nothing; the approval stays pending.
+func TestSessionScopeRefused(t *testing.T) {
+	h := start(t, grants+`
+[[grant]]
+id = "web-ask"
+tool = "http_fetch"
+hosts = ["example.com"]
+max_taint = "secret"
+mode = "ask"
+`)
+	c := h.dial(t, h.cfg.BrokerSocketDir, &wire.Broker)
+	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "http_fetch", Arguments: []byte(`{"url":"https://example.com/a"}`)})
+	p := c.Recv().(*wire.ToolPending)
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.GetApproval{ID: p.ID})
+	code := admin.Recv().(*wire.Approval).Call.Code
+	admin.Send(&wire.Approve{ID: p.ID, Code: code, Scope: wire.ScopeSessionDir})
+	if e, ok := admin.Recv().(*wire.Error); !ok || !strings.Contains(e.Msg, "allowance-refused") {
+		t.Fatalf("session dir on http_fetch = %#v, want refused", e)
+	}
+	admin.Send(&wire.GetApproval{ID: p.ID})
+	if _, ok := admin.Recv().(*wire.Approval); !ok {
+		t.Error("the refused answer answered the approval")
+	}
+}
