@@ -51,6 +51,11 @@ func ParseAnswerScope(words []string) (AnswerScope, bool) {
 	return "", false
 }
 
+// OutcomeAllowance is an [Answered] outcome: approved, and a session
+// allowance was made from the answer. On gateway.sock the connection then
+// stays open while the allowance lives.
+const OutcomeAllowance = "allowance"
+
 // ListAllowances asks brokerd for the live session allowances.
 type ListAllowances struct{}
 

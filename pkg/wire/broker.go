@@ -111,6 +111,10 @@ type PendingCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Expires   string          `json:"expires"`
 	Code      string          `json:"code"`
+	// SessionScope says in words what a session allowance made from this
+	// approval would cover (`!approve ID CODE session`); "" when none
+	// can be made (a consult).
+	SessionScope string `json:"session_scope,omitempty"`
 }
 
 // Approvals answers ListApprovals, in id order.

@@ -80,7 +80,11 @@ func (b *Broker) approve(id int64, code, approver string, scope wire.AnswerScope
 	case <-time.After(10 * time.Second):
 		msg += "its outcome is not known yet (bxctl allowances lists the live session allowances)"
 	}
-	return &wire.Answered{ID: id, Outcome: "approved", Msg: msg}
+	outcome := "approved"
+	if scope != wire.ScopeCall && b.live(id) {
+		outcome = wire.OutcomeAllowance
+	}
+	return &wire.Answered{ID: id, Outcome: outcome, Msg: msg}
 }
 
 // errScope refuses an answer whose scope the call cannot take.
@@ -116,7 +120,8 @@ func notPending(op string, id int64) *wire.Error {
 }
 
 func pendingCall(e pending.Entry) wire.PendingCall {
-	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339), Code: e.Code}
+	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339), Code: e.Code,
+		SessionScope: e.SessionScope}
 }
 
 // adminApprover names an answer given on admin.sock, for the audit log.

@@ -2,12 +2,15 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/audit"
@@ -217,5 +220,56 @@ mode = "ask"
 	admin.Send(&wire.GetApproval{ID: p.ID})
 	if _, ok := admin.Recv().(*wire.Approval); !ok {
 		t.Error("the refused answer answered the approval")
+	}
+}
+
+// TestCourierSessionAllowance: an approver's `session` answer from the
+// chat makes an allowance whose connection stays open; `!revoke` on it
+// ends the allowance; a revoke on admin.sock closes a held connection.
+func TestCourierSessionAllowance(t *testing.T) {
+	gw, conns := fakeGateway(t)
+	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	owner := "mattermost:" + strings.Repeat("o", 26)
+	chat := func() (*conn, int64) {
+		call := h.readIn(t, 0, report)
+		p := call.Recv().(*wire.ToolPending)
+		g := next(t, conns)
+		post := g.Recv().(*wire.PostApproval)
+		if !strings.Contains(post.Call.SessionScope, "read_file of exactly /home/owner/Downloads/report.pdf") {
+			t.Errorf("the approval's session scope = %q", post.Call.SessionScope)
+		}
+		g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+		g.Send(&wire.OwnerAnswer{ID: p.ID, Code: post.Call.Code, Approve: true, Approver: owner, Scope: wire.ScopeSession})
+		if a, ok := g.Recv().(*wire.Answered); !ok || a.Outcome != wire.OutcomeAllowance || !strings.Contains(a.Msg, "session allowance") {
+			t.Fatalf("answer = %+v", a)
+		}
+		result(t, call)
+		return g, p.ID
+	}
+	g, id := chat()
+	// The approval is no longer pending, yet the connection stays open.
+	time.Sleep(5 * courierPoll)
+	if !decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Fatal("the covered call asked")
+	}
+	g.Send(&wire.AllowanceRevoke{ID: id, Approver: owner})
+	if a, ok := g.Recv().(*wire.Answered); !ok || a.Outcome != "revoked" {
+		t.Fatalf("revoke = %+v", a)
+	}
+	if l := h.allowances(t); len(l) != 0 {
+		t.Errorf("after !revoke allowances = %+v", l)
+	}
+	// Revoked on the host: the held connection closes.
+	g, id = chat()
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.RevokeAllowance{ID: id})
+	admin.Recv()
+	g.C.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := g.C.Recv(); !errors.Is(err, io.EOF) {
+		t.Errorf("gateway side read = %v, want EOF (the connection closed)", err)
+	}
+	h.stop()
+	if log := readAudit(t, h.cfg.StateDir); !strings.Contains(log, `"reason":"revoked","by":"`+owner+`"`) {
+		t.Errorf("audit lacks the chat revocation:\n%s", log)
 	}
 }

@@ -98,7 +98,11 @@ func (b *Broker) await(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, 
 		// The owner approves the payload itself, every byte of it.
 		args = consultShown(*ask.Consult)
 	}
-	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args})
+	var scope string
+	if sc, err := policy.ScopeOf(ask, false); err == nil {
+		scope = ScopeText(sc)
+	}
+	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args, SessionScope: scope})
 	if err != nil {
 		return denied("the call could not be parked for approval: " + err.Error())
 	}

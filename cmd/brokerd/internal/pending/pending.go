@@ -96,6 +96,9 @@ type Entry struct {
 	Arguments json.RawMessage // its parsed arguments, serialised again
 	Expires   time.Time       // set by [Table.Add]
 	Code      string          // drawn by [Table.Add]; see the package's invariants
+	// SessionScope is what a session allowance made from this approval
+	// would cover, in words, or "" if none can be.
+	SessionScope string
 }
 
 func (e Entry) clone() Entry {

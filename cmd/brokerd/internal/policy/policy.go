@@ -68,7 +68,6 @@
 //     "identity_may_leave" or "all_may_leave", and all_may_leave once the
 //     session has been handed recalled memory; each refusal names its
 //     rule. Its result is always untrusted.
-//
 //  10. A session allowance (allowance.go) turns an ask into allowed for a
 //     call inside its exact scope, and nothing else; it never decides a
 //     consult, and lapses when a grant it rode on changes or the session
