@@ -48,7 +48,9 @@ func TestApproveSessionAndRevoke(t *testing.T) {
 		return strings.Contains(r.lastBotPost(root.ID), "Approval 9: approved; session allowance 9 made: http")
 	})
 	r.post(t, r.owner, r.dm, root.ID, "!revoke 8")
-	waitFor(t, "the not-live reply", func() bool { return strings.Contains(r.lastBotPost(root.ID), "No session allowance 8 can be revoked from this thread") })
+	waitFor(t, "the not-live reply", func() bool {
+		return strings.Contains(r.lastBotPost(root.ID), "No session allowance 8 can be revoked from this thread")
+	})
 	r.post(t, r.owner, r.dm, root.ID, "!revoke 9")
 	rv, ok := c.Recv().(*wire.AllowanceRevoke)
 	if !ok || rv.ID != 9 || rv.Approver != "mattermost:"+r.owner.ID {
