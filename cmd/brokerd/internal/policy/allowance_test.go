@@ -134,3 +134,32 @@ func mustArgs(t *testing.T, r Request) toolargs.Args {
 	}
 	return a
 }
+
+// TestStandingGrant: the owner's standing approval of one file or host
+// turns an ask into auto for exactly that target, and never a deny.
+func TestStandingGrant(t *testing.T) {
+	ask := g("dl", "read_file", "ask", "paths", paths("/home/owner/Downloads"))
+	st := g("always-1", "read_file", "auto", "paths", paths("/home/owner/Downloads/a.pdf"), "standing", "true")
+	web := g("web", "http_fetch", "ask", "hosts", hosts("example.com", "example.org"))
+	webSt := g("always-2", "http_fetch", "auto", "hosts", hosts("example.com"), "standing", "true")
+	deny := g("no", "read_file", "deny", "paths", paths("/home/owner/Downloads/a.pdf"))
+	for _, tt := range []struct {
+		name   string
+		tables []string
+		r      Request
+		want   string
+	}{
+		{"the file", []string{ask, st}, read("/home/owner/Downloads/a.pdf"), "auto:always-1"},
+		{"another file", []string{ask, st}, read("/home/owner/Downloads/b.pdf"), "ask:dl"},
+		{"standing alone", []string{st}, read("/home/owner/Downloads/a.pdf"), "auto:always-1"},
+		{"deny wins", []string{ask, st, deny}, read("/home/owner/Downloads/a.pdf"), "deny:denied_by_grant"},
+		{"the host", []string{web, webSt}, fetch("https://example.com/x"), "auto:always-2"},
+		{"another host", []string{web, webSt}, fetch("https://example.org/x"), "ask:web"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := outcome(Decide(set(t, tt.tables...), tt.r, private, now)); got != tt.want {
+				t.Errorf("outcome %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -50,7 +50,10 @@
 //     chosen among the grants that cover the call, or among the deny
 //     grants if the mode is deny: the most restrictive mode among them,
 //     then the longest covering path, then the smallest id. A shell call
-//     that no grant covers is no_grant unless one denies it.
+//     that no grant covers is no_grant unless one denies it. A standing
+//     grant (package grant, standing.go: read_file of one exact file, or
+//     http_fetch of one host, mode auto) that applies turns an outcome of
+//     ask into auto and is then the winner; it never changes a deny.
 //  7. A result's class is the highest result_class of every applicable
 //     grant, and it is untrusted if any says so. A shell mount is writable
 //     only if every applicable grant is writable.
