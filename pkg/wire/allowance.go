@@ -22,9 +22,10 @@ const (
 	ScopeCall       AnswerScope = ""            // this call only
 	ScopeSession    AnswerScope = "session"     // and the same call for the rest of the session's epoch
 	ScopeSessionDir AnswerScope = "session_dir" // and any file directly in the same directory, likewise
+	ScopeAlways     AnswerScope = "always"      // and a grant proposal for the owner to apply (bxctl grants apply)
 )
 
-var answerScopes = []AnswerScope{ScopeCall, ScopeSession, ScopeSessionDir}
+var answerScopes = []AnswerScope{ScopeCall, ScopeSession, ScopeSessionDir, ScopeAlways}
 
 // UnmarshalText refuses a scope this version does not know.
 func (s *AnswerScope) UnmarshalText(b []byte) error {
@@ -47,6 +48,8 @@ func ParseAnswerScope(words []string) (AnswerScope, bool) {
 		return ScopeSession, true
 	case len(words) == 2 && words[0] == "session" && words[1] == "dir":
 		return ScopeSessionDir, true
+	case len(words) == 1 && words[0] == "always":
+		return ScopeAlways, true
 	}
 	return "", false
 }
@@ -84,7 +87,15 @@ type RevokeAllowance struct {
 	ID int64 `json:"id"`
 }
 
+// DropProposal asks brokerd to delete grant proposal ID from proposals/
+// (the owner cannot: the directory is brokerd's). brokerd answers
+// [Answered] with outcome "dropped", or an [*Error].
+type DropProposal struct {
+	ID int64 `json:"id"`
+}
+
 // Tags.
+func (*DropProposal) Tag() string    { return "drop_proposal" }
 func (*ListAllowances) Tag() string  { return "list_allowances" }
 func (*Allowances) Tag() string      { return "allowances" }
 func (*RevokeAllowance) Tag() string { return "revoke_allowance" }

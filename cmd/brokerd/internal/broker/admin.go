@@ -45,6 +45,9 @@ func (b *Broker) adminServer() *rpc.Server {
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.RevokeAllowance) strict.Variant {
 			return b.revoke(m.ID, adminApprover(peer))
 		}),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.DropProposal) strict.Variant {
+			return b.dropProposal(m.ID)
+		}),
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Refuse) strict.Variant {
 			return b.refuse(m.ID, m.Code, m.Reason, adminApprover(peer), "refused by the owner", "uid", peer.UID())
 		}),

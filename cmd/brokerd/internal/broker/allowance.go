@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/grant"
 	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/toolset"
@@ -51,6 +52,8 @@ func scopeRefusal(tool string, scope wire.AnswerScope) string {
 		return "a consult cannot be approved for the session: the owner reads every payload that leaves"
 	case scope == wire.ScopeSessionDir && tool != toolset.ReadFile && tool != toolset.WriteFile:
 		return "`session dir` is for read_file and write_file only"
+	case scope == wire.ScopeAlways && tool != toolset.ReadFile && tool != toolset.HTTPFetch:
+		return "`always` is for read_file and http_fetch only: a grant names one file or one host, never one shell line or one file to write; answer `session`, or write the grant yourself"
 	case tool != toolset.ReadFile && tool != toolset.WriteFile && tool != toolset.HTTPFetch && tool != toolset.Shell:
 		return "no session allowance can cover a " + tool + " call"
 	}
@@ -59,9 +62,12 @@ func scopeRefusal(tool string, scope wire.AnswerScope) string {
 
 // makeAllowance makes the session allowance an approved, allowed call's
 // answer asked for, and says what happened, for the owner.
-func (b *Broker) makeAllowance(req *wire.ToolRequest, seq int64, a pending.Answer, ask *policy.Ask, dec policy.Decision) string {
-	if a.Scope == wire.ScopeCall {
+func (b *Broker) makeAllowance(req *wire.ToolRequest, seq int64, a pending.Answer, ask *policy.Ask, dec policy.Decision, gs *grant.Set) string {
+	switch a.Scope {
+	case wire.ScopeCall:
 		return "this call only"
+	case wire.ScopeAlways:
+		return b.propose(seq, a, ask, dec, gs)
 	}
 	scope, err := policy.ScopeOf(ask, a.Scope == wire.ScopeSessionDir)
 	if err != nil {

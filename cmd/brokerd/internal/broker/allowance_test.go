@@ -273,3 +273,60 @@ func TestCourierSessionAllowance(t *testing.T) {
 		t.Errorf("audit lacks the chat revocation:\n%s", log)
 	}
 }
+
+// TestAlwaysProposal: `always` approves the call and writes a grant
+// proposal naming the approval and the past calls it would have covered;
+// grants/ is unchanged byte for byte; once the proposal is in grants/
+// (what bxctl grants apply does), the same call is auto and another file
+// still asks; a shell call cannot be answered `always`.
+func TestAlwaysProposal(t *testing.T) {
+	h := start(t, grants)
+	before, _ := os.ReadFile(filepath.Join(h.cfg.GrantsDir, "grants.toml"))
+	c := h.readIn(t, 0, report) // an earlier call, refused
+	p := c.Recv().(*wire.ToolPending)
+	admin := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.GetApproval{ID: p.ID})
+	admin.Send(&wire.Refuse{ID: p.ID, Code: admin.Recv().(*wire.Approval).Call.Code})
+	admin.Recv()
+	result(t, c)
+	id, msg := h.approveSession(t, 0, wire.ScopeAlways)
+	if !strings.Contains(msg, "a grant proposal was written, not applied") || !strings.Contains(msg, fmt.Sprintf("bxctl grants apply %d", id)) {
+		t.Errorf("confirmation = %q", msg)
+	}
+	prop, err := os.ReadFile(filepath.Join(h.cfg.StateDir, "proposals", fmt.Sprintf("%d.toml", id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{fmt.Sprintf("approval %d", id), "Past calls in the audit log it would have covered: 2.", fmt.Sprintf("seq %d (", p.ID),
+		`id = "always-` + fmt.Sprint(id) + `"`, `paths = ["/home/owner/Downloads/report.pdf"]`, "standing = true", `mode = "auto"`} {
+		if !strings.Contains(string(prop), want) {
+			t.Errorf("proposal lacks %q:\n%s", want, prop)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(h.cfg.GrantsDir, "grants.toml")); string(after) != string(before) {
+		t.Error("grants/ changed")
+	}
+	if entries, _ := os.ReadDir(h.cfg.GrantsDir); len(entries) != 1 {
+		t.Errorf("grants/ holds %d files, want 1", len(entries))
+	}
+	if decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Error("before the proposal is applied the call ran without asking")
+	}
+	if err := os.WriteFile(filepath.Join(h.cfg.GrantsDir, "always.toml"), prop, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !decidedWithout(t, h.readIn(t, 0, report)) {
+		t.Error("with the proposal applied the same call asked")
+	}
+	if decidedWithout(t, h.readIn(t, 0, `{"path":"/home/owner/Downloads/other.pdf"}`)) {
+		t.Error("with the proposal applied another file ran without asking")
+	}
+	admin = h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
+	admin.Send(&wire.DropProposal{ID: id})
+	if a, ok := admin.Recv().(*wire.Answered); !ok || a.Outcome != "dropped" {
+		t.Errorf("drop = %#v", a)
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.StateDir, "proposals", fmt.Sprintf("%d.toml", id))); !os.IsNotExist(err) {
+		t.Errorf("after drop the proposal: %v", err)
+	}
+}

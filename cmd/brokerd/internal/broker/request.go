@@ -172,7 +172,7 @@ func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolReques
 		b.settled(seq, "nothing ran: the session's state cannot be read (no allowance made)")
 		return denied("state_unreadable: this session's state cannot be read; see docs/runbook.md#session-state")
 	}
-	b.settled(seq, b.makeAllowance(req, seq, a, ask, dec))
+	b.settled(seq, b.makeAllowance(req, seq, a, ask, dec, gs))
 	return b.run(ctx, c, req.Session, seq, dec)
 }
 

@@ -170,3 +170,27 @@ func liveAllowances(auditDir string) (map[int64]audit.Allowance, error) {
 	}
 	return live, nil
 }
+
+// ScanDecisions passes every decision record of the audit log in auditDir
+// to fn, in order (a read of the files, beside the writer: only complete
+// lines are read).
+func ScanDecisions(auditDir string, fn func(*audit.Decision)) error {
+	entries, err := os.ReadDir(auditDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !audit.IsLogName(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		err := scanLog(filepath.Join(auditDir, e.Name()), func(r audit.Record) {
+			if d, ok := r.(*audit.Decision); ok {
+				fn(d)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

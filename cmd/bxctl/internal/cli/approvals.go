@@ -113,6 +113,9 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 			case "session-dir":
 				scope = wire.ScopeSessionDir
 				continue
+			case "always":
+				scope = wire.ScopeAlways
+				continue
 			}
 			rest = append(rest, a)
 		}
@@ -125,7 +128,7 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 	}
 	rest := fs.Args()
 	if len(rest) < 2 || (verb == "approve" && len(rest) != 2) {
-		fmt.Fprintf(stderr, "bxctl %s: usage: bxctl %s ID CODE%s (the code is in bxctl approvals)\n", verb, verb, map[string]string{"approve": " [--session | --session-dir]", "refuse": " [reason]"}[verb])
+		fmt.Fprintf(stderr, "bxctl %s: usage: bxctl %s ID CODE%s (the code is in bxctl approvals)\n", verb, verb, map[string]string{"approve": " [--session | --session-dir | --always]", "refuse": " [reason]"}[verb])
 		return ExitUsage
 	}
 	id, err := strconv.ParseInt(rest[0], 10, 64)

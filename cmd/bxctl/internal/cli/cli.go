@@ -44,7 +44,7 @@ var commands = map[string]command{
 	"deny":          {"another name for refuse", runRefuse},
 	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
 	"selftest":      {"check a llama-server against the inference contract", runSelftest},
-	"grants":        {"check a grant directory offline", runGrants},
+	"grants":        {"check a grant directory offline; list, apply or drop grant proposals", runGrants},
 	"up":            {"run the local stack from a state directory", runUp},
 	"chat":          {"talk to Boxmaker from the terminal", runChat},
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},

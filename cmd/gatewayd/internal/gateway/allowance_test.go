@@ -36,7 +36,7 @@ func TestApproveSessionAndRevoke(t *testing.T) {
 			t.Errorf("the approval post lacks %q:\n%s", want, post)
 		}
 	}
-	r.post(t, r.owner, r.dm, root.ID, "!approve 9 "+testCode+" always")
+	r.post(t, r.owner, r.dm, root.ID, "!approve 9 "+testCode+" forever")
 	waitFor(t, "the usage reply", func() bool { return strings.Contains(r.lastBotPost(root.ID), "Usage:") })
 	r.post(t, r.owner, r.dm, root.ID, "!approve 9 "+testCode+" session")
 	a, ok := c.Recv().(*wire.OwnerAnswer)

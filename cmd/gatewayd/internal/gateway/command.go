@@ -12,7 +12,7 @@ import (
 )
 
 // usage is the approval commands' shape, for every usage reply.
-const usage = "`!approve <id> <code>` (this call only), `!approve <id> <code> session` (and the same call for the rest of the session), `!deny <id> <code> [reason]` or `!revoke <id>` (end a session allowance)"
+const usage = "`!approve <id> <code>` (this call only), `!approve <id> <code> session` (and the same call for the rest of the session), `!approve <id> <code> always` (and a grant proposal), `!deny <id> <code> [reason]` or `!revoke <id>` (end a session allowance)"
 
 // command handles a message starting with '!'. It never reaches the
 // model. Approval commands from anyone but an approver, for an id not

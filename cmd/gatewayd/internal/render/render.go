@@ -166,6 +166,9 @@ func answers(c wire.PendingCall) string {
 		if c.Tool == toolset.ReadFile || c.Tool == toolset.WriteFile {
 			fmt.Fprintf(&b, " `!approve %d %s session dir`: the same for every file directly in that file's directory.", c.ID, Plain(c.Code))
 		}
+		if c.Tool == toolset.ReadFile || c.Tool == toolset.HTTPFetch {
+			fmt.Fprintf(&b, "\n- `!approve %d %s always`: runs it, and writes a grant proposal for the same, for good; nothing changes until you apply it on the host (`bxctl grants apply %d`).", c.ID, Plain(c.Code), c.ID)
+		}
 	}
 	fmt.Fprintf(&b, "\n- `!deny %d %s [reason]`: refuses it.", c.ID, Plain(c.Code))
 	return b.String()
