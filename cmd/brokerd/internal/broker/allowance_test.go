@@ -102,9 +102,9 @@ func TestSessionAllowance(t *testing.T) {
 	log := readAudit(t, h.cfg.StateDir)
 	for _, want := range []string{
 		fmt.Sprintf(`"type":"allowance","seq":%d`, id+2),
-		fmt.Sprintf(`"outcome":"allowed","grant":{"id":"downloads-read"`),
+		`"outcome":"allowed","grant":{"id":"downloads-read"`,
 		fmt.Sprintf(`"allowance":%d}}`, id),
-		fmt.Sprintf(`"type":"allowance_end","seq":`),
+		`"type":"allowance_end","seq":`,
 		fmt.Sprintf(`"allowance":%d,"reason":"epoch"}`, id),
 	} {
 		if !strings.Contains(log, want) {

@@ -152,7 +152,8 @@ func (b *Broker) writeProposal(seq int64, text string) (string, error) {
 		return "", err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.WriteString(text); err == nil {
+	_, err = f.WriteString(text)
+	if err == nil {
 		err = f.Chmod(0o640)
 	}
 	if err == nil {

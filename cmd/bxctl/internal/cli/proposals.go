@@ -214,7 +214,8 @@ func writeGrant(dir, name string, text []byte) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write(text); err == nil {
+	_, err = f.Write(text)
+	if err == nil {
 		err = f.Chmod(0o640)
 	}
 	if err == nil {
