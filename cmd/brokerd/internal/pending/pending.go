@@ -83,6 +83,9 @@ type Answer struct {
 	Kind     Kind
 	Reason   string // Refused only: the owner's words, one line, possibly empty
 	Approver string // Approved or Refused: who answered, if known (for the audit record)
+	// Scope is how far an approval reaches: this call only, or a session
+	// allowance (brokerd makes it after the re-decision allows the call).
+	Scope wire.AnswerScope
 }
 
 // Entry is one parked call.
@@ -93,6 +96,9 @@ type Entry struct {
 	Arguments json.RawMessage // its parsed arguments, serialised again
 	Expires   time.Time       // set by [Table.Add]
 	Code      string          // drawn by [Table.Add]; see the package's invariants
+	// SessionScope is what a session allowance made from this approval
+	// would cover, in words, or "" if none can be.
+	SessionScope string
 }
 
 func (e Entry) clone() Entry {
@@ -187,7 +193,7 @@ func newCode() string {
 // non-nil code must be the entry's (as [wire.ParseApprovalCode] reads
 // it), or the entry stays pending; nil is for the answers that need none
 // (expiry, withdrawal, the owner-less [Table.Approve] and [Table.Refuse]).
-func (t *Table) answer(id int64, code *string, a Answer) (Entry, error) {
+func (t *Table) answer(id int64, code *string, a Answer, check ...func(Entry) error) (Entry, error) {
 	t.mu.Lock()
 	p, ok := t.entries[id]
 	if ok && code != nil {
@@ -195,6 +201,14 @@ func (t *Table) answer(id int64, code *string, a Answer) (Entry, error) {
 		if err != nil || subtle.ConstantTimeCompare([]byte(c), []byte(p.Code)) != 1 {
 			t.mu.Unlock()
 			return Entry{}, fmt.Errorf("approval %d: %w", id, ErrWrongCode)
+		}
+	}
+	for _, f := range check {
+		if ok {
+			if err := f(p.clone()); err != nil {
+				t.mu.Unlock()
+				return Entry{}, fmt.Errorf("approval %d: %w", id, err)
+			}
 		}
 	}
 	if ok {
@@ -220,7 +234,17 @@ func (t *Table) Approve(id int64) (Entry, error) {
 // ([ErrWrongCode] otherwise, and the entry stays pending); approver is
 // who approved.
 func (t *Table) ApproveBy(id int64, code, approver string) (Entry, error) {
-	return t.answer(id, &code, Answer{Kind: Approved, Approver: approver})
+	return t.ApproveScoped(id, code, approver, wire.ScopeCall, nil)
+}
+
+// ApproveScoped is [Table.ApproveBy] with how far the approval reaches;
+// check, if not nil, may refuse the answer after the code is checked,
+// and the entry then stays pending.
+func (t *Table) ApproveScoped(id int64, code, approver string, scope wire.AnswerScope, check func(Entry) error) (Entry, error) {
+	if check == nil {
+		return t.answer(id, &code, Answer{Kind: Approved, Approver: approver, Scope: scope})
+	}
+	return t.answer(id, &code, Answer{Kind: Approved, Approver: approver, Scope: scope}, check)
 }
 
 // RefuseBy is the owner's [Table.Refuse], code as for [Table.ApproveBy].
