@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/sockets"
@@ -52,6 +53,7 @@ func (m *Memd) Forget(ctx context.Context, id string, undo bool) (string, error)
 		if _, err := m.Rebuild(); err != nil {
 			return "", err
 		}
+		m.setFleetForgotten()
 		return fmt.Sprintf("%s is remembered again: the tombstone is taken back (%s), and recall finds it again; fleet memory is not restored (what was deleted from Honcho stays deleted; bxctl memory resync files the session's turns again)", id, journal), nil
 	}
 	k, err := m.index.Forget(id)
@@ -60,7 +62,7 @@ func (m *Memd) Forget(ctx context.Context, id string, undo bool) (string, error)
 	}
 	msg := fmt.Sprintf("forgot %s: tombstone %s (%s); %d documents left the recall index, and bxctl reindex keeps it out; nothing was deleted from memory/ or sessions/ (append-only: the text stays on disk, out of recall); undo: bxctl memory forget --undo %s",
 		id, n.ID, journal, k, id)
-	return msg + "; " + m.forgetFleet(ctx, id), nil
+	return msg + "; " + m.forgetFleet(ctx, id, n.ID), nil
 }
 
 // recordExists checks that a session record key names a line of a log.
@@ -80,10 +82,54 @@ func (m *Memd) recordExists(s string, epoch, turn int64, rec int) error {
 	return nil
 }
 
-// forgetFleet is what the forget did in fleet memory (Honcho).
-func (m *Memd) forgetFleet(_ context.Context, _ string) string {
-	if m.fleet == nil {
-		return "fleet memory (Honcho) is not configured, so nothing was held there"
+// fleetID is the id fleet memory files an entry under (package fleet's
+// MessageID, or note-<id> for an entry consolidate moved), "" if none.
+func fleetID(key string) string {
+	if store.NoteID.MatchString(key) {
+		return "note-" + key
 	}
-	return "fleet memory: not yet forgotten in Honcho"
+	if s, e, _, rec, ok := store.ParseRecordKey(key); ok {
+		return fleet.MessageID(s, e, rec)
+	}
+	return ""
+}
+
+// setFleetForgotten keeps every forgotten entry out of fleet memory's
+// filings (catch-up, resync, a rebuilt outbox).
+func (m *Memd) setFleetForgotten() {
+	if m.fleet == nil {
+		return
+	}
+	ids := map[string]bool{}
+	for k := range m.store.Forgotten() {
+		if id := fleetID(k); id != "" {
+			ids[id] = true
+		}
+	}
+	m.fleet.SetForgotten(ids)
+}
+
+// forgetFleet removes the entry from fleet memory, as far as Honcho's API
+// allows, and says what it did and what Honcho may still hold.
+func (m *Memd) forgetFleet(ctx context.Context, key, tomb string) string {
+	if m.fleet == nil {
+		return "fleet memory (Honcho) is not configured, so nothing of it was there"
+	}
+	m.setFleetForgotten()
+	fg, err := m.fleet.Forget(ctx, fleetID(key), tomb)
+	switch {
+	case err != nil:
+		m.log.Error("fleet forget", "id", key, "err", err.Error())
+		return "fleet memory: the outbox could not record the forget (" + err.Error() + "), but the entry is never filed to Honcho again; see docs/runbook.md#fleet-outbox-stuck"
+	case !fg.Filed:
+		return "fleet memory: memoryd never filed it to Honcho (only a turn's speaker messages and final reply, and entries consolidate moved, go there), and it never will"
+	}
+	msg := fmt.Sprintf("fleet memory: Honcho cannot delete one message (its messages API has no delete), so memoryd asked it to delete Honcho session %s of workspace %s, the smallest thing it deletes, with that session's conclusions; its other %d messages are filed again under session %s",
+		fg.Old, fg.Workspace, fg.Moved, fg.New)
+	if fg.Deleted {
+		msg += "; Honcho accepted the deletion (202) and hard-deletes the messages by a queued job, so search may find them until that runs (recall drops them)"
+	} else {
+		msg += "; Honcho did not answer the deletion (" + fg.Wait + "): it stays queued in the outbox and is retried before any message is sent (bxctl memory shows the last error); see docs/runbook.md#fleet-outbox-stuck"
+	}
+	return msg + "; Honcho may still hold what it derived about the peers from it (peer cards and representations, which a session's deletion does not touch), and whatever its operator backed up; see docs/decisions.md (forget in fleet memory)"
 }

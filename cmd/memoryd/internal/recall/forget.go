@@ -42,9 +42,7 @@ func (x *Index) Forget(key string) (int64, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	q, args := `DELETE FROM docs WHERE note = ?`, []any{key}
-	if !strings.HasPrefix(key, "session ") {
-		args = []any{key}
-	} else {
+	if strings.HasPrefix(key, "session ") {
 		var s string
 		var e, t, r int64
 		if _, err := fmt.Sscanf(key, "session %s epoch %d turn %d record %d", &s, &e, &t, &r); err != nil {
