@@ -74,6 +74,14 @@ func TestStackMemoryWhyForget(t *testing.T) {
 		}
 	}
 
+	// The review list shows the quarantined note with its why-chain.
+	out, err = bxctl(t, bin, "memory", "review", "--state", state)
+	for _, want := range []string{"n1: untrusted, session s1", "why n1:", fmt.Sprintf("audit: the session became untrusted by the read_file result: result seq %d", resultSeq)} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("bxctl memory review lacks %q: %v\n%s", want, err, out)
+		}
+	}
+
 	recallN1 := func(session string) string {
 		t.Helper()
 		srv.Script(

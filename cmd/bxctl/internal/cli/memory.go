@@ -78,6 +78,16 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return fail(err)
 		}
 		printReview(items.Items, stdout)
+		// Each item's why-chain, so the owner decides on where it came
+		// from, not only on its text.
+		for _, it := range items.Items {
+			c, err := ask[*wire.WhyChain](ctx, state, &wire.Memadmin, &wire.MemoryWhy{ID: it.ID})
+			if err != nil {
+				fmt.Fprintf(stdout, "why %s: %v\n", escape.Line(it.ID), err)
+				continue
+			}
+			printWhy(c, auditLinks(layout.Audit.In(state), c.Session, c.At), stdout)
+		}
 		return ExitOK
 	case sub == "review" && len(rest) >= 2 && len(rest) <= 3 && (rest[0] == "promote" || rest[0] == "drop"):
 		file := ""
