@@ -84,3 +84,23 @@ func TestForgetFleet(t *testing.T) {
 		t.Errorf("Honcho holds %+v, want only the reply, under s1--after-n1", ms)
 	}
 }
+
+// TestWhyHoncho: a Honcho hit's why names its workspace and the trust
+// memoryd.toml gives it, and says Honcho keeps no per-entry provenance.
+func TestWhyHoncho(t *testing.T) {
+	h, _, _ := startFleet(t, fake.Options{})
+	for _, tt := range []struct{ id, want string }{
+		{"honcho workspace host1-untrusted session x1 peer someone", "this agent's untrusted workspace: its hits are memory-tainted"},
+		{"honcho workspace host2-trusted session x1 peer someone", "another agent's workspace, read as trusted (memoryd.toml)"},
+		{"honcho workspace elsewhere session x1 peer someone", "not a workspace memoryd.toml names"},
+	} {
+		c, ok := h.admin(t, &wire.MemoryWhy{ID: tt.id}).(*wire.WhyChain)
+		if !ok {
+			t.Fatalf("why %q: no chain", tt.id)
+		}
+		got := strings.Join(c.Steps, "\n")
+		if !strings.Contains(got, tt.want) || !strings.Contains(got, "Honcho keeps no per-entry provenance") || c.Session != "" {
+			t.Errorf("why %q:\n%s", tt.id, got)
+		}
+	}
+}
