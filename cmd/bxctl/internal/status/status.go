@@ -174,7 +174,19 @@ func Run(ctx context.Context, o Options) *Status {
 			st.SlotContext, st.Server = n, msg
 		})
 	}
-	st.session(o)
+	// The logs are read under the total bound too: a session log of
+	// many megabytes must not hold the answer past it.
+	st.Session = "not read within " + o.Total.String()
+	probeLogs := func() {
+		var local Status
+		local.session(o)
+		mu.Lock()
+		defer mu.Unlock()
+		st.Session, st.Epoch, st.Compactions, st.Turn = local.Session, local.Epoch, local.Compactions, local.Turn
+		st.ContextTokens, st.Cached, st.Reread, st.TodayPrefillUS = local.ContextTokens, local.Cached, local.Reread, local.TodayPrefillUS
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); probeLogs() }()
 	st.anchor(o)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

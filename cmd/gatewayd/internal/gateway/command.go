@@ -78,8 +78,10 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("`%s` is not served in the chat yet: gatewayd cannot reach memoryd's admin socket, so nothing was looked up or forgotten. On the host run `bxctl memory why ID` or `bxctl memory forget ID` (the id as recall shows it); see docs/runbook.md#memory-chat-commands", verb))
 	case "!stop":
 		go g.stopTurn(ctx, post) // loopd may take a moment; the event stream must not wait
+	case "!status":
+		go g.statusReply(ctx, post) // bounded by statusWait; the event stream must not wait
 	default:
-		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`; start a message with `!!` to send a literal `!`.")
+		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`, `!status`; start a message with `!!` to send a literal `!`.")
 	}
 }
 
