@@ -435,25 +435,6 @@ func (in *installation) grant(t *testing.T, name, body string) string {
 	return p
 }
 
-func chmod(t *testing.T, p string, mode os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeIdentity(t *testing.T, in *installation, name, text string) {
-	t.Helper()
-	dir := layout.Memory.In(in.state)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	in.own(t, filepath.Join(dir, name), layout.Memoryd, layout.Memoryd, 0o600)
-}
-
 // TestDoctorUnansweringServices: a Podman service and a llama-server that
 // accept connections and never answer end in findings within the probe
 // bound, not a hung doctor. The test's own deadline is generous; the
