@@ -67,7 +67,7 @@ func TestStackMemoryWhyForget(t *testing.T) {
 		"session s1 became untrusted at epoch 0 turn 1: the read_file result of call",
 		fmt.Sprintf("audit: the session became untrusted by the read_file result: result seq %d (line hash %s)", resultSeq, resultHash),
 		fmt.Sprintf("of the call decided at seq %d", readSeq), page, "grant pages-read",
-		"audit: the memory call: decision seq", "session s1 untrusted",
+		"audit: the memory call: decision seq", "matched by its result's hash", "session s1 untrusted",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bxctl memory why n1 lacks %q:\n%s", want, out)

@@ -128,11 +128,14 @@ type MemoryWhy struct {
 // untrusted, class, tombstone). Session and At let bxctl add the links
 // only brokerd's audit log holds (the memory call's decision and the
 // untrusted result's seq and hash); Session is "" when no session wrote
-// the entry.
+// the entry. Output is the hex SHA-256 of the memory call's result as the
+// session log holds it (brokerd's audit result records the same hash of
+// the output), "" when unknown or cut.
 type WhyChain struct {
 	ID      string   `json:"id"`
 	Session string   `json:"session"`
 	At      string   `json:"at"`
+	Output  string   `json:"output"`
 	Steps   []string `json:"steps"`
 }
 

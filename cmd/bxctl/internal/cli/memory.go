@@ -86,7 +86,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 				fmt.Fprintf(stdout, "why %s: %v\n", escape.Line(it.ID), err)
 				continue
 			}
-			printWhy(c, auditLinks(layout.Audit.In(state), c.Session, c.At), stdout)
+			printWhy(c, auditLinks(layout.Audit.In(state), c), stdout)
 		}
 		return ExitOK
 	case sub == "review" && len(rest) >= 2 && len(rest) <= 3 && (rest[0] == "promote" || rest[0] == "drop"):

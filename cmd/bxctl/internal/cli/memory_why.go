@@ -25,7 +25,7 @@ func memoryWhy(ctx context.Context, state, id string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "bxctl memory why: %v\n", err)
 		return ExitFailed
 	}
-	printWhy(c, auditLinks(layout.Audit.In(state), c.Session, c.At), stdout)
+	printWhy(c, auditLinks(layout.Audit.In(state), c), stdout)
 	return ExitOK
 }
 
@@ -44,11 +44,13 @@ func printWhy(c *wire.WhyChain, links []string, stdout io.Writer) {
 // may be from its call's decision (brokerd's, before the call ran).
 const whySlack = 2 * time.Second
 
-// auditLinks finds, in the audit log at dir, session's last allowed
-// memory decision at or before at and the first untrusted result of the
-// session before it. It never writes; an unreadable log is one line
-// saying so.
-func auditLinks(dir, session, at string) []string {
+// auditLinks finds, in the audit log at dir, the memory call that wrote
+// the chain's entry (the decision whose result has the chain's output
+// hash; failing that, the session's last allowed memory decision at or
+// before the entry's time) and the first untrusted result of the session
+// before it. It never writes; an unreadable log is one line saying so.
+func auditLinks(dir string, c *wire.WhyChain) []string {
+	session, at := c.Session, c.At
 	if session == "" || session == wire.OwnerSession {
 		return nil
 	}
@@ -63,7 +65,7 @@ func auditLinks(dir, session, at string) []string {
 		hash string
 	}
 	calls := map[int64]call{}
-	var write *call
+	var write, exact *call
 	var tainted []string
 	err = audit.Records(dir, func(r audit.Record, hash string) error {
 		if r.Head().Time > until {
@@ -81,6 +83,9 @@ func auditLinks(dir, session, at string) []string {
 			}
 		case *audit.Result:
 			d, ok := calls[r.Decision]
+			if ok && c.Output != "" && r.SHA256 == c.Output && d.rec.Tool == "memory" && exact == nil {
+				exact = &d
+			}
 			if !ok || !r.Untrusted || len(tainted) > 0 {
 				return nil
 			}
@@ -96,13 +101,19 @@ func auditLinks(dir, session, at string) []string {
 		return []string{fmt.Sprintf("%s could not be read (%v), so the links only the audit log holds are missing; run bxctl as a user that can read it; see docs/runbook.md#memory-why-audit-unreadable", dir, err)}
 	}
 	var out []string
+	how := "matched by its result's hash"
+	if exact != nil {
+		write = exact
+	} else {
+		how = "matched by time: the session's last memory call before the entry"
+	}
 	if write != nil {
 		trust := "trusted"
 		if write.rec.Untrusted {
 			trust = "untrusted"
 		}
-		out = append(out, fmt.Sprintf("the memory call: decision seq %d (line hash %s), session %s %s, taint %s when brokerd decided it",
-			write.seq, write.hash, session, trust, write.rec.Taint))
+		out = append(out, fmt.Sprintf("the memory call: decision seq %d (line hash %s, %s), session %s %s, taint %s when brokerd decided it",
+			write.seq, write.hash, how, session, trust, write.rec.Taint))
 	} else {
 		out = append(out, fmt.Sprintf("no allowed memory call of session %s is in the audit log up to %s", session, at))
 	}

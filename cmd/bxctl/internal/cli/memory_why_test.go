@@ -37,8 +37,12 @@ func TestAuditLinks(t *testing.T) {
 		}
 		return seq
 	}
-	res := func(d int64, untrusted bool) {
-		if _, err := w.Append(&audit.Result{Decision: d, SHA256: strings.Repeat("12", 32), Size: 99, Class: dataclass.Private, Untrusted: untrusted}); err != nil {
+	res := func(d int64, untrusted bool, sum ...string) {
+		sha := strings.Repeat("12", 32)
+		if len(sum) > 0 {
+			sha = sum[0]
+		}
+		if _, err := w.Append(&audit.Result{Decision: d, SHA256: sha, Size: 99, Class: dataclass.Private, Untrusted: untrusted}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,7 +53,7 @@ func TestAuditLinks(t *testing.T) {
 	page := dec("s3", "read_file", `{"path":"/pages/oolong.html"}`, false)
 	res(page, true) // seq 6: the one that taints s3
 	mem := dec("s3", "memory", `{"action":"note","text":"x"}`, true)
-	res(mem, false)
+	res(mem, false, strings.Repeat("34", 32))
 	at := clock.Format(time.RFC3339)
 	clock = clock.Add(time.Hour)
 	later := dec("s3", "memory", `{"action":"note","text":"later"}`, true)
@@ -61,11 +65,12 @@ func TestAuditLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	printWhy(&wire.WhyChain{ID: "n1", Session: "s3", At: at, Steps: []string{"note n1: kind note"}}, auditLinks(dir, "s3", at), &out)
+	chain := &wire.WhyChain{ID: "n1", Session: "s3", At: at, Steps: []string{"note n1: kind note"}}
+	printWhy(chain, auditLinks(dir, chain), &out)
 	got := out.String()
 	for _, want := range []string{
 		"why n1:\n  note n1: kind note\n",
-		"audit: the memory call: decision seq 7 (line hash " + hashes[7] + "), session s3 untrusted, taint private",
+		"audit: the memory call: decision seq 7 (line hash " + hashes[7] + ", matched by time: the session's last memory call before the entry), session s3 untrusted, taint private",
 		"audit: the session became untrusted by the read_file result: result seq 6 (line hash " + hashes[6] + "), output sha256 " + strings.Repeat("12", 32),
 		"of the call decided at seq 5 (line hash " + hashes[5] + `): read_file {"path":"/pages/oolong.html"}, grant pages-read`,
 	} {
@@ -76,10 +81,16 @@ func TestAuditLinks(t *testing.T) {
 	if strings.Contains(got, "/other") || strings.Contains(got, "seq 9") {
 		t.Errorf("why took another session's or a later record:\n%s", got)
 	}
-	if links := auditLinks(filepath.Join(dir, "missing"), "s3", at); len(links) != 1 || !strings.Contains(links[0], "see docs/runbook.md#memory-why-audit-unreadable") {
+	// With the result's hash, the call is found even when a later one
+	// is nearer the entry's time.
+	late := &wire.WhyChain{ID: "n1", Session: "s3", At: clock.Format(time.RFC3339), Output: strings.Repeat("34", 32)}
+	if links := auditLinks(dir, late); len(links) == 0 || !strings.Contains(links[0], "decision seq 7 (line hash "+hashes[7]+", matched by its result's hash)") {
+		t.Errorf("hash match = %q", links)
+	}
+	if links := auditLinks(filepath.Join(dir, "missing"), chain); len(links) != 1 || !strings.Contains(links[0], "see docs/runbook.md#memory-why-audit-unreadable") {
 		t.Errorf("unreadable log = %q", links)
 	}
-	if links := auditLinks(dir, wire.OwnerSession, at); links != nil {
+	if links := auditLinks(dir, &wire.WhyChain{Session: wire.OwnerSession, At: at}); links != nil {
 		t.Errorf("the owner's entry has audit links: %q", links)
 	}
 }

@@ -2,6 +2,8 @@ package memd
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -148,6 +150,10 @@ func (m *Memd) sessionOf(c *wire.WhyChain, add func(string, ...any), s string, m
 			}
 			found = true
 			if isResult && len(at) == 0 {
+				if !tr.Truncated {
+					sum := sha256.Sum256([]byte(tr.Content))
+					c.Output = hex.EncodeToString(sum[:])
+				}
 				add("written by the memory tool call %s in session %s epoch %d turn %d (sessions/%s/%d.jsonl line %d)", escape.Line(tr.CallID), s, epoch, tr.Turn, s, epoch, line)
 			}
 			trust := "trusted"
