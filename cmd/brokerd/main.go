@@ -35,8 +35,9 @@ func main() {
 		if cfg.GatewayAllowUIDs, err = f.Listener(&wire.Gateway, cfg.GatewayAllowUIDs); err != nil {
 			return err
 		}
-		if o := f.Users.Of("owner"); cfg.OwnerUID == nil && f.State != "" && !f.Users.Single() {
-			cfg.OwnerUID = &o.UID // grants are the owner's, not brokerd's
+		// Grants are the owner's, never brokerd's.
+		if cfg.OwnerUID, err = f.OwnerUID("owner_uid", cfg.OwnerUID); err != nil {
+			return err
 		}
 		if rebuild {
 			return broker.RebuildState(log, cfg)

@@ -23,6 +23,10 @@ func main() {
 		if cfg.AllowUIDs, err = f.Accept(&wire.Loop, cfg.AllowUIDs); err != nil {
 			return err
 		}
+		// Job files are the owner's, never loopd's.
+		if cfg.Jobs.OwnerUID, err = f.OwnerUID("[jobs] owner_uid", cfg.Jobs.OwnerUID); err != nil {
+			return err
+		}
 		return loop.Run(ctx, log, cfg)
 	}))
 }

@@ -3,6 +3,10 @@
 // journald, a context cancelled by SIGINT or SIGTERM, and exit codes with
 // documented meanings.
 //
+// Invariant: a role's body runs under the umask its layout table entries
+// give it ([layout.Umask]), so no file it makes, by any library, has a
+// bit the table denies, not even for a moment.
+//
 // Exit codes (also in docs/runbook.md#exit-codes):
 //
 //	0  stopped normally (cancellation is not an error)
@@ -86,6 +90,28 @@ func (f Flags) Listener(s *wire.Socket, configured []uint32) ([]uint32, error) {
 	return want, nil
 }
 
+// OwnerUID is the uid whose files (grants, jobs) the role trusts as the
+// owner's: with a user per role, users.toml's owner (configured must then
+// be absent or the same: a daemon's uid there would let that role write
+// what runs as the owner's), else configured (nil: this daemon's own
+// uid, package ownership's Self).
+func (f Flags) OwnerUID(key string, configured *uint32) (*uint32, error) {
+	if f.State == "" || f.Users.Single() {
+		return configured, nil
+	}
+	owner := f.Users.Of(layout.Owner).UID
+	if configured != nil && *configured != owner {
+		whose := "not the owner's"
+		for _, r := range layout.Daemons {
+			if f.Users.Of(r).UID == *configured {
+				whose = r + "'s, so a file " + r + " could write would be trusted as the owner's"
+			}
+		}
+		return nil, Refuse(fmt.Errorf("config %s: %s = %d is %s; users.toml's owner is uid %d; see docs/runbook.md#layout-owner-uid", f.Config, key, *configured, whose, owner))
+	}
+	return &owner, nil
+}
+
 func sameSet(a, b []uint32) bool {
 	for _, x := range a {
 		if !slices.Contains(b, x) {
@@ -129,6 +155,10 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 	log.Info("starting", "config", f.Config)
 	err := checkLayout(name, &f, log)
 	if err == nil {
+		// Every file the role makes gets no bit the layout table denies
+		// it, from its first byte, even one a library creates with a
+		// mode of its own choosing (memoryd's SQLite files).
+		defer syscall.Umask(syscall.Umask(int(layout.Umask(name, f.Users))))
 		err = run(ctx, log, f)
 	}
 	switch {

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
 )
 
 func TestMainExitCodes(t *testing.T) {
@@ -51,5 +53,33 @@ func TestRefuse(t *testing.T) {
 	var out bytes.Buffer
 	if got := Main("testd", nil, &out, func(context.Context, *slog.Logger, Flags) error { return err }); got != ExitRefused {
 		t.Errorf("Main = %d, want ExitRefused", got)
+	}
+}
+
+// TestOwnerUID: with a user per role the owner whose files are believed
+// is users.toml's, and a configured owner_uid naming anyone else, above
+// all a role's uid, is a refusal naming that role; with one user the
+// config decides.
+func TestOwnerUID(t *testing.T) {
+	per := Flags{Config: "c.toml", State: "/s", Users: layout.DefaultUsers(layout.ID{UID: 0, GID: 0})}
+	got, err := per.OwnerUID("owner_uid", nil)
+	if err != nil || got == nil || *got != 0 {
+		t.Errorf("per-role, unset: %v, %v; want users.toml's owner, 0", got, err)
+	}
+	loopd := per.Users.Of(layout.Loopd).UID
+	if _, err := per.OwnerUID("[jobs] owner_uid", &loopd); err == nil || !strings.Contains(err.Error(), "loopd's") || !strings.Contains(err.Error(), "see docs/runbook.md#layout-owner-uid") {
+		t.Errorf("per-role, loopd's uid: %v; want a refusal naming loopd", err)
+	}
+	stranger := uint32(4242)
+	if _, err := per.OwnerUID("owner_uid", &stranger); err == nil {
+		t.Error("per-role, a uid not the owner's: accepted")
+	}
+	zero := uint32(0)
+	if got, err := per.OwnerUID("owner_uid", &zero); err != nil || *got != 0 {
+		t.Errorf("per-role, the owner's own uid: %v, %v", got, err)
+	}
+	one := Flags{Config: "c.toml", State: "/s", Users: layout.SingleUser(layout.ID{UID: 1000, GID: 1000})}
+	if got, err := one.OwnerUID("owner_uid", nil); err != nil || got != nil {
+		t.Errorf("one user, unset: %v, %v; want nil (this daemon's own uid)", got, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/layout"
@@ -62,5 +63,45 @@ func TestMainChecksTheLayout(t *testing.T) {
 				t.Errorf("Main = %d (ran %v), log %s; want a refusal pointing at #%s", code, ran, out.String(), c.want)
 			}
 		})
+	}
+}
+
+// TestMainUmask: the role's run sees the umask the layout table gives
+// it, so a file a library makes with its own default mode (SQLite's
+// 0644) has the table's mode from its first byte; Main restores the
+// caller's umask when run returns.
+func TestMainUmask(t *testing.T) {
+	me := layout.SingleUser(layout.ID{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())})
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(layout.Config.In(state), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := layout.ConfigFile("memoryd").In(state)
+	os.WriteFile(cfg, nil, 0o600)
+	if err := layout.Make(state, me); err != nil {
+		t.Fatal(err)
+	}
+	before := syscall.Umask(0o022)
+	defer syscall.Umask(before)
+	var out bytes.Buffer
+	code := Main("memoryd", []string{"-config", cfg}, &out, func(ctx context.Context, log *slog.Logger, f Flags) error {
+		p := filepath.Join(layout.Index.In(state), "made-like-sqlite")
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("a file made 0644 under memoryd's Main has mode %#o, want 0600", got)
+		}
+		return nil
+	})
+	if code != ExitOK {
+		t.Fatalf("Main = %d: %s", code, out.String())
+	}
+	if now := syscall.Umask(0o022); now != 0o022 {
+		t.Errorf("umask after Main = %#o, want the caller's 022 back", now)
 	}
 }

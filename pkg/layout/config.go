@@ -16,6 +16,11 @@ type Params struct {
 	// "" for the service bxctl up runs in run/podman; bxctl install
 	// names brokerd's own user's rootless Podman.
 	PodmanSocket string
+	// OwnerUID is the owner's uid with a user per role (brokerd's
+	// owner_uid and loopd's [jobs] owner_uid: whose grants and jobs are
+	// believed); nil with one user, where the daemons' own uid is the
+	// owner's.
+	OwnerUID *uint32
 }
 
 // FirstConfig is one role's config as `bxctl up` writes it on first run,
@@ -41,18 +46,28 @@ var FirstConfigs = []FirstConfig{
 	}},
 	{"loopd", func(p Params) string {
 		return fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/loopd.toml explains every key).\nstate_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nbroker_socket = %q\nmemory_socket = %q\n\n[model]\nname = %q\n",
-			p.State, LoopRun.In(p.State), InferRun.SocketIn(p.State), BrokerRun.SocketIn(p.State), MemoryRun.SocketIn(p.State), p.Model)
+			p.State, LoopRun.In(p.State), InferRun.SocketIn(p.State), BrokerRun.SocketIn(p.State), MemoryRun.SocketIn(p.State), p.Model) + ownerLine(p, "\n[jobs]\n# Only job files this uid (or root) owns are run.\n")
 	}},
 	{"brokerd", func(p Params) string {
 		// gateway_socket is a top-level key: before any table.
 		return fmt.Sprintf("# brokerd's courier posts pending approvals to gatewayd here.\ngateway_socket = %q\n", GatewayRun.SocketIn(p.State)) +
 			fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/brokerd.toml explains every key).\n# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\nstate_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n# memoryd asks each session's state here (the clean-turn gate).\ngate_socket_dir = %q\n",
-				p.State, Grants.In(p.State), BrokerRun.In(p.State), AdminRun.In(p.State), MemtoolRun.SocketIn(p.State), GateRun.In(p.State)) + runnerTable(p)
+				p.State, Grants.In(p.State), BrokerRun.In(p.State), AdminRun.In(p.State), MemtoolRun.SocketIn(p.State), GateRun.In(p.State)) +
+			ownerLine(p, "# Only grant files this uid (or root) owns are believed.\n") + runnerTable(p)
 	}},
 	{"memoryd", func(p Params) string {
 		return fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/memoryd.toml explains every key).\nstate_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\n# brokerd's gate.sock: each session's state, for the clean-turn gate.\ngate_socket = %q\n",
 			p.State, MemoryRun.In(p.State), MemtoolRun.In(p.State), MemadminRun.In(p.State), GateRun.SocketIn(p.State))
 	}},
+}
+
+// ownerLine is owner_uid after head, with a user per role; nothing with
+// one user.
+func ownerLine(p Params, head string) string {
+	if p.OwnerUID == nil {
+		return ""
+	}
+	return fmt.Sprintf("%sowner_uid = %d\n", head, *p.OwnerUID)
 }
 
 // runnerTable is the [runner] table of brokerd's first config: bxctl's

@@ -103,6 +103,11 @@ type Completion struct {
 	// does not prove the thinking block ended.
 	CapFired bool
 	CapErr   error
+	// CapAt is the reasoning-token count at which the cap fired (the cap
+	// in force), 0 when it did not fire. ReasoningTokens goes on past it
+	// by what the server forces to close the block, or by the rest of the
+	// thinking when the server could not act.
+	CapAt int
 
 	// Cache accounting against the SlotState passed in; see [SlotState].
 	CacheGap  int
@@ -338,11 +343,15 @@ func (a *accumulator) completion() *Completion {
 			Function: chat.FunctionCall{Name: c.name, Arguments: string(c.args)},
 		})
 	}
-	return &Completion{
+	comp := &Completion{
 		ID: a.id, Model: a.model, SystemFingerprint: a.fprint,
 		Message: msg, FinishReason: a.finish, Usage: a.usage, Timings: a.timings,
 		Progress: a.progress, ReasoningTokens: a.reasoningTokens, CapFired: a.capFired,
 	}
+	if a.capFired {
+		comp.CapAt = a.capAt
+	}
+	return comp
 }
 
 // readStream feeds the SSE events of r to a until [DONE]. A clean end of r

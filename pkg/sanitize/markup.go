@@ -55,38 +55,68 @@ var gaugeRE = regexp.MustCompile(`\d+ ?/ ?\d+ ?characters?`)
 // starts with an identity file's name and carries the gauge. It returns
 // the unit index of the line's start and the name found.
 func findHeading(us []unit) (int, string, bool) {
+	if hs := headings(us, true); len(hs) > 0 {
+		return hs[0].line.start, hs[0].what, true
+	}
+	return 0, "", false
+}
+
+// headingHit is one line [findHeading] refuses: the line, the line that
+// makes it a heading (a setext underline, else the line itself) and
+// what it names.
+type headingHit struct {
+	line, mark span
+	what       string
+}
+
+// headings lists the lines [findHeading] refuses, in order; with first
+// set, only the first.
+func headings(us []unit, first bool) []headingHit {
+	var out []headingHit
 	lines := splitLines(us)
 	for n, l := range lines {
 		line := us[l.start:l.end]
+		mark := l
 		text, heading := headingText(line)
 		if !heading && n+1 < len(lines) && underline(us[lines[n+1].start:lines[n+1].end]) {
-			text, heading = runes(line), true
+			text, heading, mark = runes(line), true, lines[n+1]
 		}
 		if !heading && !startsWithName(line) {
 			continue
 		}
-		if !heading {
-			text = runes(line)
-		}
-		sq := squashString(text)
-		for _, name := range identityNames {
-			if heading && strings.Contains(sq, name) || !heading && strings.HasPrefix(sq, name) && gaugeRE.MatchString(text) {
-				return l.start, name[:len(name)-2] + ".md", true
+		if what, ok := headingNames(text, heading, line); ok {
+			out = append(out, headingHit{l, mark, what})
+			if first {
+				return out
 			}
-		}
-		if !heading {
-			continue
-		}
-		for _, w := range headingWords {
-			if sq == w {
-				return l.start, w, true
-			}
-		}
-		if gaugeRE.MatchString(text) {
-			return l.start, "the identity block's fill gauge", true
 		}
 	}
-	return 0, "", false
+	return out
+}
+
+// headingNames judges one line: what it names if it is refused.
+func headingNames(text string, heading bool, line []unit) (string, bool) {
+	if !heading {
+		text = runes(line)
+	}
+	sq := squashString(text)
+	for _, name := range identityNames {
+		if heading && strings.Contains(sq, name) || !heading && strings.HasPrefix(sq, name) && gaugeRE.MatchString(text) {
+			return name[:len(name)-2] + ".md", true
+		}
+	}
+	if !heading {
+		return "", false
+	}
+	for _, w := range headingWords {
+		if sq == w {
+			return w, true
+		}
+	}
+	if gaugeRE.MatchString(text) {
+		return "the identity block's fill gauge", true
+	}
+	return "", false
 }
 
 // startsWithName reports a line whose first letter is that of an identity

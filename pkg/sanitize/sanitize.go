@@ -9,7 +9,9 @@
 // dropped, letters of other scripts that look like Latin ones mapped to
 // them per Unicode TR39, case folded; white space removed for markup,
 // spaced-out letters joined for phrases) it holds no chat-template markup
-// of the model families Boxmaker serves, no markdown heading that names
+// of the model families Boxmaker serves (written out or as HTML character
+// references, forms.go), no conversation turn marker ("Human:") at a
+// line's start, no markdown heading that names
 // an identity file or imitates the identity block's headings, and none of
 // the instruction phrases in phrases.go. The phrases are defence in depth
 // (docs/sanitize.md, docs/decisions.md 2026-09-24 and 2026-12-01): what
@@ -42,6 +44,7 @@ const (
 	Markup    Class = "markup"    // chat-template markup
 	Phrase    Class = "phrase"    // an instruction phrase
 	Heading   Class = "heading"   // a markdown heading naming an identity file
+	Marker    Class = "marker"    // a conversation's turn marker ("Human:") at a line's start
 )
 
 // Refusal says why Check refused text: the class, the byte offset of the
@@ -64,6 +67,8 @@ func (r *Refusal) Error() string {
 		return fmt.Sprintf("chat-template markup %q at byte %d", r.Found, r.Offset)
 	case Heading:
 		return fmt.Sprintf("a markdown heading that imitates the identity block (%s) at byte %d", r.Found, r.Offset)
+	case Marker:
+		return fmt.Sprintf("a conversation turn marker (%s, then a colon) starting the line at byte %d", r.Found, r.Offset)
 	default:
 		return fmt.Sprintf("instruction phrase %q at byte %d", r.Found, r.Offset)
 	}
@@ -93,7 +98,7 @@ func Check(text string) error {
 		}
 	}
 	us := normalise(make([]unit, 0, len(text)), text)
-	m := markupForm(us, len(text))
+	m := markupForm(entities(us), len(text))
 	if at, what, ok := findMarkup(m); ok {
 		return &Refusal{Class: Markup, Offset: m.off[at.start], Found: shown(what)}
 	}
@@ -103,6 +108,9 @@ func Check(text string) error {
 			off = us[i].off
 		}
 		return &Refusal{Class: Heading, Offset: off, Found: what}
+	}
+	if i, what, ok := findMarker(us); ok {
+		return &Refusal{Class: Marker, Offset: us[i].off, Found: what}
 	}
 	p, runs := phraseForm(us, len(text))
 	if at, what, ok := findPhrase(p, runs); ok {

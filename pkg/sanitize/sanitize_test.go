@@ -90,14 +90,16 @@ func TestRefusalShowsNoMarkup(t *testing.T) {
 
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{"tea", "<|im_start|>", "ignore previous instructions", "\u200b", "\xff", "<｜x｜>",
-		"<tool_\ncall>", "< |im_start| >", "# soul.md", "soul.md\n===", "i g n o r e  p r e v i o u s", "іgnоrе", "𝐈𝐠𝐧𝐨𝐫𝐞", "a b c"} {
+		"<tool_\ncall>", "< |im_start| >", "&lt;|im_start|&gt;", "&#60;think&#62;", "Human: hi", "x\nAssistant: y", "# soul.md", "soul.md\n===", "i g n o r e  p r e v i o u s", "іgnоrе", "𝐈𝐠𝐧𝐨𝐫𝐞", "a b c"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		checkFold(t, s)
 		err := Check(s)
 		if err == nil {
-			if !utf8.ValidString(s) || strings.Contains(strings.ToLower(s), "<|im_start|>") || strings.ContainsRune(s, '\u200b') {
+			low := strings.ToLower(s)
+			if !utf8.ValidString(s) || strings.Contains(low, "<|im_start|>") || strings.Contains(low, "&lt;|im_start|&gt;") || strings.ContainsRune(s, '\u200b') ||
+				strings.HasPrefix(low, "human:") || strings.Contains(low, "\nassistant:") {
 				t.Fatalf("Check(%q) accepted", s)
 			}
 			return

@@ -9,7 +9,11 @@
 // why. Every failure names its runbook entry. Run never edits the server's
 // settings: it reads /props and /slots, counts the baseline's tokens
 // (input_tokens, nothing generated) and sends three short chat requests
-// on the client's slot.
+// on the client's slot. Against a llama-server router whose model is
+// unloaded (an idle router unloads it) Run first has the router load it
+// and waits within the model-load limit, so that a loopd started then
+// comes up; every other request asks with autoload=false, and
+// [Serving], the read-only audit, never loads anything.
 package selftest
 
 import (
@@ -102,7 +106,25 @@ const (
 // loopd's sessions use). A check that depends on an earlier one that
 // failed is reported as failed with the reason.
 func Run(ctx context.Context, c *llama.Client, slot int, exp Expect) Report {
+	loaded, err := c.EnsureLoaded(ctx)
+	if err != nil {
+		anchor, why := "selftest-server", "the server did not answer"
+		if errors.As(err, new(*llama.LoadError)) {
+			anchor, why = "selftest-model-load", "the model is not loaded"
+		}
+		r := Report{Checks: []Check{{Name: CheckServer, Detail: fmt.Sprintf("%v; see docs/runbook.md#%s", err, anchor)}}}
+		for _, n := range []string{CheckContext, CheckSettings, CheckFit, CheckToolCall, CheckCache} {
+			r.Checks = append(r.Checks, Check{Name: n, Detail: "not run: " + why})
+		}
+		return r
+	}
 	r := Serving(ctx, c, slot, exp)
+	switch loaded {
+	case llama.LoadedByUs:
+		r.Checks[0].Detail += "; the router had the model unloaded and loaded it for this self-test"
+	case llama.LoadedByPeer:
+		r.Checks[0].Detail += "; the router was loading the model, and the self-test waited for it"
+	}
 	if !r.Checks[0].OK {
 		for _, n := range []string{CheckFit, CheckToolCall, CheckCache} {
 			r.Checks = append(r.Checks, Check{Name: n, Detail: "not run: the server did not answer"})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/chat"
@@ -161,5 +162,35 @@ func TestFit(t *testing.T) {
 	}
 	if ck := fitCheck(context.Background(), c, need-1, b); ck.OK || !strings.Contains(ck.Detail, "see docs/runbook.md#selftest-fit") {
 		t.Errorf("fit at %d = %+v, want a refusal with its runbook pointer", need-1, ck)
+	}
+}
+
+// TestFromUnloaded: against a router whose model is unloaded (an idle
+// router unloads it), Run has the router load it first and every check
+// passes; Serving, the read-only audit, loads nothing and fails server.
+func TestFromUnloaded(t *testing.T) {
+	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 8192, ChatTemplate: template, LoadTime: 200 * time.Millisecond})
+	srv.Unload()
+	if r := Serving(context.Background(), client(t, srv, 0), 0, Expect{}); r.Checks[0].OK || !strings.Contains(r.Checks[0].Detail, "model is not loaded") {
+		t.Fatalf("Serving against an unloaded model: %+v, want server failed, the model left unloaded", r.Checks[0])
+	}
+	withToolCall(srv)
+	r := Run(context.Background(), client(t, srv, 0), 0, Expect{NCtx: 8192, Slots: 2, TemplateSHA256: templateHash()})
+	if !r.OK() || !strings.Contains(r.Checks[0].Detail, "the router had the model unloaded and loaded it for this self-test") {
+		t.Errorf("Run from unloaded = %+v", r.Checks)
+	}
+}
+
+// TestModelUnknown: a model the router does not have fails server with
+// the model-load runbook entry, and nothing else runs.
+func TestModelUnknown(t *testing.T) {
+	srv := fake.New(t, fake.Options{})
+	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "ornith"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Run(context.Background(), c, 0, Expect{})
+	if r.OK() || len(r.Failed()) != 6 || !strings.HasSuffix(r.Checks[0].Detail, "see docs/runbook.md#selftest-model-load") || !strings.Contains(r.Checks[0].Detail, `no model "ornith"`) {
+		t.Errorf("Run for an unknown model = %+v", r.Checks)
 	}
 }

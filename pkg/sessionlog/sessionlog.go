@@ -75,6 +75,15 @@ type Usage struct {
 	ReasoningTokens int   `json:"reasoning_tokens"`
 	CapFired        bool  `json:"cap_fired"`
 	CacheGap        int   `json:"cache_gap"`
+	// CapAt is the reasoning-token count at which the thinking cap fired
+	// and loopd sent reasoning_end (the cap then in force); absent when it
+	// did not fire. The turn goes on: the server closes the thinking block
+	// and the model answers (Inference contract 8, decision P4).
+	CapAt int `json:"cap_at,omitempty"`
+	// CapRefused says why the reasoning_end request did not take effect
+	// (a transport error, or the server's success:false); absent when the
+	// server accepted it or the cap did not fire.
+	CapRefused string `json:"cap_refused,omitempty"`
 }
 
 // CacheLoss records that the server re-read more than the last token: an

@@ -192,7 +192,7 @@ type StopReason string
 
 // The reasons; the list is append-only.
 const (
-	StopThinkingCap    StopReason = "thinking_cap"    // the turn's thinking budget ran out
+	StopThinkingCap    StopReason = "thinking_cap"    // no longer sent: the cap ends only the thinking; older logs carry it
 	StopToolIterations StopReason = "tool_iterations" // too many model calls in one turn
 	StopRepeatedCall   StopReason = "repeated_call"   // the same tool call again and again
 	StopInterrupted    StopReason = "interrupted"     // loopd stopped mid-turn

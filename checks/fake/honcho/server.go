@@ -34,6 +34,10 @@ type Request struct {
 	Method, Path, RawQuery string
 	Authorized             bool // carried the right key (always true without Options.Key)
 	Body                   []byte
+	// Op is the request's X-Boxmaker-Op header: the operation a
+	// differential test (checks/clients) made it for. Honcho has no
+	// such header; the fake only records it.
+	Op string
 }
 
 // Server is a running fake Honcho.
@@ -59,6 +63,9 @@ type workspace struct {
 type session struct {
 	created time.Time
 	peers   map[string]json.RawMessage // peer -> its SessionPeerConfig as sent
+	// inactive: deleted, its messages kept until [Server.RunDeletions]
+	// (Honcho's queued deletion job; delete.go).
+	inactive bool
 }
 
 type message struct {
@@ -144,6 +151,7 @@ func (s *Server) handler() http.Handler {
 		"POST /v3/workspaces/{w}/sessions/{s}/search":        s.search,
 		"POST /v3/workspaces/{w}/peers/{p}/search":           s.search,
 		"POST /v3/workspaces/{w}/peers/{p}/chat":             s.chat,
+		"DELETE /v3/workspaces/{w}/sessions/{s}":             s.deleteSession,
 	}
 	for pattern, h := range v3 {
 		mux.HandleFunc(pattern, s.wrap(h))
@@ -165,7 +173,7 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request, []byte)) http.H
 		}
 		auth := s.opts.Key == "" || r.Header.Get("Authorization") == "Bearer "+s.opts.Key
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Authorized: auth, Body: body})
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Authorized: auth, Body: body, Op: r.Header.Get("X-Boxmaker-Op")})
 		delay, fail := s.delay, s.failStatus
 		s.mu.Unlock()
 		if delay > 0 {

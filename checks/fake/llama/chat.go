@@ -220,7 +220,11 @@ func (g *generation) generate() {
 // reasoning_budget_tokens ran out (server-common.cpp:1351-1367; 0 ends at
 // once). Both act only inside the thinking block, in state COUNTING
 // (common/reasoning-budget.cpp:291-310), which is why the caller asks only
-// while reasoning tokens remain.
+// while reasoning tokens remain. From the next token the server forces
+// reasoning_budget_message and the end tag, then samples freely, so the
+// model's answer and tool calls follow (forcedEnd); the same code at
+// llama.cpp 1425386fd: server-context.cpp:2426-2458,
+// common/reasoning-budget.cpp:117-123, 143-163, 251-270.
 func (g *generation) endReasoning(i int) bool {
 	if g.req.budgetTokens >= 0 && i >= g.req.budgetTokens {
 		return true

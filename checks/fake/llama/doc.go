@@ -25,7 +25,8 @@
 //
 // The fake is one model behind llama-server's router (the deployment), so
 // POST bodies must name the model and a request for an unloaded model
-// blocks until the model has loaded. Behind that it behaves like a
+// blocks until the model has loaded; the router's GET /models (each
+// model's status) and POST /models/load are served too (models.go). Behind that it behaves like a
 // single-model child with [Options.Slots] slots of [Options.NCtx] tokens:
 //
 //   - Rendering: the prompt of a chat request is a pure function of its

@@ -134,6 +134,9 @@ func New(t testing.TB, opts Options) *Server {
 	mux.HandleFunc("GET /props", s.handleProps)
 	mux.HandleFunc("GET /slots", s.handleSlots)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("GET /models", s.handleModels) // models.go
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("POST /models/load", s.handleModelsLoad)
 	s.hs = httptest.NewServer(mux)
 	t.Cleanup(func() {
 		s.stop()

@@ -216,32 +216,41 @@ func (s *Server) Unload() {
 // (server-models.cpp:1369-1487).
 func (s *Server) waitLoaded(ctx context.Context) error {
 	for {
-		s.mu.Lock()
-		if s.loaded {
-			s.mu.Unlock()
+		ch := s.startLoad()
+		if ch == nil {
 			return nil
 		}
-		if s.loading == nil {
-			ch := make(chan struct{})
-			s.loading = ch
-			time.AfterFunc(s.opts.LoadTime, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				// An Unload during the load starts it over.
-				if s.loading == ch {
-					s.loaded, s.loading = true, nil
-				}
-				close(ch)
-			})
-		}
-		ch := s.loading
-		s.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// startLoad starts loading the model unless it is loaded or loading, and
+// returns the channel closed when the load under way ends, or nil when the
+// model is loaded. The load takes Options.LoadTime.
+func (s *Server) startLoad() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loaded {
+		return nil
+	}
+	if s.loading == nil {
+		ch := make(chan struct{})
+		s.loading = ch
+		time.AfterFunc(s.opts.LoadTime, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			// An Unload during the load starts it over.
+			if s.loading == ch {
+				s.loaded, s.loading = true, nil
+			}
+			close(ch)
+		})
+	}
+	return s.loading
 }
 
 type nextTokenJSON struct {

@@ -80,6 +80,7 @@ type User struct {
 	Username string
 	IsBot    bool
 	Token    string
+	Created  int64 // ms epoch
 }
 
 // Channel is the fake's channel.
@@ -88,6 +89,7 @@ type Channel struct {
 	Type    string // O, P, D, G (model/channel.go)
 	Name    string
 	Members map[string]bool
+	Created int64 // ms epoch
 }
 
 // Server is a fake Mattermost on an httptest server. Its methods are safe
@@ -107,9 +109,9 @@ type Server struct {
 	fail     int              // requests still to fail with 500
 	failWhen func(method, path string) bool
 	typing   []Typing
-	requests []string // "METHOD path" of every API request
-	replays  int      // reconnects that replayed at least one dead-queue event
-	stalled  bool     // frames are numbered but not carried (Stall), until Drop
+	requests []Request // every request, in order (record.go)
+	replays  int       // reconnects that replayed at least one dead-queue event
+	stalled  bool      // frames are numbered but not carried (Stall), until Drop
 }
 
 // Typing is one typing request the fake received.
@@ -167,7 +169,7 @@ func (s *Server) now() int64 {
 func (s *Server) AddUser(username string, bot bool) User {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := &User{ID: newID(), Username: username, IsBot: bot, Token: newID()}
+	u := &User{ID: newID(), Username: username, IsBot: bot, Token: newID(), Created: time.Now().UnixMilli()}
 	s.users[u.ID] = u
 	s.tokens[u.Token] = u.ID
 	return *u
@@ -177,7 +179,7 @@ func (s *Server) AddUser(username string, bot bool) User {
 func (s *Server) AddChannel(typ, name string, members ...string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &Channel{ID: newID(), Type: typ, Name: name, Members: map[string]bool{}}
+	c := &Channel{ID: newID(), Type: typ, Name: name, Members: map[string]bool{}, Created: time.Now().UnixMilli()}
 	for _, m := range members {
 		c.Members[m] = true
 	}
@@ -203,7 +205,7 @@ func (s *Server) direct(a, b string) *Channel {
 			return c
 		}
 	}
-	c := &Channel{ID: newID(), Type: "D", Name: name, Members: map[string]bool{a: true, b: true}}
+	c := &Channel{ID: newID(), Type: "D", Name: name, Members: map[string]bool{a: true, b: true}, Created: time.Now().UnixMilli()}
 	s.channels[c.ID] = c
 	return c
 }

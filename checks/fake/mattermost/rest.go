@@ -67,8 +67,8 @@ func writeAppError(w http.ResponseWriter, e *appError) {
 // api.context.session_expired.app_error).
 func (s *Server) api(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		s.record(r)
 		s.mu.Lock()
-		s.requests = append(s.requests, r.Method+" "+r.URL.Path)
 		limited := s.throttle > 0
 		if limited {
 			s.throttle--
@@ -123,11 +123,26 @@ func readJSON(r *http.Request, v any) error {
 	return nil
 }
 
+// getMe is api4/user.go getUser for "me": model.User's JSON
+// (server/public/model/user.go) after SanitizeProfile, with the tags'
+// omitempty honoured: is_bot and bot_description only for a bot,
+// password, auth_data, mfa_secret, last_password_update,
+// last_picture_update, failed_attempts, mfa_active, last_activity_at,
+// terms_of_service_* absent when empty (fake: the account has none of
+// them set, and no notify_props: reference silent on a bot's defaults).
 func (s *Server) getMe(user string, _ *http.Request) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u := s.users[user]
-	return 200, map[string]any{"id": u.ID, "username": u.Username, "is_bot": u.IsBot, "roles": "system_user"}, nil
+	out := map[string]any{"id": u.ID, "create_at": u.Created, "update_at": u.Created, "delete_at": 0,
+		"username": u.Username, "auth_service": "", "email": u.Username + "@localhost", "nickname": "",
+		"first_name": "", "last_name": "", "position": "", "roles": "system_user", "locale": "en",
+		"timezone":              map[string]string{"automaticTimezone": "", "manualTimezone": "", "useAutomaticTimezone": "true"},
+		"disable_welcome_email": false}
+	if u.IsBot {
+		out["is_bot"] = true
+	}
+	return 200, out, nil
 }
 
 // postCreate is api4/post.go createPost: 201 with the post.
@@ -250,21 +265,36 @@ func (s *Server) getThread(user string, r *http.Request) (int, any, error) {
 	return 200, snap(list(ps)), nil
 }
 
-// getChannelPosts is api4/post.go getPostsForChannel with since:
-// store/sqlstore/post_store.go GetPostsSince (collapsed threads off)
-// returns the channel's posts whose UpdateAt is after since, deleted
-// ones included, plus (the query's UNION) the roots of those that are
-// replies, at most 1000. page/before/after are not modelled.
+// getChannelPosts is api4/post.go getPostsForChannel. A since that is
+// not a number is 400 (SetInvalidParam); a since above 0 is
+// store/sqlstore/post_store.go GetPostsSince (collapsed threads off):
+// the channel's posts whose UpdateAt is after since, deleted ones
+// included, plus (the query's UNION) the roots of those that are
+// replies, at most 1000. Without since, or with since 0 or below, the
+// server pages instead (GetPostsPage): the channel's posts that are not
+// deleted, newest first, per_page of them (web/params.go: default 60,
+// at most 200) from page (default 0) (see getChannelPage). before and
+// after are not modelled and are refused here rather than ignored.
 func (s *Server) getChannelPosts(user string, r *http.Request) (int, any, error) {
-	since, err := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
-	if err != nil {
-		return 0, nil, newAppError(400, "api.context.invalid_url_param.app_error", "Invalid or missing since parameter in request URL.")
+	q := r.URL.Query()
+	var since int64
+	if v := q.Get("since"); v != "" {
+		var err error
+		if since, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return 0, nil, newAppError(400, "api.context.invalid_url_param.app_error", "Invalid or missing since parameter in request URL.")
+		}
+	}
+	if q.Get("before") != "" || q.Get("after") != "" {
+		return 0, nil, newAppError(501, "fake.not_modelled", "before and after are not modelled by the fake")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ch, ok := s.channels[r.PathValue("id")]
 	if !ok || !ch.Members[user] {
 		return 0, nil, newAppError(403, "api.context.permissions.app_error", "You do not have the appropriate permissions.")
+	}
+	if since <= 0 {
+		return s.getChannelPage(ch, q)
 	}
 	var ps []*Post
 	in := map[string]bool{}
@@ -304,7 +334,20 @@ func (s *Server) postDirect(user string, r *http.Request) (int, any, error) {
 		}
 	}
 	c := s.direct(ids[0], ids[1])
-	return 201, map[string]any{"id": c.ID, "type": c.Type, "name": c.Name, "team_id": ""}, nil
+	return 201, channelJSON(c), nil
+}
+
+// channelJSON is model.Channel's JSON (server/public/model/channel.go):
+// every field without omitempty is sent; scheme_id, group_constrained,
+// shared and policy_id are pointers, null when unset; a direct channel
+// has no team and an empty display name (app/channel.go
+// createDirectChannel).
+func channelJSON(c *Channel) map[string]any {
+	return map[string]any{"id": c.ID, "create_at": c.Created, "update_at": c.Created, "delete_at": 0,
+		"team_id": "", "type": c.Type, "display_name": "", "name": c.Name, "header": "", "purpose": "",
+		"last_post_at": 0, "total_msg_count": 0, "extra_update_at": 0, "creator_id": "", "scheme_id": nil,
+		"props": nil, "group_constrained": nil, "shared": nil, "total_msg_count_root": 0, "policy_id": nil,
+		"last_root_post_at": 0}
 }
 
 // postTyping is api4/user.go publishUserTyping: the path user must be

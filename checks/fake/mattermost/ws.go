@@ -23,6 +23,8 @@ type event struct {
 	Data      map[string]any `json:"data"`
 	Broadcast broadcast      `json:"broadcast"`
 	Seq       int64          `json:"seq"`
+
+	reply []byte // a response to a request (wsapi.go): sent as is, no seq
 }
 
 // broadcast is model.WebsocketBroadcast's JSON.
@@ -187,15 +189,21 @@ func (s *Server) Connections() int {
 }
 
 // websocket is api4/websocket.go connectWebSocket with the hub's
-// registration (platform/web_hub.go, web_conn.go). The fake accepts
-// header authentication only (the reference's challenge path is not
-// modelled) and answers 401 without it.
+// registration (platform/web_hub.go, web_conn.go). A token that names
+// no session is refused with 401 before the upgrade (web/handlers.go);
+// with no token at all the socket is upgraded and must authenticate
+// with an authentication_challenge (wsapi.go), and then, having had no
+// session at the upgrade, it always gets a new connection id and a
+// hello (connectWebSocket ignores connection_id without a session).
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
+	s.record(r)
 	user := s.auth(r)
-	if user == "" {
+	auth := authKind(r)
+	if user == "" && token(r) != "" {
 		writeAppError(w, newAppError(401, "api.context.session_expired.app_error", "Invalid or expired session, please login again."))
 		return
 	}
+	op := r.Header.Get(OpHeader)
 	q := r.URL.Query()
 	connID := q.Get("connection_id")
 	seq := int64(-1)
@@ -207,6 +215,13 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
+	}
+	var challengeSeq int64
+	if user == "" {
+		if user, challengeSeq = s.challenge(ws, op); user == "" {
+			return
+		}
+		connID, auth = "", "challenge"
 	}
 	if connID != "" && seq < 0 {
 		// api4/websocket.go: connection_id without a valid
@@ -255,19 +270,20 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request) {
 		c.queue = []event{hello(c.id, user)}
 		s.conns[c.id] = c
 	}
+	if challengeSeq > 0 {
+		// websocket_router.go: HubRegister (the hello), then the reply.
+		b, _ := json.Marshal(wsResponse{Status: "OK", SeqReply: challengeSeq})
+		c.queue = append(c.queue, event{reply: b})
+	}
 	c.ws = ws
 	c.gen++
 	gen := c.gen
 	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	go s.write(ctx, c, ws, gen)
-	// Read until the client goes (control frames are answered by the
-	// library while reading); gatewayd sends no requests.
-	for {
-		if _, _, err := ws.Read(ctx); err != nil {
-			break
-		}
-	}
+	// Read the client's requests until it goes (control frames are
+	// answered by the library while reading); gatewayd sends none.
+	s.actions(ctx, c, ws, op, auth)
 	cancel()
 	s.detach(c, gen)
 }
@@ -296,6 +312,8 @@ func (s *Server) write(ctx context.Context, c *conn, ws *websocket.Conn, gen int
 		switch {
 		case len(c.replay) > 0:
 			e, c.replay = c.replay[0], c.replay[1:]
+		case len(c.queue) > 0 && c.queue[0].reply != nil:
+			e, c.queue = c.queue[0], c.queue[1:]
 		case len(c.queue) > 0:
 			e, c.queue = c.queue[0], c.queue[1:]
 			e.Seq = c.seq
@@ -318,7 +336,10 @@ func (s *Server) write(ctx context.Context, c *conn, ws *websocket.Conn, gen int
 		if stalled {
 			continue // lost in flight (Stall)
 		}
-		b, _ := json.Marshal(e)
+		b := e.reply
+		if b == nil {
+			b, _ = json.Marshal(e)
+		}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second) // writeWaitTime
 		err := ws.Write(wctx, websocket.MessageText, b)
 		cancel()

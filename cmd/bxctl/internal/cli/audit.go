@@ -32,8 +32,8 @@ func runAudit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("audit verify", stderr)
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bxctl audit verify [--anchors FILE] DIR")
-		fmt.Fprintln(stderr, "Checks the hash chain of the audit log in DIR (brokerd's state/audit), its end against brokerd's head record (DIR.head) and your anchors, and the consult log beside it (DIR/../consult, DIR/../consult.head) the same way, without writing.")
+		fmt.Fprintln(fs.Output(), "usage: bxctl audit verify [--anchors FILE] DIR")
+		fmt.Fprintln(fs.Output(), "Checks the hash chain of the audit log in DIR (brokerd's state/audit), its end against brokerd's head record (DIR.head) and your anchors, and the consult log beside it (DIR/../consult, DIR/../consult.head) the same way, without writing.")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return ExitUsage

@@ -126,8 +126,8 @@ func runAuditAnchor(args []string, stdout, stderr io.Writer) int {
 	fs := flags("audit anchor", stderr)
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, use)
-		fmt.Fprintln(stderr, "Records the verified end of the audit log in DIR, and of the consult log beside it, in your anchors file, which audit verify then checks.")
+		fmt.Fprintln(fs.Output(), use)
+		fmt.Fprintln(fs.Output(), "Records the verified end of the audit log in DIR, and of the consult log beside it, in your anchors file, which audit verify then checks.")
 	}
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage

@@ -8,7 +8,10 @@
 // (package install) deploys them as systemd units.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
-// something failed or was refused; 2 usage error. `bxctl doctor` has
+// something failed or was refused; 2 usage error. -h, -help or --help
+// anywhere on a command's line prints its usage on stdout and exits 0,
+// and nothing else on the line is acted on; a command with subcommands
+// ([subcommands]) refuses one it does not have. `bxctl doctor` has
 // its own (package doctor): 0 clean, 1 warnings, 2 problems, 3 it could
 // not run.
 package cli
@@ -20,7 +23,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -36,14 +41,24 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
+// subcommands are each command's subcommands, for those that have any:
+// a first argument that is not a flag must be one of them (a map of its
+// own, so the command table's rows stay two values).
+var subcommands = map[string][]string{
+	"audit":  {"verify", "anchor"},
+	"grants": {"check"},
+	"memory": {"status", "resync", "log", "undo", "check", "review"},
+}
+
 var commands = map[string]command{
 	"approvals":     {"list the tool calls waiting for your approval", runApprovals},
-	"approve":       {"approve a waiting tool call by its id", runApprove},
+	"approve":       {"approve a waiting tool call by its id (--session: and the same call for the rest of the session)", runApprove},
+	"allowances":    {"list the live session allowances, or revoke one (revoke ID)", runAllowances},
 	"refuse":        {"refuse a waiting tool call by its id", runRefuse},
 	"deny":          {"another name for refuse", runRefuse},
 	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
 	"selftest":      {"check a llama-server against the inference contract", runSelftest},
-	"grants":        {"check a grant directory offline", runGrants},
+	"grants":        {"check a grant directory offline; list, apply or drop grant proposals", runGrants},
 	"up":            {"run the local stack from a state directory", runUp},
 	"chat":          {"talk to Boxmaker from the terminal", runChat},
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},
@@ -64,11 +79,12 @@ var commands = map[string]command{
 // Main runs bxctl with args (without the program name) and returns the
 // exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		usage(stdout)
 		return ExitOK
 	}
 	cmd, ok := commands[args[0]]
@@ -79,7 +95,81 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	rest, subs := args[1:], subcommands[args[0]]
+	sub := ""
+	if len(subs) > 0 && len(rest) > 0 && !isFlag(rest[0]) {
+		if sub = rest[0]; !slices.Contains(subs, sub) {
+			fmt.Fprintf(stderr, "bxctl %s: unknown subcommand %q (one of: %s)\n%s", args[0], sub, strings.Join(subs, ", "), subUsage(args[0], subs))
+			return ExitUsage
+		}
+	}
+	if !wantsHelp(rest) {
+		return cmd.run(ctx, rest, stdout, stderr)
+	}
+	// Only the usage, on stdout: nothing else on the line is acted on
+	// (`--state --help` names no state directory).
+	if len(subs) > 0 && sub == "" {
+		fmt.Fprintf(stdout, "%s%s\nRun bxctl %s <subcommand> -h for its flags.\n", subUsage(args[0], subs), cmd.summary, args[0])
+		return ExitOK
+	}
+	h := []string{"-h"}
+	if sub != "" {
+		h = []string{sub, "-h"}
+	}
+	out := &helpOut{w: stdout}
+	// What a command says on stderr after its flag set printed the usage
+	// (its own one-line usage, a refusal of the missing arguments) is not
+	// for someone who asked for help: only the usage is shown.
+	code := cmd.run(ctx, h, stdout, &helpErr{Writer: io.Discard, out: out})
+	if out.shown {
+		return ExitOK
+	}
+	return code
+}
+
+// subUsage is a parent's usage line: each of its subcommands.
+func subUsage(name string, subs []string) string {
+	lines := make([]string, len(subs))
+	for i, s := range subs {
+		lines[i] = "bxctl " + name + " " + s + " ..."
+	}
+	return "usage: " + strings.Join(lines, " | ") + "\n"
+}
+
+// isFlag reports an argument that is a flag, not a word.
+func isFlag(a string) bool { return strings.HasPrefix(a, "-") }
+
+// wantsHelp reports -h, -help or --help among the flags (before "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// helpErr is the stderr a command gets when help was asked for: errors
+// still go to stderr, and a flag set made from it ([flags]) prints its
+// usage to out, stdout.
+type helpErr struct {
+	io.Writer
+	out *helpOut
+}
+
+// helpOut is stdout for a flag set's usage; shown records that one was
+// printed.
+type helpOut struct {
+	w     io.Writer
+	shown bool
+}
+
+func (h *helpOut) Write(p []byte) (int, error) {
+	h.shown = true
+	return h.w.Write(p)
 }
 
 func usage(w io.Writer) {
@@ -100,5 +190,8 @@ func usage(w io.Writer) {
 func flags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("bxctl "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if h, ok := stderr.(*helpErr); ok {
+		fs.SetOutput(h.out) // -h: the usage goes to stdout
+	}
 	return fs
 }

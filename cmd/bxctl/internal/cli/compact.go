@@ -17,7 +17,7 @@ import (
 // and the summary it starts from, escaped (it is model text).
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("compact", stderr)
-	stateFlag := fs.String("state", "", "Boxmaker's state `DIR` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "Boxmaker's state `DIR` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}

@@ -19,6 +19,7 @@ import (
 // consult is named by toolset's constant: tool names are spelled once.
 func init() {
 	commands[toolset.Consult] = command{"print the outbound consult log: every payload sent to a remote model, and its answer", runConsult}
+	subcommands[toolset.Consult] = []string{"log"}
 }
 
 // runConsult is `bxctl consult log STATE`: every record of the outbound
@@ -32,12 +33,23 @@ func init() {
 // the file deleted, lines added) is printed whole, the head's problem
 // named after it, and the exit is 1.
 func runConsult(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) != 2 || args[0] != "log" {
-		fmt.Fprintln(stderr, "usage: bxctl consult log STATE")
-		fmt.Fprintln(stderr, "Prints brokerd's outbound consult log (STATE/"+layout.ConsultLog.Path+"/"+consultlog.FileName+"): every payload sent to a remote model, in full, and its answer.")
+	set := flags("consult log", stderr)
+	set.Usage = func() {
+		fmt.Fprintln(set.Output(), "usage: bxctl consult log STATE")
+		fmt.Fprintln(set.Output(), "Prints brokerd's outbound consult log (STATE/"+layout.ConsultLog.Path+"/"+consultlog.FileName+"): every payload sent to a remote model, in full, and its answer.")
+	}
+	if len(args) == 0 || args[0] != "log" {
+		set.Usage()
 		return ExitUsage
 	}
-	state := args[1]
+	if err := set.Parse(args[1:]); err != nil {
+		return ExitUsage
+	}
+	if set.NArg() != 1 {
+		set.Usage()
+		return ExitUsage
+	}
+	state := set.Arg(0)
 	dir := layout.ConsultLog.In(state)
 	path := filepath.Join(dir, consultlog.FileName)
 	e := consultlog.VerifyEnd(dir, layout.Audit.In(state), nil)

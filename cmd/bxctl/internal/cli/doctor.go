@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -16,12 +18,14 @@ import (
 // flag included, so that 2 always means problems found).
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("doctor", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	probe := fs.Duration("probe-timeout", doctor.DefaultProbe, "bound on each probe of Podman and llama-server")
 	total := fs.Duration("timeout", doctor.DefaultTotal, "bound on the whole audit")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 || *probe <= 0 || *total <= 0 {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return ExitUsage // the usage is printed; bxctl -h exits 0
+	} else if err != nil || fs.NArg() > 0 || *probe <= 0 || *total <= 0 {
 		fmt.Fprintln(stderr, "usage: bxctl doctor [--state DIR] [--json] [--anchors FILE] [--probe-timeout D] [--timeout D]")
 		return doctor.ExitBroken
 	}

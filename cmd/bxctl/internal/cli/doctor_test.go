@@ -255,6 +255,7 @@ func TestDoctorCleanInstallation(t *testing.T) {
 // installation; doctor must name it by its id, with its runbook pointer,
 // at its severity, and exit as that severity says.
 func TestDoctorPlanted(t *testing.T) {
+	needRoot(t)
 	for _, tt := range []struct {
 		name   string
 		podman *podmanInfo // the Podman service's answer; nil: goodPodman
@@ -316,13 +317,14 @@ func TestDoctorPlanted(t *testing.T) {
 			p := filepath.Join(in.state, "..", "token")
 			os.WriteFile(p, []byte("t"), 0o644)
 			chmod(t, p, 0o644)
-			in.edit(t, "gatewayd", appendTo(fmt.Sprintf("url = \"https://chat.example.ts.net\"\ntoken = %q\n", "file:"+filepath.Clean(p))))
+			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "https://chat.example.ts.net", "file:"+filepath.Clean(p))))
 		}},
-		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `memoryd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
-			in.edit(t, "memoryd", prepend(`honcho_url = "https://honcho.example.com"`))
+		// brokerd.toml: doctor still decodes it itself (memoryd's loader would refuse the key first).
+		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `brokerd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
+			in.edit(t, "brokerd", prepend(`honcho_url = "https://honcho.example.com"`))
 		}},
 		{name: "Mattermost in clear", id: "doctor-egress", sev: doctor.Warn, says: "plain HTTP off this host", plant: func(t *testing.T, in *installation) {
-			in.edit(t, "gatewayd", appendTo("url = \"http://chat.example.com\"\ntoken = \"credential:mattermost-token\"\n"))
+			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "http://chat.example.com", "credential:mattermost-token")))
 		}},
 		{name: "no Podman service", id: "doctor-podman", sev: doctor.Problem, says: "did not answer GET /info", plant: func(t *testing.T, in *installation) {
 			os.Remove(layout.PodmanRun.SocketIn(in.state))
@@ -431,25 +433,6 @@ func (in *installation) grant(t *testing.T, name, body string) string {
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o640))
 	in.own(t, p, layout.Owner, layout.Brokerd, 0o640)
 	return p
-}
-
-func chmod(t *testing.T, p string, mode os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeIdentity(t *testing.T, in *installation, name, text string) {
-	t.Helper()
-	dir := layout.Memory.In(in.state)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	in.own(t, filepath.Join(dir, name), layout.Memoryd, layout.Memoryd, 0o600)
 }
 
 // TestDoctorUnansweringServices: a Podman service and a llama-server that

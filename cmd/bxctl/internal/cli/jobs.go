@@ -16,7 +16,7 @@ import (
 // wrote is escaped like every other text bxctl prints.
 func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("jobs", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return ExitUsage
 	}

@@ -13,11 +13,16 @@ const (
 )
 
 // resolveState resolves --state: the flag, else $BOXMAKER_STATE, else
-// ./.boxmaker, made absolute (configs hold absolute paths).
+// DevRoot/state as root (where the role users can reach it, wherever the
+// clone is), else ./.boxmaker, made absolute (configs hold absolute
+// paths).
 func resolveState(flagValue string) (string, error) {
 	d := flagValue
 	if d == "" {
 		d = os.Getenv(stateEnv)
+	}
+	if d == "" && os.Geteuid() == 0 {
+		d = filepath.Join(DevRoot, "state")
 	}
 	if d == "" {
 		d = defaultState

@@ -34,7 +34,7 @@ type role struct {
 // or when any of them stops.
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("up", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	llamaAddr := fs.String("llama", "127.0.0.1:8080", "llama-server's `host:port`")
 	model := fs.String("model", "", "model `name` for loopd's first config (default: what the server reports)")
 	binDir := fs.String("bin", "", "`directory` holding the role binaries (default: bxctl's own)")
@@ -76,6 +76,13 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		c.Close()
 	}
+	if state == filepath.Join(DevRoot, "state") && os.Geteuid() == 0 {
+		// The default as root: its parent must let the role users pass.
+		if err := rootDir(DevRoot); err != nil {
+			fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+			return ExitFailed
+		}
+	}
 	if err := makeState(ctx, state, *llamaAddr, *model, *toolImage); err != nil {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
@@ -90,6 +97,10 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	pr, err := podmanRole(state, *podman)
 	if err != nil {
+		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
+		return ExitFailed
+	}
+	if bin, err = roleBinaries(bin, *binDir != "", []string{"inferproxy", "memoryd", "brokerd", "loopd", "gatewayd"}, stdout); err != nil {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}
@@ -173,15 +184,19 @@ func makeState(ctx context.Context, state, llamaAddr, model, toolImage string) e
 			model = "default"
 		}
 	}
+	users, err := layout.LoadUsers(state)
+	if err != nil {
+		return err
+	}
 	p := layout.Params{State: state, Llama: llamaAddr, Model: model, ToolImage: toolImage}
+	if !users.Single() {
+		owner := users.Of(layout.Owner).UID
+		p.OwnerUID = &owner
+	}
 	for _, c := range layout.FirstConfigs {
 		if err := writeNew(c.Path(state), c.Text(p), 0o600); err != nil {
 			return err
 		}
-	}
-	users, err := layout.LoadUsers(state)
-	if err != nil {
-		return err
 	}
 	if err := layout.Make(state, users); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -97,6 +98,15 @@ func TestMakeStateIsTheTable(t *testing.T) {
 	}
 	if ps := layout.Verify(state, users); len(ps) != 0 {
 		t.Errorf("bxctl up made a state directory the table does not describe: %v", ps)
+	}
+	// As root (a user per role) both owner_uid keys name the owner: no
+	// grant or job file a role's uid wrote is believed.
+	for _, role := range []string{"loopd", "brokerd"} {
+		b, _ := os.ReadFile(layout.ConfigPath(state, role))
+		has := strings.Contains(string(b), fmt.Sprintf("\nowner_uid = %d\n", users.Of(layout.Owner).UID))
+		if has == users.Single() {
+			t.Errorf("%s.toml (one user: %v) has owner_uid %v:\n%s", role, users.Single(), has, b)
+		}
 	}
 	for _, e := range layout.Table {
 		if _, err := os.Lstat(e.In(state)); e.Up && err != nil {

@@ -20,6 +20,7 @@ var Destinations = []Destination{
 	{Role: "inferproxy", File: "inferproxy.toml", Key: "upstream", What: "llama-server"},
 	{Role: "gatewayd", File: "gatewayd.toml", Key: "url", What: "the Mattermost server"},
 	{Role: "brokerd", File: "brokerd.toml", Key: "consult.endpoint", What: "the consult endpoint"},
+	{Role: "memoryd", File: "memoryd.toml", Key: "honcho.url", What: "Honcho, the fleet memory"},
 }
 
 // Destination is one config key that names where a role connects.

@@ -75,8 +75,11 @@ func (a *auditor) secrets(in *install) {
 			refs["brokerd.toml [secrets] "+name] = r
 		}
 	}
-	if in.gateway != nil && in.gateway.Token != "" {
-		refs["gatewayd.toml token"] = in.gateway.Token
+	if in.gateway != nil && in.gateway.Token.Backend() != 0 {
+		refs["gatewayd.toml token"] = in.gateway.Token.String()
+	}
+	if s, ok := in.mem.Fleet(); ok && s.HasKey() {
+		refs["memoryd.toml honcho.key"] = s.Key.String()
 	}
 	where := make([]string, 0, len(refs))
 	for w := range refs {

@@ -14,19 +14,20 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/config"
 	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
+	"wntrmute.dev/boxmaker/pkg/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
 )
 
-// The role configs are each role's own (cmd/<role>/internal, which bxctl
-// cannot import), so doctor reads only the keys it audits, as bxctl up
-// reads podman_socket; each daemon checks its whole file strictly when it
-// starts. A key doctor does not know is not an error here: the daemon
-// refuses it, and doctor-egress looks at every value for addresses.
-
-type inferCfg struct {
-	SocketDir string   `toml:"socket_dir"`
-	AllowUIDs []uint32 `toml:"allow_uids"`
-	Upstream  string   `toml:"upstream"`
-}
+// Each role's config is judged by that role's own loader (package
+// roleconf/<role>: the code the daemon runs at start), so a config the
+// daemon refuses is a doctor-config problem, never "ok". brokerd's and
+// loopd's loaders are still their own (brokerd's [runner] is the Podman
+// runner's type, loopd's spans its turn and jobs packages): for those
+// two doctor reads only the keys it audits, and the daemon checks its
+// whole file strictly when it starts. A key doctor does not know is not
+// an error there: the daemon refuses it, and doctor-egress looks at
+// every value for addresses.
 
 type loopCfg struct {
 	StateDir  string   `toml:"state_dir"`
@@ -57,35 +58,22 @@ type brokerCfg struct {
 	Secrets map[string]string `toml:"secrets"`
 }
 
-type memCfg struct {
-	StateDir         string   `toml:"state_dir"`
-	MemoryAllowUIDs  []uint32 `toml:"memory_allow_uids"`
-	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
-	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
-	GateListenerUIDs []uint32 `toml:"gate_listener_uids"`
-}
-
-type gatewayCfg struct {
-	URL       string   `toml:"url"`
-	Token     string   `toml:"token"`
-	AllowUIDs []uint32 `toml:"allow_uids"`
-}
-
-// roleConfig is one config file doctor reads.
+// roleConfig is one config file doctor reads: parse is the role's own
+// loader's (its checks included), or a decode of the keys doctor audits.
 type roleConfig struct {
 	role     string
 	optional bool // gatewayd's: bxctl up never writes one
-	into     any
+	parse    func(data []byte, name string) error
 }
 
 // install is what doctor read of an installation.
 type install struct {
 	state   string
-	infer   inferCfg
+	infer   inferproxy.Config
 	loop    loopCfg
 	broker  brokerCfg
-	mem     memCfg
-	gateway *gatewayCfg // nil: no gatewayd.toml
+	mem     memoryd.Config
+	gateway *gatewayd.Config // nil: no gatewayd.toml, or one its loader refused
 	// raw is each config read, decoded without a schema (doctor-egress).
 	raw map[string]map[string]any
 	// bad is each config that could not be read, and why.
@@ -108,10 +96,21 @@ func readInstall(state string) (*install, error) {
 		return nil, fmt.Errorf("doctor: %s is not a directory", state)
 	}
 	in := &install{state: state, raw: map[string]map[string]any{}, bad: map[string]error{}}
-	gw := &gatewayCfg{}
+	shadow := func(into any) func([]byte, string) error {
+		return func(data []byte, _ string) error { _, err := toml.Decode(string(data), into); return err }
+	}
 	for _, c := range []roleConfig{
-		{"inferproxy", false, &in.infer}, {"loopd", false, &in.loop}, {"brokerd", false, &in.broker},
-		{"memoryd", false, &in.mem}, {"gatewayd", true, gw},
+		{"inferproxy", false, func(data []byte, name string) (err error) { in.infer, err = inferproxy.Parse(data, name); return err }},
+		{"loopd", false, shadow(&in.loop)},
+		{"brokerd", false, shadow(&in.broker)},
+		{"memoryd", false, func(data []byte, name string) (err error) { in.mem, err = memoryd.Parse(data, name); return err }},
+		{"gatewayd", true, func(data []byte, name string) error {
+			gw, err := gatewayd.Parse(data, name)
+			if err == nil {
+				in.gateway = &gw
+			}
+			return err
+		}},
 	} {
 		path := layout.ConfigPath(state, c.role)
 		data, err := readCapped(path, config.MaxSize)
@@ -120,20 +119,20 @@ func readInstall(state string) (*install, error) {
 			continue
 		}
 		if err == nil {
-			err = decode(data, c.into, in, c.role)
+			err = decode(data, c.parse, in, c.role, path)
 		}
 		if err != nil {
 			in.bad[c.role] = err
 		}
 	}
-	if _, ok := in.raw["gatewayd"]; ok {
-		in.gateway = gw
-	}
 	return in, nil
 }
 
-func decode(data []byte, into any, in *install, role string) error {
-	if _, err := toml.Decode(string(data), into); err != nil {
+// decode runs the role's parse over data and, if it accepts, keeps the
+// schemaless decode for doctor-egress; a refused config is recorded
+// only as bad, so no check reads half of it.
+func decode(data []byte, parse func([]byte, string) error, in *install, role, path string) error {
+	if err := parse(data, path); err != nil {
 		return err
 	}
 	var raw map[string]any

@@ -18,7 +18,6 @@ import (
 // listener's own user: the single-user mode of bxctl up run as a normal
 // user, reported as such.
 func (a *auditor) roleUIDs(in *install) {
-	type naming struct{ role, key string }
 	named := map[uint32][]naming{}
 	add := func(roles, key string, uids []uint32) {
 		for _, u := range uids {
@@ -72,7 +71,7 @@ func (a *auditor) roleUIDs(in *install) {
 	slices.Sort(uids)
 	var problems []string
 	for _, u := range uids {
-		if u == 0 {
+		if u == 0 && !ownerOnly(named[u]) {
 			problems = append(problems, fmt.Sprintf("uid 0 is named by %s: no role runs as root", keys(named[u], func(n naming) string { return n.key })))
 			continue
 		}
@@ -90,6 +89,21 @@ func (a *auditor) roleUIDs(in *install) {
 		return
 	}
 	a.add("doctor-role-uids", OK, "%d uids named in config/users.toml and the allow lists, each for one role", len(uids))
+}
+
+// naming is one config key naming a uid for a role.
+type naming struct{ role, key string }
+
+// ownerOnly is whether every naming is the owner's (loop.sock's list
+// may mean the owner): the owner may be root (bxctl up as root), no role
+// may.
+func ownerOnly(ns []naming) bool {
+	for _, n := range ns {
+		if n.role != "owner" && n.role != "gatewayd|owner" {
+			return false
+		}
+	}
+	return true
 }
 
 // compatible is whether the roles one uid is named for can be one role:

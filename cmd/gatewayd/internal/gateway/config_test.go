@@ -12,7 +12,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/gatewayd.toml: %v", err)
 	}
-	if c.MaxApprovalParts != 4 || c.Token.String() != "credential:mattermost-token" || len(c.approvers()) != 1 {
+	if c.MaxApprovalParts != 4 || c.Token.String() != "credential:mattermost-token" || len(c.Approvers()) != 1 {
 		t.Errorf("example = %+v", c)
 	}
 }

@@ -167,7 +167,7 @@ func jobOf(id string) (string, bool) {
 // approver whose direct messages gatewayd hears, opened by a post naming
 // the job, so the approval is answered there like any other.
 func (g *Gateway) jobApproval(ctx context.Context, call wire.PendingCall, code, job string) (*approval, *wire.Error) {
-	for _, u := range g.cfg.approvers() {
+	for _, u := range g.cfg.Approvers() {
 		ch, err := g.mm.DirectChannel(ctx, g.me.ID, u)
 		if err != nil {
 			g.log.Warn("job approval: the direct channel could not be opened", "approval", call.ID, "err", err.Error())

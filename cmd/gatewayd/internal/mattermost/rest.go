@@ -317,6 +317,10 @@ func (c *Client) PostsSince(ctx context.Context, channel string, since int64) ([
 	if !ValidID(channel) {
 		return nil, fmt.Errorf("posts since: bad channel id %q", channel)
 	}
+	// api4/post.go getPostsForChannel reads since only when it is above
+	// 0; otherwise it answers a page of the channel's newest posts, which
+	// is not "every post since": ask from 1 ms instead, the same set.
+	since = max(since, 1)
 	got := map[string]*Post{}
 	for page := 0; ; page++ {
 		if page == maxSincePages {

@@ -22,15 +22,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+
+	"wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
 )
 
 // IDPattern is a Mattermost id: 26 characters of lower-case base32
-// (model.NewId, server/public/model/utils.go).
-var IDPattern = regexp.MustCompile(`^[a-z0-9]{26}$`)
+// (model.NewId, server/public/model/utils.go); gatewayd.toml's loader
+// holds the one pattern.
+var IDPattern = gatewayd.IDPattern
 
 // ValidID reports whether s is a Mattermost id.
-func ValidID(s string) bool { return IDPattern.MatchString(s) }
+func ValidID(s string) bool { return gatewayd.ValidID(s) }
 
 // Post is the part of model.Post (server/public/model/post.go) gatewayd
 // reads.

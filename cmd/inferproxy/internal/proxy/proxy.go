@@ -29,7 +29,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		Dir: cfg.SocketDir, Name: wire.Infer.Name,
 		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs,
 		MaxConns:    cfg.MaxConns,
-		IdleTimeout: cfg.idle(),
+		IdleTimeout: cfg.Idle(),
 		Logger:      log,
 	})
 	if err != nil {
@@ -52,14 +52,14 @@ func (p *proxy) serve(ctx context.Context, _ sockets.Peer, c net.Conn) {
 		p.log.Warn("connection refused: over the accept rate; see docs/runbook.md#infer-rate-limited", "accepts_per_sec", p.cfg.AcceptsPerSec)
 		return
 	}
-	d := net.Dialer{Timeout: p.cfg.dialTimeout()}
+	d := net.Dialer{Timeout: p.cfg.DialTimeout()}
 	up, err := d.DialContext(ctx, "tcp", p.cfg.Upstream)
 	if err != nil {
 		p.log.Warn("upstream unreachable; see docs/runbook.md#infer-upstream-down", "upstream", p.cfg.Upstream, "err", err.Error())
 		return
 	}
 	defer up.Close()
-	splice(ctx, c, up, p.cfg.idle())
+	splice(ctx, c, up, p.cfg.Idle())
 }
 
 // splice copies both ways until both directions end, either fails, ctx is

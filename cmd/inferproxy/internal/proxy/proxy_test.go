@@ -23,7 +23,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/inferproxy.toml: %v", err)
 	}
-	if c.Upstream != "127.0.0.1:8080" || c.idle() != 15*time.Minute || c.MaxConns != 8 {
+	if c.Upstream != "127.0.0.1:8080" || c.Idle() != 15*time.Minute || c.MaxConns != 8 {
 		t.Errorf("example config = %+v", c)
 	}
 }
@@ -42,8 +42,8 @@ func TestConfigRefusals(t *testing.T) {
 		{"negative", Config{SocketDir: "/run", Upstream: "h:1", MaxConns: -1}, "max_conns"},
 		{"negative timeout", Config{SocketDir: "/run", Upstream: "h:1", IdleTimeoutMS: -1}, "negative"},
 	} {
-		if _, err := tt.c.withDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: withDefaults = %v, want %q", tt.name, err, tt.want)
+		if _, err := tt.c.WithDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: WithDefaults = %v, want %q", tt.name, err, tt.want)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func start(t *testing.T, cfg Config) harness {
 		t.Fatal(err)
 	}
 	cfg.SocketDir = dir
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,13 +71,10 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	var mem *memory.Client
 	if cfg.MemorySocket != "" {
 		mem = &memory.Client{Path: cfg.MemorySocket}
-		engine.Ended = func(s *session.Session, t int64) {
-			// Indexing is memoryd's; a failure never fails the turn (the
-			// index catches up from the log when memoryd restarts).
-			if err := mem.TurnDone(ctx, s.ID, s.Epoch, t); err != nil {
-				log.Warn("turn not indexed", "session", s.ID, "turn", t, "err", err.Error())
-			}
-		}
+		// memoryd hears of each ended turn off the turn's path, so
+		// neither the answer nor the session's next turn waits on it.
+		notify := memory.NewNotifier(ctx, mem, log)
+		engine.Ended = func(s *session.Session, t int64) { notify.Ended(s.ID, s.Epoch, t) }
 	}
 	// Jobs run on the background slot, one after another, each a
 	// session of its own through brokerd like any other (jobs.go).

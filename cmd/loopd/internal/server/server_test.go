@@ -32,7 +32,7 @@ type harness struct {
 	done   chan struct{}
 }
 
-func start(t *testing.T, srv *fake.Server, state string, opts ...func(*Manager)) *harness {
+func start(t testing.TB, srv *fake.Server, state string, opts ...func(*Manager)) *harness {
 	t.Helper()
 	c, err := llama.New(llama.Config{BaseURL: srv.URL(), Model: "fake-model", IDSlot: 0})
 	if err != nil {

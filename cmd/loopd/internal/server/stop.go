@@ -103,9 +103,10 @@ func (m *Manager) closeTurn(l *live, t int64, msg, result string, emit func(stri
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if m.Engine != nil && m.Engine.Ended != nil {
-		m.Engine.Ended(l.s, t) // memoryd indexes the closed turn too
-	}
+	// The owner hears first; memoryd indexes the closed turn too, after.
 	emit(&wire.Stopped{Session: l.s.ID, Turn: t, Reason: wire.StopInterrupted, Msg: msg})
+	if m.Engine != nil && m.Engine.Ended != nil {
+		m.Engine.Ended(l.s, t)
+	}
 	return nil
 }

@@ -8,11 +8,13 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
 // TestMemoryToolsAndEnded: the core memory tools go to brokerd under their
 // own names with the model's arguments, their labels are logged as
-// brokerd gave them, and Ended hears of the turn once its end is on disk.
+// brokerd gave them, and Ended hears of the turn once its end is on disk
+// and its answer has been sent (the answer never waits on memory).
 func TestMemoryToolsAndEnded(t *testing.T) {
 	srv, c := setup(t, fake.Options{}, 0)
 	srv.Script(
@@ -21,6 +23,7 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 	)
 	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: "[1] source=memory-tainted", Class: dataclass.Private, Untrusted: true}}
 	var ended []int64
+	var ev events
 	s := openSession(t, stateDir(t))
 	e := &Engine{Model: c, Broker: b, Ended: func(s *session.Session, turn int64) {
 		id := s.ID
@@ -28,10 +31,12 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 		if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok || id != "s1" {
 			t.Errorf("Ended before the turn's end was logged")
 		}
+		if a, ok := ev.last().(*wire.Answer); !ok || a.Text != "Sencha." {
+			t.Errorf("Ended before the answer was sent: last event %#v", ev.last())
+		}
 		ended = append(ended, turn)
 	}}
 	user(t, s, 1, "what tea?")
-	var ev events
 	if err := e.Run(context.Background(), s, 1, ev.emit); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@
 //     has cached), and the llama client can encode only what is new;
 //   - every record is on disk before the event that reports it is sent;
 //   - a turn ends in exactly one of: an answer, a stop by runaway control
-//     (thinking cap, tool-iteration cap, repeated identical calls), a
-//     session_full stop (the next request would not fit the slot, by the
+//     (tool-iteration cap, repeated identical calls; the thinking cap ends
+//     only the thinking, never the turn), a session_full stop (the next request would not fit the slot, by the
 //     server's refusal or by the last usage record plus max_tokens), or an
 //     error; all but the last are logged with a TurnEnd, and every tool
 //     call the model made has its result record before the stop;
@@ -66,8 +66,9 @@ type Engine struct {
 	Context Context
 	Now     func() time.Time
 	// Ended, if set, is told of each turn once its TurnEnd is on disk and
-	// before its final event is sent (memoryd indexes it from the log).
-	// It must not fail the turn: errors are its own to report.
+	// its final event is sent (memoryd indexes it from the log): the
+	// owner's answer never waits on memory. It must not fail the turn:
+	// errors are its own to report.
 	Ended func(s *session.Session, turn int64)
 }
 
@@ -111,20 +112,19 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 		if err := e.logCompletion(s, t, comp); err != nil {
 			return err
 		}
+		// A thinking cap that fired has already ended the thinking (the
+		// client sent reasoning_end mid-stream; the usage record says so):
+		// what the model wrote after it, answer or calls, goes on as in
+		// any turn (Inference contract 8, decision P4).
 		calls := comp.Message.ToolCalls
-		if comp.CapFired {
-			msg := fmt.Sprintf("the model thought for %d tokens, the turn's limit; the turn was stopped", comp.ReasoningTokens)
-			if comp.Message.Content != "" {
-				msg += ". Its reply so far: " + comp.Message.Content
-			}
-			return e.stop(s, t, emit, calls, wire.StopThinkingCap, msg)
-		}
 		if len(calls) == 0 {
 			if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
 				return err
 			}
-			e.ended(s, t)
+			// The owner's answer goes first; memoryd hears of the turn
+			// after, so a slow memory path never holds the reply up.
 			emit(&wire.Answer{Session: s.ID, Turn: t, Text: comp.Message.Content})
+			e.ended(s, t)
 			return nil
 		}
 		for _, c := range calls {
@@ -189,7 +189,10 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 	if err := s.Append(&session.Assistant{Turn: t, Message: c.Message}); err != nil {
 		return err
 	}
-	u := &session.Usage{Turn: t, PromptTokens: c.Usage.PromptTokens, ReasoningTokens: c.ReasoningTokens, CapFired: c.CapFired, CacheGap: c.CacheGap}
+	u := &session.Usage{Turn: t, PromptTokens: c.Usage.PromptTokens, ReasoningTokens: c.ReasoningTokens, CapFired: c.CapFired, CapAt: c.CapAt, CacheGap: c.CacheGap}
+	if c.CapErr != nil {
+		u.CapRefused = c.CapErr.Error()
+	}
 	if tm := c.Timings; tm != nil {
 		u.CacheN, u.PromptN, u.PredictedN = tm.CacheN, tm.PromptN, tm.PredictedN
 		u.PromptUS, u.PredictedUS = int64(tm.PromptMS*1000), int64(tm.PredictedMS*1000)
@@ -219,8 +222,8 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolC
 	if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
 		return err
 	}
-	e.ended(s, t)
 	emit(&wire.Stopped{Session: s.ID, Turn: t, Reason: why, Msg: msg})
+	e.ended(s, t)
 	return nil
 }
 
@@ -245,7 +248,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 		}
 		r.Tool = target.Name
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: target.Name})
-		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments},
+		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments, Epoch: s.Epoch},
 			func(id int64) {
 				if s.Append(&session.Approval{Turn: t, CallID: c.ID, ID: id, State: "pending"}) == nil {
 					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})

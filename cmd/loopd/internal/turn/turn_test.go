@@ -172,23 +172,58 @@ func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) 
 	}
 }
 
-func TestThinkingCapStopsTurn(t *testing.T) {
-	srv, c := setup(t, fake.Options{}, 10)
-	srv.Script(fake.Reply{ThinkTokens: 200, ToolCalls: []fake.ToolCall{call("clock", `{}`)}})
+// TestThinkingCapEndsThinking: a cap of a few tokens ends each model
+// call's thinking (the client sends reasoning_end; the fake, like the
+// server, forces the end of the block and the model goes on), and the
+// turn goes on as any other: the call the model made after the forced
+// end runs, the answer after it reaches the owner, nothing is stopped,
+// and each usage record says the cap fired and at how many tokens.
+func TestThinkingCapEndsThinking(t *testing.T) {
+	const capAt, think = 3, 200
+	srv, c := setup(t, fake.Options{}, capAt)
+	srv.Script(
+		// 20 ms a token leaves the control call ample time to land within
+		// the 200 tokens, even on a loaded machine.
+		fake.Reply{ThinkTokens: think, ToolCalls: []fake.ToolCall{call("clock", `{}`)}, TokenDelay: 20 * time.Millisecond},
+		fake.Reply{ThinkTokens: think, Content: "It is nine.", TokenDelay: 20 * time.Millisecond},
+	)
 	s := openSession(t, stateDir(t))
-	user(t, s, 1, "think hard")
+	user(t, s, 1, "think hard: what time is it?")
 	var ev events
-	if err := (&Engine{Model: c, Broker: broker.Refusing{}}).Run(context.Background(), s, 1, ev.emit); err != nil {
+	e := &Engine{Model: c, Broker: broker.Refusing{}, Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
+	if err := e.Run(context.Background(), s, 1, ev.emit); err != nil {
 		t.Fatal(err)
 	}
-	stopped(t, ev, s, wire.StopThinkingCap)
-	if srv.ControlCalls() != 1 {
-		t.Errorf("control calls = %d, want 1", srv.ControlCalls())
+	if a, ok := ev.last().(*wire.Answer); !ok || a.Text != "It is nine." {
+		t.Fatalf("last event = %#v, want the answer after the forced end of thinking", ev.last())
 	}
+	if srv.ControlCalls() != 2 {
+		t.Errorf("control calls = %d, want 2 (one per model call)", srv.ControlCalls())
+	}
+	var usages, results int
 	for _, r := range s.Records() {
-		if u, ok := r.(*session.Usage); ok && !u.CapFired {
-			t.Errorf("usage record %+v does not say the cap fired", u)
+		switch r := r.(type) {
+		case *session.Usage:
+			usages++
+			// The control call travels while tokens keep coming, so a few
+			// more than the cap arrive; far fewer than the 200 thought.
+			if !r.CapFired || r.CapAt != capAt || r.CapRefused != "" || r.ReasoningTokens < capAt || r.ReasoningTokens > think/2 {
+				t.Errorf("usage record %+v: want the cap fired at %d, accepted, and the thinking ended there", r, capAt)
+			}
+		case *session.ToolResult:
+			results++
+			if r.Tool != "clock" || r.Status != session.StatusOK || !strings.Contains(r.Content, "2026-11-30 09:00:00") {
+				t.Errorf("tool result %+v: want the clock call run", r)
+			}
+		case *session.Stopped:
+			t.Errorf("the turn was stopped: %+v", r)
 		}
+	}
+	if usages != 2 || results != 1 {
+		t.Errorf("%d usage records and %d tool results, want 2 and 1", usages, results)
+	}
+	if st := session.StateOf(s.Records()); st.Interrupted != 0 || st.Waiting != 0 || st.NextTurn != 2 {
+		t.Errorf("state after the turn = %+v", st)
 	}
 }
 

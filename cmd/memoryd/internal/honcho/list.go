@@ -67,7 +67,9 @@ func (c *Client) ListMessages(ctx context.Context, w, s ID, page, size int, reve
 	}
 	u := c.base.JoinPath(ws(w, "sessions", s.String(), "messages", "list")...)
 	u.RawQuery = url.Values{"page": {strconv.Itoa(page)}, "size": {strconv.Itoa(size)}, "reverse": {strconv.FormatBool(reverse)}}.Encode()
-	_, b, err := c.doURL(ctx, op, http.MethodPost, u, nil, http.StatusOK)
+	// An empty filter object, as the SDK sends (Session._listMessages
+	// posts {filters: undefined}); get_messages' body is optional.
+	_, b, err := c.doURL(ctx, op, http.MethodPost, u, struct{}{}, http.StatusOK)
 	if err != nil {
 		return Page{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
 )
 
 // benchMemd is a memoryd (no sockets) over a fake Honcho, its index
@@ -32,7 +33,7 @@ func benchMemd(b *testing.B, n int, bound time.Duration) (*Memd, *fake.Server) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	m, err := New(slog.New(slog.DiscardHandler), Config{StateDir: dir, maxClass: dataclass.Private, fleet: &s})
+	m, err := New(slog.New(slog.DiscardHandler), Config{Config: memoryd.Config{StateDir: dir}, maxClass: dataclass.Private, fleet: &s})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
 	"wntrmute.dev/boxmaker/pkg/rpc"
 	"wntrmute.dev/boxmaker/pkg/secret"
 	"wntrmute.dev/boxmaker/pkg/sockets"
@@ -47,9 +48,9 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 	t.Cleanup(func() { os.RemoveAll(root) })
 	gate := sockettest.Serve(t, filepath.Join(root, "g"), &wire.Gate, rpc.NewServer(&wire.Gate, slog.New(slog.DiscardHandler),
 		rpc.On(func(_ context.Context, _ sockets.Peer, q *wire.SessionQuery) strict.Variant { return answer(q) })).Serve)
-	cfg := Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
-		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), maxClass: dataclass.Private,
-		GateSocket: gate, fleet: &s, backoffMin: 5 * time.Millisecond}
+	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
+		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), GateSocket: gate},
+		maxClass: dataclass.Private, fleet: &s, backoffMin: 5 * time.Millisecond}
 	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -158,7 +159,14 @@ func TestTurnDoneReachesHoncho(t *testing.T) {
 		t.Fatalf("turn_done = %#v", v)
 	}
 	waitFor(t, func() bool { return len(srv.Messages()) == 2 })
-	if st, ok := h.ask(t, h.cfg.AdminSocketDir, &wire.Memadmin, &wire.FleetStatus{}).(*wire.FleetState); !ok || !st.Configured || st.Sent != 2 || st.Trusted != 1 || st.Pending != 0 {
+	// The fake holds the messages a moment before memoryd has read
+	// Honcho's answer and marked them sent: wait for the mark itself.
+	var st *wire.FleetState
+	waitFor(t, func() bool {
+		st, _ = h.ask(t, h.cfg.AdminSocketDir, &wire.Memadmin, &wire.FleetStatus{}).(*wire.FleetState)
+		return st != nil && st.Pending == 0
+	})
+	if !st.Configured || st.Sent != 2 || st.Trusted != 1 {
 		t.Errorf("fleet status = %#v", st)
 	}
 	if d, ok := h.ask(t, h.cfg.AdminSocketDir, &wire.Memadmin, &wire.FleetResync{}).(*wire.MemoryDone); !ok || !strings.Contains(d.Msg, "2 messages queued") {
@@ -175,13 +183,15 @@ func TestTurnDoneReachesHoncho(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for range 200 {
+	// Generous: the race detector on a loaded 2-core machine is slow,
+	// and a met condition returns at once.
+	for range 1500 {
 		if cond() {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatal("condition not met in 4 s")
+	t.Fatal("condition not met in 30 s")
 }
 
 // TestTurnDoneWaitsForTheGate: while brokerd's gate answers Unavailable,

@@ -12,6 +12,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
 	"wntrmute.dev/boxmaker/pkg/sockets"
 	"wntrmute.dev/boxmaker/pkg/strict"
 	"wntrmute.dev/boxmaker/pkg/wire"
@@ -31,8 +32,8 @@ func start(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	cfg := Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
-		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), maxClass: dataclass.Private}
+	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
+		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a")}, maxClass: dataclass.Private}
 	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)

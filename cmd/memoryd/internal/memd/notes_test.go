@@ -13,6 +13,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -20,7 +21,7 @@ import (
 func newMemd(t *testing.T) *Memd {
 	t.Helper()
 	root := t.TempDir()
-	m, err := New(slog.New(slog.DiscardHandler), Config{StateDir: root, maxClass: dataclass.Private})
+	m, err := New(slog.New(slog.DiscardHandler), Config{Config: memoryd.Config{StateDir: root}, maxClass: dataclass.Private})
 	if err != nil {
 		t.Fatal(err)
 	}

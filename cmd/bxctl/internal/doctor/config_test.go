@@ -1,0 +1,80 @@
+package doctor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
+	"wntrmute.dev/boxmaker/pkg/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
+)
+
+// gatewayText is a gatewayd.toml its loader accepts, with token as its
+// token setting.
+func gatewayText(state, token string) string {
+	return "url = \"https://chat.example.ts.net\"\ntoken = " + token + "\nstate_dir = \"" + state + "\"\nloop_socket = \"" +
+		layout.LoopRun.SocketIn(state) + "\"\nsocket_dir = \"" + layout.GatewayRun.In(state) + "\"\n\n[allow]\nusers = [\"8d5qj1c3kpgz5e9fxw7ty4bn3h\"]\n"
+}
+
+const honchoTable = "\n[honcho]\nurl = \"https://honcho.example.ts.net\"\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n"
+
+// TestConfigJudgedByItsRole: each daemon's config is judged by that
+// daemon's own loader (package roleconf/<role>), so a config the daemon
+// refuses to start on is a doctor-config problem naming the file, and
+// the same file with the fault removed is read. Each case is checked
+// against the role's Load too, the very call the daemon makes at start.
+func TestConfigJudgedByItsRole(t *testing.T) {
+	for _, c := range []struct {
+		role, good, bad, want string
+		load                  func(path string) error
+	}{
+		{"memoryd", honchoTable + "key = \"credential:honcho-key\"\n",
+			honchoTable + "key = \"eyJhbGciOiJIUzI1NiJ9.eyJ0IjoxfQ.c2lnbmF0dXJl\"\n", "looks like a Honcho key itself",
+			func(p string) error { _, err := memoryd.Load(p); return err }},
+		{"memoryd", honchoTable, honchoTable + "timeout_ms = 1\n", "timeout_ms",
+			func(p string) error { _, err := memoryd.Load(p); return err }},
+		{"inferproxy", "", "max_conns = -1\n", "max_conns must not be negative",
+			func(p string) error { _, err := inferproxy.Load(p); return err }},
+		{"gatewayd", "", "", "looks like a Mattermost token itself",
+			func(p string) error { _, err := gatewayd.Load(p); return err }},
+	} {
+		t.Run(c.role+" "+c.want, func(t *testing.T) {
+			state := t.TempDir()
+			os.MkdirAll(layout.Config.In(state), 0o700)
+			p := layout.Params{State: state, Llama: "127.0.0.1:8080", Model: "m"}
+			for _, fc := range layout.FirstConfigs {
+				os.WriteFile(fc.Path(state), []byte(fc.Text(p)), 0o600)
+			}
+			path := layout.ConfigPath(state, c.role)
+			base, _ := os.ReadFile(path)
+			good, bad := string(base)+c.good, string(base)+c.bad
+			if c.role == "gatewayd" {
+				good, bad = gatewayText(state, `"credential:mattermost-token"`), gatewayText(state, `"credential:abcdefghijklmnopqrstuvwx12"`)
+			}
+			for _, text := range []string{good, bad} {
+				refused := text == bad
+				os.WriteFile(path, []byte(text), 0o600)
+				if err := c.load(path); (err != nil) != refused {
+					t.Fatalf("%s's own Load = %v on the %s text; the case is wrong:\n%s", c.role, err, map[bool]string{true: "bad", false: "good"}[refused], text)
+				}
+				in, err := readInstall(state)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := &auditor{}
+				a.configs(in)
+				f := a.findings[0]
+				name := filepath.Base(path)
+				switch {
+				case refused && (f.Severity != Problem || !strings.Contains(f.Message, name) || !strings.Contains(f.Message, c.want)):
+					t.Errorf("a %s the daemon refuses: doctor-config %s %q; want a problem naming %s and %q", name, f.Severity, f.Message, name, c.want)
+				case !refused && f.Severity != OK:
+					t.Errorf("a %s the daemon accepts: doctor-config %s %q", name, f.Severity, f.Message)
+				}
+			}
+		})
+	}
+}
