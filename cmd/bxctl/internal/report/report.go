@@ -63,9 +63,14 @@ type Report struct {
 	Approvals  map[string]int `json:"approvals"`
 	ApprovedBy map[string]int `json:"approvals_by"`
 	// Consults: decided (allowed or asked), then ran (a result).
-	ConsultsDecided int `json:"consults_decided"`
-	ConsultsSent    int `json:"consults_sent"`
-	AuditRecords    int `json:"audit_records"`
+	// Allowances: calls an owner's session allowance allowed without
+	// asking, allowances made (from an approval) and ended.
+	AllowedByAllowance int `json:"allowed_by_allowance"`
+	AllowancesMade     int `json:"allowances_made"`
+	AllowancesEnded    int `json:"allowances_ended"`
+	ConsultsDecided    int `json:"consults_decided"`
+	ConsultsSent       int `json:"consults_sent"`
+	AuditRecords       int `json:"audit_records"`
 }
 
 // Cap is the thinking cap's figures and the rule's verdict.
@@ -237,8 +242,15 @@ func (r *Report) auditFile(path, from string, consult map[int64]bool) error {
 		}
 		r.AuditRecords++
 		switch v := rec.(type) {
+		case *audit.Allowance:
+			r.AllowancesMade++
+		case *audit.AllowanceEnd:
+			r.AllowancesEnded++
 		case *audit.Decision:
 			add(r.Decisions, v.Record.Tool, string(v.Record.Outcome))
+			if v.Record.Allowance > 0 {
+				r.AllowedByAllowance++
+			}
 			if v.Record.Tool == "consult" {
 				consult[v.Seq] = true
 				if v.Record.Outcome != audit.Denied {
