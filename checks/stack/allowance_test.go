@@ -57,6 +57,9 @@ func TestStackSessionAllowance(t *testing.T) {
 		// Turn 3, after the grant file changed: a.txt asks again.
 		read("a.txt"),
 		llama.Reply{Reasoning: "Done.", Content: "Read it a third time."},
+		// Turn 4, after bxctl grants apply: a.txt runs without asking.
+		read("a.txt"),
+		llama.Reply{Reasoning: "Done.", Content: "Read it a fourth time."},
 	)
 	fmm := mm.New(t)
 	bot := fmm.AddUser("boxmaker", true)
@@ -201,8 +204,35 @@ func TestStackSessionAllowance(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Join(state, "grants", "files.toml"), 0o640))
 	say(root.ID, "@boxmaker read a once more")
 	id4, code4 := waitApproval(root.ID, 4)
-	say(root.ID, "!approve "+id4+" "+code4)
+	grantsBefore, _ := os.ReadFile(filepath.Join(state, "grants", "files.toml"))
+	say(root.ID, "!approve "+id4+" "+code4+" always")
 	waitFor(t, "the third turn's answer", 60*time.Second, lastSays(root.ID, "Read it a third time."))
+
+	// always: a proposal appears, grants/ is unchanged, bxctl grants
+	// apply writes an owner-owned grant brokerd's loader accepts, and the
+	// next identical call runs with no post.
+	prop, err := os.ReadFile(filepath.Join(state, "proposals", id4+".toml"))
+	require.NoError(t, err, "no proposal in proposals/")
+	if !strings.Contains(string(prop), "standing = true") || !strings.Contains(string(prop), "approval "+id4) {
+		t.Errorf("proposal:\n%s", prop)
+	}
+	if after, _ := os.ReadFile(filepath.Join(state, "grants", "files.toml")); string(after) != string(grantsBefore) {
+		t.Error("grants/ changed before apply")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(state, "grants")); len(entries) != 1 {
+		t.Errorf("grants/ holds %d entries before apply, want 1", len(entries))
+	}
+	if out, err := bxctl(t, bin, "grants", "apply", "--state", state, id4); err != nil || !strings.Contains(out, "applied:") {
+		t.Fatalf("bxctl grants apply %s: %v\n%s", id4, err, out)
+	}
+	if out, err := bxctl(t, bin, "grants", "check", filepath.Join(state, "grants")); err != nil {
+		t.Errorf("bxctl grants check after apply: %v\n%s", err, out)
+	}
+	say(root.ID, "@boxmaker read a a fourth time")
+	waitFor(t, "the fourth turn's answer", 60*time.Second, lastSays(root.ID, "Read it a fourth time."))
+	if n := count(root.ID); n != 4 {
+		t.Errorf("%d approvals after the standing grant, want still 4", n)
+	}
 	if audit := readAuditLog(t, state); !strings.Contains(audit, `"allowance":`+id3+`,"reason":"grant_changed"`) {
 		t.Errorf("the audit log lacks the end of allowance %s by the grant's change:\n%s", id3, audit)
 	}
