@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/escape"
 	"wntrmute.dev/boxmaker/pkg/grant"
@@ -217,6 +218,15 @@ func writeGrant(dir, name string, text []byte) error {
 	_, err = f.Write(text)
 	if err == nil {
 		err = f.Chmod(0o640)
+	}
+	// The group of the grant directory (brokerd's, in the layout): its
+	// files are read through it. Giving it needs membership (or root).
+	if fi, serr := os.Stat(dir); err == nil && serr == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if cerr := f.Chown(-1, int(st.Gid)); cerr != nil {
+				fmt.Fprintf(os.Stderr, "bxctl grants apply: note: %s keeps your group (%v); give it group %d (chgrp) or brokerd cannot read it\n", name, cerr, st.Gid)
+			}
+		}
 	}
 	if err == nil {
 		err = f.Sync()
