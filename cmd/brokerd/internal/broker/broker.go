@@ -95,15 +95,20 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	defer bl.Close()
-	al, err := rpc.Listen(&wire.Admin, sockets.Config{Dir: cfg.AdminSocketDir, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
-	if err != nil {
-		return daemon.Refuse(err)
-	}
-	defer al.Close()
 	gl, err := b.listenGate()
 	if err != nil {
 		return daemon.Refuse(err)
 	}
+	// admin.sock is listened on last: whoever waits for it (bxctl up, the
+	// tests) then finds every other socket of brokerd's already there.
+	al, err := rpc.Listen(&wire.Admin, sockets.Config{Dir: cfg.AdminSocketDir, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
+	if err != nil {
+		if gl != nil {
+			gl.Close()
+		}
+		return daemon.Refuse(err)
+	}
+	defer al.Close()
 	log.Info("serving", "broker", bl.Path(), "admin", al.Path(), "grants", cfg.GrantsDir)
 	if cfg.GatewaySocket != "" {
 		go b.courier(ctx)
