@@ -16,8 +16,8 @@ import (
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestStackSessionAllowance (issue 26) runs the real stack against the

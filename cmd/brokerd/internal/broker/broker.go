@@ -21,7 +21,7 @@
 package broker
 
 import (
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 
 	"context"
 	"errors"
@@ -34,13 +34,13 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/ledger"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Broker is the running daemon's state.

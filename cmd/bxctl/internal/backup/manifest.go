@@ -33,7 +33,7 @@ import (
 	"slices"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // Kind and Version name a backup's manifest format.

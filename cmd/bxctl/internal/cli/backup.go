@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
-	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 // runBackup is `bxctl backup [--state DIR] DEST`: a consistent snapshot

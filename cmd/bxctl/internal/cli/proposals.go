@@ -13,11 +13,11 @@ import (
 	"strings"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 // Grant proposals (issue 26): brokerd writes them to proposals/ from an

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // The decision log's rule (2026-09-26, the thinking cap): revisit once

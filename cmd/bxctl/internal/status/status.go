@@ -25,13 +25,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/report"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // Defaults for the bounds, as the doctor's.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestStatusQuery: loopd's status answer for a session after a turn (its

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // testEnv is an Env whose secret directory is a private temporary one
