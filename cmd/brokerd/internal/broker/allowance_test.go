@@ -330,3 +330,28 @@ func TestAlwaysProposal(t *testing.T) {
 		t.Errorf("after drop the proposal: %v", err)
 	}
 }
+
+// TestCourierClosesWhenBrokerdStops: a pending approval does not outlive
+// brokerd (the turn waiting on it is told the call failed); its chat
+// connection closes with it, which gatewayd answers in the thread
+// ("no longer pending ... brokerd restarted ... ask again", gatewayd's
+// TestApprovalWithdrawnAndDead), never silence.
+func TestCourierClosesWhenBrokerdStops(t *testing.T) {
+	gw, conns := fakeGateway(t)
+	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	call := h.readIn(t, 0, report)
+	p := call.Recv().(*wire.ToolPending)
+	g := next(t, conns)
+	g.Recv()
+	g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+	h.stop()
+	g.C.SetDeadline(time.Now().Add(10 * time.Second))
+	if v, err := g.C.Recv(); err == nil {
+		t.Errorf("gateway side after brokerd stopped got %s, want the connection closed", v.Tag())
+	}
+	// loopd's side closes too: the turn is told the call failed.
+	call.C.SetDeadline(time.Now().Add(10 * time.Second))
+	if v, err := call.C.Recv(); err == nil {
+		t.Errorf("the waiting call after brokerd stopped got %s, want its connection closed", v.Tag())
+	}
+}
