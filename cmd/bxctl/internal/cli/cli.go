@@ -46,8 +46,8 @@ type command struct {
 // own, so the command table's rows stay two values).
 var subcommands = map[string][]string{
 	"audit":  {"verify", "anchor"},
-	"grants": {"check"},
-	"memory": {"status", "resync", "log", "undo", "check", "review"},
+	"grants": {"check", "proposals", "apply", "drop", "suggest"},
+	"memory": {"status", "resync", "log", "undo", "check", "review", "why", "forget"},
 }
 
 var commands = map[string]command{
