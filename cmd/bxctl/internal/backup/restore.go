@@ -27,6 +27,21 @@ const noFollow = syscall.O_NOFOLLOW
 // anchors name it) is log.
 type Anchors func(log string) ([]audit.Anchor, error)
 
+// Options are what a restore checks the backup against, none of it
+// taken from the backup.
+type Options struct {
+	// Anchors gives the owner's anchors of a log.
+	Anchors Anchors
+	// From is the state directory the backup is of, as the one
+	// restoring knows it: its logs' anchors are the ones checked. The
+	// manifest's own idea of its source is never used for this, since
+	// anyone who can edit a backup can edit its manifest.
+	From string
+	// NoAnchors allows a restore that checks no anchor: the owner has
+	// none of the logs under From. It never skips an anchor there is.
+	NoAnchors bool
+}
+
 // Restored is what a restore verified.
 type Restored struct {
 	Manifest     *Manifest
@@ -49,7 +64,7 @@ var identity = []string{"soul.md", "memory.md", "user.md"}
 // them into a new directory beside state, verifies what it wrote, gives
 // each entry the table's owner (as root, with a user per role), and only
 // then renames it into place. Nothing is left at state on a failure.
-func Restore(src, state string, anchors Anchors) (*Restored, error) {
+func Restore(src, state string, o Options) (*Restored, error) {
 	state = filepath.Clean(state)
 	if ents, err := os.ReadDir(state); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("restore: %s is not empty: restore goes only into a new or empty directory, never over a state; see docs/runbook.md#restore-not-empty", state)
@@ -83,7 +98,7 @@ func Restore(src, state string, anchors Anchors) (*Restored, error) {
 	if r.Moved, err = moveConfigs(tmp, m.Source, state); err != nil {
 		return nil, err
 	}
-	if err := r.verify(tmp, anchors); err != nil {
+	if err := r.verify(tmp, o); err != nil {
 		return nil, err
 	}
 	if err := give(tmp, m); err != nil {
@@ -171,34 +186,46 @@ func moveConfigs(dir, from, to string) ([]string, error) {
 }
 
 // verify checks the restored directory dir: the audit and consult logs
-// (chains, heads, links, and the owner's anchors of the backup's logs),
-// every session log decoded strictly, the identity files against the
-// write check, and the grants loaded.
-func (r *Restored) verify(dir string, anchors Anchors) error {
-	m := r.Manifest
+// (chains, heads, links, and the owner's anchors of the logs under
+// o.From), every session log decoded strictly, the identity files
+// against the write check, and the grants loaded.
+func (r *Restored) verify(dir string, o Options) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("restore: "+format+"; nothing was restored; see docs/runbook.md#restore-verify", args...)
 	}
-	aa, err := anchors(m.AuditLog)
+	from, err := filepath.Abs(o.From)
+	if err != nil || o.From == "" {
+		return fmt.Errorf("restore: no source state directory to check the owner's anchors against (%v); see docs/runbook.md#restore-anchors", err)
+	}
+	auditKey, consultKey := resolved(layout.Audit.In(from)), resolved(layout.ConsultLog.In(from))
+	aa, err := o.Anchors(auditKey)
 	if err != nil {
 		return fail("the owner's anchors: %v", err)
 	}
-	ae := audit.VerifyEnd(layout.Audit.In(dir), aa)
-	if _, statErr := os.Stat(layout.Audit.In(dir)); statErr == nil && !ae.OK() {
-		why := fmt.Sprintf("%d of the owner's anchors fail", len(ae.AnchorProblems))
-		if ae.Report.Problem != nil {
-			why = ae.Report.Problem.Error()
-		} else if ae.HeadProblem != nil {
-			why = ae.HeadProblem.Error()
+	ca, err := o.Anchors(consultKey)
+	if err != nil {
+		return fail("the owner's anchors: %v", err)
+	}
+	if err := heldIfAnchored(dir, &layout.Audit, auditKey, len(aa)); err != nil {
+		return err
+	}
+	if err := heldIfAnchored(dir, &layout.ConsultLog, consultKey, len(ca)); err != nil {
+		return err
+	}
+	if _, statErr := os.Lstat(layout.Audit.In(dir)); statErr == nil {
+		ae := audit.VerifyEnd(layout.Audit.In(dir), aa)
+		if !ae.OK() {
+			why := fmt.Sprintf("%d of the owner's anchors fail", len(ae.AnchorProblems))
+			if ae.Report.Problem != nil {
+				why = ae.Report.Problem.Error()
+			} else if ae.HeadProblem != nil {
+				why = ae.HeadProblem.Error()
+			}
+			return fail("the audit log does not verify: %s", why)
 		}
-		return fail("the audit log does not verify: %s", why)
+		r.AuditSeq, r.Anchors = ae.LastSeq, ae.Anchors
 	}
-	r.AuditSeq, r.Anchors = ae.LastSeq, ae.Anchors
-	ca, err := anchors(m.ConsultLog)
-	if err != nil {
-		return fail("the owner's anchors: %v", err)
-	}
-	if _, statErr := os.Stat(layout.ConsultLog.In(dir)); statErr == nil {
+	if _, statErr := os.Lstat(layout.ConsultLog.In(dir)); statErr == nil {
 		ce := consultlog.VerifyEnd(layout.ConsultLog.In(dir), layout.Audit.In(dir), ca)
 		if !ce.OK() {
 			why := fmt.Sprintf("%d of the owner's anchors fail", len(ce.AnchorProblems))
@@ -210,6 +237,9 @@ func (r *Restored) verify(dir string, anchors Anchors) error {
 			return fail("the consult log does not verify: %s", why)
 		}
 		r.ConsultLines, r.Anchors = ce.Lines, r.Anchors+ce.Anchors
+	}
+	if r.Anchors == 0 && !o.NoAnchors {
+		return fmt.Errorf("restore: none of your anchors name %s or %s, the logs of %s this backup is to be of, so nothing ties the backup to the logs you anchored: give --from with the state directory it was taken of, or --no-anchors if you never anchored that state; nothing was restored; see docs/runbook.md#restore-anchors", auditKey, consultKey, from)
 	}
 	files, err := sessionlog.Files(layout.Sessions.In(dir))
 	if err != nil {
@@ -239,6 +269,19 @@ func (r *Restored) verify(dir string, anchors Anchors) error {
 			return fail("the grants do not load: %v", err)
 		}
 		r.Grants = set.Len()
+	}
+	return nil
+}
+
+// heldIfAnchored refuses a backup without the log of entry e when the
+// owner has n anchors of it (key): a log left out of a backup would
+// otherwise be verified against nothing.
+func heldIfAnchored(dir string, e *layout.Entry, key string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if _, err := os.Lstat(e.In(dir)); err != nil {
+		return fmt.Errorf("restore: you have %d anchor(s) of %s, but the backup holds no %s: a backup of that state without its log is refused; nothing was restored; see docs/runbook.md#restore-anchors", n, key, e.Path)
 	}
 	return nil
 }
