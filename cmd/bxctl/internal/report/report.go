@@ -20,6 +20,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/audit"
 	"wntrmute.dev/boxmaker/pkg/layout"
 	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -135,7 +136,7 @@ func Collect(state string, since time.Time) (*Report, error) {
 				r.CacheLosses++
 				r.CacheLost += int64(v.Tokens)
 			case *sessionlog.ToolResult:
-				add(r.Results, v.Tool, string(v.Status))
+				add(r.Results, toolKey(v.Tool), string(v.Status))
 			}
 			return nil
 		})
@@ -180,6 +181,20 @@ func (t *turns) seen(n int64) {
 		}
 		t.last = n
 	}
+}
+
+// OtherTool is the key every tool name outside pkg/toolset's list is
+// counted under: the model chooses the names it calls, so a name taken
+// as it is would be model-written text on the owner's terminal and a
+// label with no bound on how many values it takes.
+const OtherTool = "other"
+
+// toolKey is name if it is one of the tools, else OtherTool.
+func toolKey(name string) string {
+	if _, ok := toolset.Lookup(name); ok {
+		return name
+	}
+	return OtherTool
 }
 
 func add(m map[string]map[string]int, k1, k2 string) {
@@ -238,7 +253,7 @@ func (r *Report) auditFile(path, from string, consult map[int64]bool) error {
 		r.AuditRecords++
 		switch v := rec.(type) {
 		case *audit.Decision:
-			add(r.Decisions, v.Record.Tool, string(v.Record.Outcome))
+			add(r.Decisions, toolKey(v.Record.Tool), string(v.Record.Outcome))
 			if v.Record.Tool == "consult" {
 				consult[v.Seq] = true
 				if v.Record.Outcome != audit.Denied {
