@@ -90,3 +90,42 @@ func dropAudit(m *Manifest, dest string) {
 	m.Files = slices.DeleteFunc(m.Files, func(f File) bool { return strings.HasPrefix(f.Path, layout.Audit.Path+"/") })
 	m.Dirs = slices.DeleteFunc(m.Dirs, func(d Dir) bool { return d.Path == layout.Audit.Path })
 }
+
+// TestRestoreModesAreTheTables: a manifest that asks for open modes gets
+// the layout table's (one user: group and other bits dropped).
+func TestRestoreModesAreTheTables(t *testing.T) {
+	state, _ := newState(t)
+	dest := filepath.Join(t.TempDir(), "b")
+	m, err := Take(state, dest, time.Now())
+	must(t, err)
+	for i := range m.Dirs {
+		m.Dirs[i].Mode = 0o2777
+	}
+	for i := range m.Files {
+		m.Files[i].Mode = 0o777
+	}
+	must(t, writeManifest(dest, m))
+	target := filepath.Join(t.TempDir(), "restored")
+	if _, err := Restore(dest, target, unanchored(state)); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{
+		"memory":               os.ModeDir | 0o700,
+		"memory/user.md":       0o600,
+		"sessions":             os.ModeDir | 0o700,
+		"sessions/s-1":         os.ModeDir | 0o700,
+		"sessions/s-1/0.jsonl": 0o600,
+		"grants/read.toml":     0o600,
+		"config/loopd.toml":    0o600,
+		"format":               0o600,
+	} {
+		fi, err := os.Lstat(filepath.Join(target, p))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if got := fi.Mode() & (os.ModeDir | os.ModeSetgid | 0o7777); got != want {
+			t.Errorf("%s restored with mode %v, want %v", p, got, want)
+		}
+	}
+}

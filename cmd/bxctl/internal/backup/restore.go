@@ -115,7 +115,8 @@ func Restore(src, state string, o Options) (*Restored, error) {
 }
 
 // write copies the backup's files into dir (checking each hash again as
-// it is read), with their modes.
+// it is read), private to the one restoring: their modes are the layout
+// table's, set by give, never the manifest's.
 func (m *Manifest) write(src, dir string) error {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
@@ -134,27 +135,25 @@ func (m *Manifest) write(src, dir string) error {
 		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != f.SHA256 {
 			return corrupt(name, "changed while it was restored")
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.Path), b, fs.FileMode(f.Mode)); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		if err := os.Chmod(filepath.Join(dir, f.Path), fs.FileMode(f.Mode)); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-	}
-	for _, d := range m.Dirs {
-		if err := os.Chmod(filepath.Join(dir, d.Path), modeOf(d.Mode)); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.Path), b, 0o600); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
 	}
 	return nil
 }
 
-func modeOf(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	if m&0o2000 != 0 {
-		mode |= fs.ModeSetgid
+// tableMode is the layout table's mode under u for the restored path p:
+// an entry's own mode for the entry (and for a directory below a
+// directory entry), the entry's files' mode for a file in it.
+func tableMode(p string, dir bool, u layout.Users) fs.FileMode {
+	e := entryOf(p)
+	switch {
+	case dir || p == e.Path:
+		return e.ModeFor(u)
+	case e.Files != 0:
+		return e.FilesFor(u)
 	}
-	return mode
+	return 0o600
 }
 
 // moveConfigs rewrites the backup's state directory to the restored one
@@ -287,8 +286,8 @@ func heldIfAnchored(dir string, e *layout.Entry, key string, n int) error {
 }
 
 // give gives every restored entry the table's owner and group, as root
-// with a user per role (the restored users.toml), then makes the rest of
-// the tree as bxctl up does.
+// with a user per role (the restored users.toml), and the table's mode,
+// then makes the rest of the tree as bxctl up does.
 func give(dir string, m *Manifest) error {
 	users, err := layout.LoadUsers(dir)
 	if err != nil {
@@ -305,6 +304,17 @@ func give(dir string, m *Manifest) error {
 			if err := os.Lchown(filepath.Join(dir, p), int(uid), int(gid)); err != nil {
 				return fmt.Errorf("restore: %w", err)
 			}
+		}
+	}
+	// After the owners: a change of owner may clear setgid.
+	for _, d := range m.Dirs {
+		if err := os.Chmod(filepath.Join(dir, d.Path), tableMode(d.Path, true, users)); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	for _, f := range m.Files {
+		if err := os.Chmod(filepath.Join(dir, f.Path), tableMode(f.Path, false, users)); err != nil {
+			return fmt.Errorf("restore: %w", err)
 		}
 	}
 	if err := layout.Make(dir, users); err != nil {
