@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/audit"
@@ -230,12 +231,18 @@ func (r *Report) audit(dir string, since time.Time) error {
 	return nil
 }
 
+// auditFile reads one day's file: never through a link, and only a
+// regular file (opened without blocking, so a FIFO put in its place
+// cannot hold bxctl report or status).
 func (r *Report) auditFile(path, from string, consult map[int64]bool) error {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("report: audit log: %w; see docs/runbook.md#audit-unreadable", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("report: audit log: %s is not a regular file; see docs/runbook.md#audit-unreadable", path)
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), audit.MaxLine+1)
 	for n := 1; sc.Scan(); n++ {

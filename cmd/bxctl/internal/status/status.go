@@ -174,6 +174,13 @@ func Run(ctx context.Context, o Options) *Status {
 			st.SlotContext, st.Server = n, msg
 		})
 	}
+	probe(func(ctx context.Context) {
+		if us, ok := todayPrefill(ctx, o); ok {
+			mu.Lock()
+			defer mu.Unlock()
+			st.TodayPrefillUS = us
+		}
+	})
 	st.session(o)
 	st.anchor(o)
 	done := make(chan struct{})
@@ -318,9 +325,25 @@ func (st *Status) session(o Options) {
 			return nil
 		})
 	}
+}
+
+// todayPrefill is today's prefill time from report.Collect, which reads
+// every log of the day and takes no context: it runs aside, and its
+// answer is taken only within ctx.
+func todayPrefill(ctx context.Context, o Options) (int64, bool) {
 	y, m, d := o.Now.UTC().Date()
-	if r, err := report.Collect(o.State, time.Date(y, m, d, 0, 0, 0, 0, time.UTC)); err == nil {
-		st.TodayPrefillUS = r.PrefillUS
+	ch := make(chan int64, 1)
+	go func() {
+		if r, err := report.Collect(o.State, time.Date(y, m, d, 0, 0, 0, 0, time.UTC)); err == nil {
+			ch <- r.PrefillUS
+		}
+		close(ch)
+	}()
+	select {
+	case us, ok := <-ch:
+		return us, ok
+	case <-ctx.Done():
+		return 0, false
 	}
 }
 
