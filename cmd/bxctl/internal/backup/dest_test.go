@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -61,6 +62,43 @@ func TestBackupDest(t *testing.T) {
 			}
 			if _, err := os.Lstat(filepath.Join(dest, ManifestName)); err == nil {
 				t.Error("a refused backup wrote its manifest")
+			}
+		})
+	}
+}
+
+// TestReadFileBounded: restore reads a backup's file only as a regular
+// file, not through a link, not waiting on a FIFO, and no more than the
+// manifest's size.
+func TestReadFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "reg")
+	must(t, os.WriteFile(reg, []byte("12345"), 0o600))
+	link := filepath.Join(dir, "link")
+	must(t, os.Symlink(reg, link))
+	fifo := filepath.Join(dir, "fifo")
+	must(t, syscall.Mkfifo(fifo, 0o600))
+	for _, c := range []struct {
+		name string
+		p    string
+		size int64
+		ok   bool
+	}{
+		{"regular", reg, 5, true},
+		{"longer than the manifest says", reg, 4, false},
+		{"a link", link, 5, false},
+		{"a FIFO", fifo, 5, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { _, err := readFile(c.p, c.size); done <- err }()
+			select {
+			case err := <-done:
+				if (err == nil) != c.ok {
+					t.Errorf("readFile = %v, want ok %v", err, c.ok)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("readFile waits on the FIFO")
 			}
 		})
 	}

@@ -103,7 +103,7 @@ func ReadManifest(src string) (*Manifest, error) {
 	if !fi.Mode().IsRegular() || fi.Size() > maxManifest {
 		return nil, corrupt(ManifestName, "is not a regular file under %d bytes", maxManifest)
 	}
-	b, err := os.ReadFile(p)
+	b, err := readFile(p, maxManifest)
 	if err != nil {
 		return nil, corrupt(ManifestName, "cannot be read: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -128,7 +129,7 @@ func (m *Manifest) write(src, dir string) error {
 	}
 	for _, f := range m.Files {
 		name := path.Join(FilesDir, f.Path)
-		b, err := os.ReadFile(filepath.Join(src, name))
+		b, err := readFile(filepath.Join(src, name), f.Size)
 		if err != nil {
 			return corrupt(name, "cannot be read: %v", err)
 		}
@@ -140,6 +141,28 @@ func (m *Manifest) write(src, dir string) error {
 		}
 	}
 	return nil
+}
+
+// readFile reads the regular file at p, never through a link and without
+// waiting on a FIFO, and refuses it if it holds more than size bytes: a
+// backup's file may have been swapped since it was checked.
+func readFile(p string, size int64) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > size {
+		return nil, fmt.Errorf("%s holds more than its %d bytes", p, size)
+	}
+	return b, nil
 }
 
 // tableMode is the layout table's mode under u for the restored path p:
