@@ -16,14 +16,14 @@ comma := ,
 BUILD_TAGS := $(strip $(shell cat cmd/brokerd/tags.txt 2>/dev/null))
 TAGS := $(if $(BUILD_TAGS),-tags $(subst $(space),$(comma),$(BUILD_TAGS)))
 
-.PHONY: test setup gate fmt vet staticcheck race deps fuzz build up clean vm
+.PHONY: test setup gate fmt vet staticcheck race sandbox deps fuzz build up clean vm
 
 test: setup gate vm
 
 setup:
 	checks/setup
 
-gate: fmt vet staticcheck race
+gate: fmt vet staticcheck race sandbox
 
 fmt:
 	@out=$$(find . -name '*.go' -not -path './.*' -print0 | xargs -0 -r gofmt -l); \
@@ -41,6 +41,13 @@ staticcheck:
 # tests against the Podman that checks/setup built (checks/podmantest).
 race:
 	$(OFFLINE) CGO_ENABLED=1 go test $(TAGS) -race -count=1 ./...
+
+# The flake's checks.gate (nix/gate-check.sh, its exact phases) in an
+# approximation of the Nix sandbox: vendored modules, no network, no
+# /usr/bin/env, only the derivation's tools; a planted vendor/ walk and a
+# planted download must fail it (checks/nix/sandbox, docs/nix.md).
+sandbox:
+	bash checks/nix/sandbox
 
 # The VM test host (checks/vm, docs/vm.md): builds a Debian 12 guest
 # (cached in ~/.cache/boxmaker/vm) and boots it under qemu's software

@@ -22,7 +22,10 @@ let
   cfg = config.services.boxmaker;
   deployment = builtins.fromJSON (builtins.readFile ./deployment.json);
   toml = pkgs.formats.toml { };
-  built = import ../images { inherit pkgs; };
+  # The roots and images from the system's own pkgs and this module's
+  # package, so the owner's closure has one nixpkgs and the host's
+  # architecture; nothing of them is read while evaluating.
+  built = import ../images { inherit pkgs lib; package = cfg.package; };
 
   roles = map (u: u.role) deployment.users;
   userOf = role: lib.findFirst (u: u.role == role) null deployment.users;
@@ -75,7 +78,11 @@ let
     else if ph == "@state@" then deployment.stateDir
     # The daemons check their config against the layout there.
     else if ph == "@config@" then "${deployment.stateDir}/config"
-    else if kind == "image" && cfg.images ? ${arg} then cfg.images.${arg}.id
+    # An image's ID is known only once the image is built: unless the
+    # owner gave it, the placeholder stays and boxmaker-config puts the
+    # ID in when it runs, read from the image's idFile (no evaluation
+    # ever builds an image: no import-from-derivation).
+    else if kind == "image" && cfg.images ? ${arg} then (if cfg.images.${arg}.id != null then cfg.images.${arg}.id else ph)
     else if kind == "root" && cfg.roots ? ${arg} then "${cfg.roots.${arg}}"
     # A host-run role's binary is its image root's, as bxctl install does.
     else if kind == "bin" && binRoot arg != null then "${cfg.roots.${(binRoot arg).role}}/bin/${arg}"
@@ -103,9 +110,20 @@ let
   serviceOf = u: let s = u.sections.Service or { }; extra = loadsOf u; in
     if extra == [ ] then s else s // { LoadCredentialEncrypted = (s.LoadCredentialEncrypted or [ ]) ++ extra; };
 
+  # A key systemd repeats is a list; any other is its one value as a
+  # string: nixpkgs' checkService compares Type= and Restart= with
+  # `elem` on the raw value (nixos/lib/systemd-lib.nix assertValueOneOf),
+  # and its unitOption merges lists by concatenation and strings by
+  # equality (nixos/lib/systemd-unit-options.nix).
+  repeatable = deployment.repeatable or { };
+  shaped = section: lib.mapAttrs (k: vs:
+    if lib.elem k (repeatable.${section} or [ ]) then map subst vs
+    else if builtins.length vs == 1 then subst (builtins.head vs)
+    else throw "services.boxmaker: deployment.json gives [${section}] ${k} ${toString (builtins.length vs)} values but systemd takes it once; see docs/runbook.md#nix-deployment-version");
+
   unitFor = u: {
-    unitConfig = lib.mapAttrs (_: map subst) (u.sections.Unit or { });
-    serviceConfig = lib.mapAttrs (_: map subst) (serviceOf u);
+    unitConfig = shaped "Unit" (u.sections.Unit or { });
+    serviceConfig = shaped "Service" (serviceOf u);
     wantedBy = u.sections.Install.WantedBy or [ ];
     requiredBy = u.sections.Install.RequiredBy or [ ];
     # A switch that changes the role's config or users.toml restarts it
@@ -127,43 +145,61 @@ let
     src = toml.generate "${roleOfConfig f}.toml" cfg.settings.${roleOfConfig f};
   }) (lib.filter (f: !(lib.elem (roleOfConfig f) unconfigured)) deployment.configs)
     ++ map (f: f // { for = null; src = pkgs.writeText (baseNameOf f.path) f.text; }) deployment.files;
+  # The images whose ID boxmaker-config puts into the configs when it
+  # runs: those a config names by placeholder and the owner gave no ID.
+  runtimeIds = lib.filter (r: cfg.images.${r}.id == null && lib.elem "@image:${r}@" allPlaceholders) (builtins.attrNames cfg.images);
+  idFileOf = r: let f = cfg.images.${r}.idFile; in
+    # Neither given: an assertion below refuses the system.
+    if f == null then "/nonexistent/${r}-id" else "${f}";
+  toolPath = lib.makeBinPath [ pkgs.coreutils pkgs.gnugrep pkgs.gnused ];
+  # The two scripts the module's own units run (./install-config.sh,
+  # ./load-image.sh; checks/nix runs them), with their tools' PATH.
+  installer = pkgs.writeShellScriptBin "boxmaker-install-config" ("PATH=${toolPath}\n" + builtins.readFile ./install-config.sh);
+  idArgs = lib.concatMapStrings (r: " ${r}=${idFileOf r}") runtimeIds;
   configUnit = {
     unitConfig = {
-      Description = [ "Boxmaker: the role configs and users.toml into ${deployment.stateDir}/config" ];
+      Description = "Boxmaker: the role configs and users.toml into ${deployment.stateDir}/config";
       After = [ "systemd-tmpfiles-setup.service" ];
       Before = roleUnits;
     };
     requiredBy = roleUnits;
     serviceConfig = {
-      Type = [ "oneshot" ];
-      RemainAfterExit = [ "yes" ];
-      ExecStart = map (f: "${pkgs.coreutils}/bin/install -m ${f.mode} -o ${subst f.owner} -g ${subst f.group} ${f.src} ${subst f.path}") configSources;
+      Type = "oneshot";
+      RemainAfterExit = "yes";
+      # A oneshot unit is the one kind that may repeat ExecStart=.
+      ExecStart = map (f: "${installer}/bin/boxmaker-install-config ${f.mode} ${subst f.owner} ${subst f.group} ${f.src} ${subst f.path}${idArgs}") configSources;
     };
   };
 
   # --- the tool image into brokerd's rootless Podman (nothing is pulled),
-  # its ID checked, before brokerd starts.
+  # its ID checked, before brokerd starts. The ID is the owner's, or read
+  # from the image's idFile when the unit runs.
+  # Rootless `podman load` maps the image's ids through brokerd's
+  # subordinate ranges with the setuid newuidmap/newgidmap, which NixOS
+  # has only as wrappers in /run/wrappers/bin: nixpkgs' podman module
+  # wraps podman with "/run/wrappers" among its extraPackages ("setuid
+  # shadow", nixos/modules/virtualisation/podman/default.nix), and the
+  # loader's PATH names it as well, so the loader finds them either way.
+  loader = pkgs.writeShellScriptBin "boxmaker-load-image" ("PATH=${toolPath}:/run/wrappers/bin\nPODMAN=${podman}\n" + builtins.readFile ./load-image.sh);
   loadUnit = img: let
     u = builtins.head podmanUsers;
     image = cfg.images.${img.role};
     consumers = map (x: x.name) (lib.filter (x: x.role == u.role) deployment.units);
+    idArg = if image.id != null then "--id ${image.id}" else "--id-file ${idFileOf img.role}";
   in lib.nameValuePair "${img.name}-image" {
     unitConfig = {
-      Description = [ "Boxmaker: load ${img.name} into ${u.name}'s Podman storage" ];
+      Description = "Boxmaker: load ${img.name} into ${u.name}'s Podman storage";
       After = [ "user@${toString u.uid}.service" ];
       Requires = [ "user@${toString u.uid}.service" ];
       Before = consumers;
     };
     requiredBy = consumers;
     serviceConfig = {
-      Type = [ "oneshot" ];
-      RemainAfterExit = [ "yes" ];
-      User = [ u.name ];
-      Group = [ u.name ];
-      ExecStart = [
-        "${pkgs.runtimeShell} -c '${image.stream} | ${podman} load'"
-        "${podman} image exists ${image.id}"
-      ];
+      Type = "oneshot";
+      RemainAfterExit = "yes";
+      User = u.name;
+      Group = u.name;
+      ExecStart = [ "${loader}/bin/boxmaker-load-image ${image.stream} ${idArg}" ];
     };
     environment = { HOME = u.home; XDG_RUNTIME_DIR = "/run/user/${toString u.uid}"; };
   };
@@ -255,22 +291,50 @@ in
       default = [ ];
     };
 
+    # State stays where the layout table puts it: five users share it,
+    # each entry with its own owner and mode, which systemd's
+    # StateDirectory= (one owner per unit, as nixpkgs' modules use it)
+    # cannot express, and the daemons, the units' mounts, the tmpfiles
+    # rules and the first configs all derive from that one path.
+    stateDir = mkOption {
+      description = "Where Boxmaker's state lives (pkg/units.StateDir, the layout table's); read-only: see docs/nix.md.";
+      type = types.str;
+      default = deployment.stateDir;
+      readOnly = true;
+    };
+
+    # As nixpkgs' service modules name theirs (mkPackageOption in e.g.
+    # nixos/modules/virtualisation/podman/default.nix): the binaries
+    # everything else is built from.
+    package = mkOption {
+      description = "Boxmaker's binaries (bin/gatewayd, loopd, inferproxy, brokerd, memoryd, toolkit, bxctl), from which the roots and images are built.";
+      type = types.package;
+      default = pkgs.boxmaker or (import ../nix { inherit pkgs; }).package;
+      defaultText = lib.literalExpression "pkgs.boxmaker (the flake's overlay) or (import ../nix { inherit pkgs; }).package";
+    };
     roots = mkOption {
-      description = "Each role's root filesystem (../images `roots`), the RootDirectory= of its unit.";
+      description = "Each role's root filesystem (../images `roots`), the RootDirectory= of its unit; by default built from the system's pkgs and `package`.";
       type = types.attrsOf types.package;
       default = built.roots;
-      defaultText = lib.literalExpression "(import ../images { inherit pkgs; }).roots";
+      defaultText = lib.literalExpression "(import ../images { inherit pkgs; package = config.services.boxmaker.package; }).roots";
     };
     images = mkOption {
-      description = "Each image's stream script (dockerTools.streamLayeredImage) and ID (the config digest, sha256:<64 hex>); the module loads the tool image.";
+      description = ''
+        Each image's stream script (dockerTools.streamLayeredImage) and its ID
+        (the config digest, sha256:<64 hex>): `id` if you know it, otherwise
+        `idFile`, a file in the built image's output holding it, read by the
+        units when they run (evaluating the system never builds an image).
+        The module loads the tool image into brokerd's Podman.
+      '';
       type = types.attrsOf (types.submodule {
         options = {
-          stream = mkOption { type = types.either types.package types.str; };
-          id = mkOption { type = types.strMatching "sha256:[0-9a-f]{64}"; };
+          stream = mkOption { type = types.either types.package types.str; description = "The image's stream script."; };
+          id = mkOption { type = types.nullOr (types.strMatching "sha256:[0-9a-f]{64}"); default = null; description = "The image's ID, if known at evaluation."; };
+          idFile = mkOption { type = types.nullOr (types.either types.package types.str); default = null; description = "A file holding the image's ID, read at run time."; };
         };
       });
       default = built.images;
-      defaultText = lib.literalExpression "(import ../images { inherit pkgs; }).images";
+      defaultText = lib.literalExpression "(import ../images { inherit pkgs; package = config.services.boxmaker.package; }).images";
     };
   };
 
@@ -315,6 +379,10 @@ in
       {
         assertion = missingOther == [ ];
         message = "services.boxmaker: deployment.json holds a placeholder this module has no value for (${lib.concatStringsSep ", " missingOther}); see docs/runbook.md#nix-deployment-version";
+      }
+      {
+        assertion = lib.all (r: cfg.images.${r}.id != null || cfg.images.${r}.idFile != null) (builtins.attrNames cfg.images);
+        message = "services.boxmaker.images: ${lib.concatStringsSep ", " (lib.filter (r: cfg.images.${r}.id == null && cfg.images.${r}.idFile == null) (builtins.attrNames cfg.images))} has neither id nor idFile; see docs/runbook.md#nix-image-id";
       }
       {
         assertion = toolImages == [ ] || builtins.length podmanUsers == 1;

@@ -75,6 +75,16 @@ func DepsFile(root, bin string) string { return filepath.Join(root, "cmd", bin, 
 // TagsFile, if present, holds the build tags a binary is built with.
 func TagsFile(root, bin string) string { return filepath.Join(root, "cmd", bin, "tags.txt") }
 
+// modFlag is how go list finds the modules: the tree's vendor/ where it
+// has one (the Nix gate's: buildGoModule vendors them, and the sandbox
+// has no module cache and no network), the module cache otherwise.
+func modFlag(root string) string {
+	if _, err := os.Stat(filepath.Join(root, "vendor", "modules.txt")); err == nil {
+		return "-mod=vendor"
+	}
+	return "-mod=mod"
+}
+
 // ListDeps runs go list for one binary: every package it links, the
 // standard library's public packages included, one per line, sorted.
 func ListDeps(root, bin string) ([]byte, error) {
@@ -85,7 +95,7 @@ func ListDeps(root, bin string) ([]byte, error) {
 	args = append(args, "-f", "{{.ImportPath}} {{.Standard}}", "./cmd/"+bin)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS="+modFlag(root))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -214,7 +224,7 @@ func Modules(root string) []string {
 func importersOutside(root, bin string, r Rule) []string {
 	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./cmd/"+bin)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS="+modFlag(root))
 	b, err := cmd.Output()
 	if err != nil {
 		return []string{fmt.Sprintf("go list %s: %v", bin, err)}

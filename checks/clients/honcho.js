@@ -52,6 +52,7 @@ async function run(input, o) {
     case 'searchSession': return (await (await h.session(a[0])).search(a[1], {limit: a[2]})).length;
     case 'searchPeer': return (await (await h.peer(a[0])).search(a[1], {limit: a[2]})).length;
     case 'chat': return (await h.peer(a[0])).chat(a[1], {target: a[2], reasoningLevel: a[3]});
+    case 'deleteSession': return (await h.session(a[0])).delete();
     default: throw new Error('unknown call ' + o.call);
     }
 }

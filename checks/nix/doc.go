@@ -1,14 +1,22 @@
 // Package nix holds the offline checks of the flake's parts (docs/nix.md):
-// every .nix file parses, the NixOS module evaluates under nixpkgs' lib with
-// its negative cases refused, the module's units, users and tmpfiles equal
-// modules/deployment.json after substitution, and the vendorHash recorded in
+// every .nix file parses; the NixOS module evaluates against nixpkgs' own
+// files (../shared/reference/nixpkgs: systemd-lib, systemd-unit-options,
+// systemd-types, assertions, users-groups, tmpfiles, with nixpkgs' lib from
+// ../shared/reference/nixpkgs-lib), both through our checks/nix/eval.nix with
+// its negative cases refused and through the reference's own driver
+// (eval-module.nix); every unit nixpkgs' systemd-lib renders equals, directive
+// for directive, the unit bxctl install writes; every serviceConfig key has
+// the value shape nixpkgs' checkService and systemd demand; the module
+// evaluates with import-from-derivation refused; the vendorHash recorded in
 // nix/vendor-hash.json is the NAR hash of `go mod vendor` of the current
-// go.sum.
+// go.sum; and the gate derivation's check phase passes in an approximation of
+// the Nix sandbox (checks/nix/sandbox).
 //
 // Invariant: a check that cannot run here says so in one line (a skip), and
-// fails instead when CI is set for what CI's setup installs (nix-instantiate);
-// the evaluation under nixpkgs' lib runs only where BOXMAKER_NIXPKGS_LIB names
-// a nixpkgs.lib tree, which a fresh CI machine does not have.
+// fails instead when CI is set for what CI has (nix-instantiate, which
+// checks/setup installs, and ../shared beside the clone); under -short, or in
+// the Nix sandbox where neither exists, they skip. A test that fails only in
+// that sandbox: see docs/runbook.md#nix-sandbox.
 package nix
 
 import (
@@ -38,4 +46,23 @@ func nixInstantiate(t *testing.T) string {
 	}
 	t.Skip("did not run: nix-instantiate is missing (checks/setup installs Debian's nix-bin)")
 	return ""
+}
+
+// reference is ../shared/reference beside the repository (nixpkgs' files
+// and lib), absolute; or ends the test: a failure when CI is set (CI has
+// ../shared beside the clone), a one-line skip otherwise (the Nix
+// sandbox has only the repository).
+func reference(t *testing.T) (nixpkgs, lib string) {
+	t.Helper()
+	ref := filepath.Join(root, "..", "shared", "reference")
+	nixpkgs, lib = filepath.Join(ref, "nixpkgs"), filepath.Join(ref, "nixpkgs-lib")
+	for _, p := range []string{filepath.Join(nixpkgs, "eval-module.nix"), filepath.Join(lib, "lib", "default.nix")} {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%v: CI has ../shared/reference beside the clone (nixpkgs' files and lib); see docs/runbook.md#nix-lib-missing", err)
+			}
+			t.Skipf("did not run: %v (../shared/reference holds nixpkgs' files and lib)", err)
+		}
+	}
+	return nixpkgs, lib
 }

@@ -1,17 +1,20 @@
 # The module-evaluation check (docs/nix.md): modules/boxmaker.nix under
-# lib.evalModules with nixpkgs' lib and declarations of the handful of
-# NixOS options it sets (./stubs.nix, each copied in type from the nixpkgs
-# file it cites), every option forced through builtins.toJSON (a lazy
-# evaluation passes type errors silently), and the negative cases, each of
-# which must be refused.
+# lib.evalModules with nixpkgs' lib and nixpkgs' OWN files for the options
+# it sets (./stubs.nix: assertions.nix, users-groups.nix, tmpfiles.nix and
+# systemd-lib/-unit-options/-types from `nixpkgs`, stubs only for what they
+# reference), every option forced through builtins.toJSON and every unit
+# rendered by systemd-lib's serviceToUnit (a lazy evaluation passes type
+# errors silently; rendering runs nixpkgs' checkService), and the negative
+# cases, each of which must be refused.
 #
 # Run by checks/nix's TestModuleEval (nix-instantiate --eval --strict
-# --json) and by the flake's checks.<system>.module-eval. `only` names one
-# negative case to evaluate without tryEval, so its error text is seen.
-{ lib ? import (libPath + "/lib"), libPath ? null, only ? null }:
+# --json) with libPath = ../shared/reference/nixpkgs-lib and nixpkgs =
+# ../shared/reference/nixpkgs. `only` names one negative case to evaluate
+# without tryEval, so its error text is seen.
+{ lib ? import (libPath + "/lib"), libPath ? null, nixpkgs, only ? null }:
 
 let
-  stubs = import ./stubs.nix { inherit lib; };
+  stubs = import ./stubs.nix { inherit lib; nixpkgs = /. + nixpkgs; };
 
   # What the positive case sets: the deployment's one credential that is
   # not optional, every secret as a credential reference, addresses for
@@ -27,8 +30,11 @@ let
       honchoAddresses = [ "100.64.0.9/32" "fd7a:115c:a1e0::9" ];
       images = stubs.images;
       roots = stubs.roots;
+      package = stubs.package;
     };
   };
+  # The images with their IDs given at evaluation instead of ID files.
+  withIDs = { services.boxmaker.images = lib.mkForce (lib.mapAttrs (r: i: { inherit (i) stream; id = stubs.imageIDs.${r}; }) stubs.images); };
 
   # The second positive case: Honcho with its key, the optional credential.
   honchoKey = "/etc/credstore.encrypted/honcho-key.cred";
@@ -37,18 +43,20 @@ let
     services.boxmaker.settings.memoryd.honcho.key = "credential:honcho-key";
   };
 
-  eval = extra: lib.evalModules {
-    modules = [ stubs.module ../../modules/boxmaker.nix base extra ];
-    specialArgs = { pkgs = stubs.pkgs; };
-  };
+  eval = extra: let e = lib.evalModules {
+    modules = stubs.modules ++ [ ../../modules/boxmaker.nix base extra ];
+    specialArgs = { pkgs = stubs.pkgs; utils = stubs.mkUtils e.config; };
+  }; in e;
 
   # Everything the module sets, as plain data; toJSON forces every value.
   result = extra: let
     c = (eval extra).config;
+    sd = (stubs.mkUtils c).systemdUtils.lib;
     ours = lib.filterAttrs (n: _: lib.hasPrefix "boxmaker-" n) c.systemd.services;
     out = {
       failed = map (a: a.message) (lib.filter (a: !a.assertion) c.assertions);
-      services = lib.mapAttrs (_: s: { inherit (s) unitConfig serviceConfig wantedBy requiredBy environment restartTriggers; }) ours;
+      # As nixos/modules/system/boot/systemd.nix renders each service.
+      services = lib.mapAttrs (n: s: { inherit (s) unitConfig serviceConfig wantedBy requiredBy environment restartTriggers; text = (sd.serviceToUnit n s).text; }) ours;
       users = c.users.users;
       groups = c.users.groups;
       tmpfiles = c.systemd.tmpfiles.rules;
@@ -81,11 +89,21 @@ let
     { name = "relative credential"; anchor = "type";
       module = { services.boxmaker.credentials.mattermost-token = lib.mkForce "token.cred"; }; }
     { name = "image by tag"; anchor = "type";
-      module = { services.boxmaker.images.tool.id = lib.mkForce "localhost/boxmaker-tool:latest"; }; }
+      module = { services.boxmaker.images.tool.id = "localhost/boxmaker-tool:latest"; }; }
+    { name = "image without ID"; anchor = "nix-image-id";
+      module = { services.boxmaker.images.tool.idFile = lib.mkForce null; }; }
+    # What nixpkgs' checkService (systemd-unit-options.nix) refuses: a
+    # one-element list for a single-valued key, as the module once set.
+    { name = "one-element Type list"; anchor = "type";
+      module = { systemd.services.boxmaker-loopd.serviceConfig.Type = lib.mkForce [ "exec" ]; }; }
+    { name = "one-element Restart list"; anchor = "type";
+      module = { systemd.services.boxmaker-config.serviceConfig.Restart = [ "on-failure" ]; }; }
+    { name = "Type list added to the string"; anchor = "type";
+      module = { systemd.services.boxmaker-gatewayd.serviceConfig.Type = [ "exec" ]; }; }
     { name = "misspelled option"; anchor = "type";
       module = { services.boxmaker.setings = { }; }; }
     { name = "bad Restart"; anchor = "type";
-      module = { systemd.services.boxmaker-loopd.serviceConfig.Restart = lib.mkForce [ "sometimes" ]; }; }
+      module = { systemd.services.boxmaker-loopd.serviceConfig.Restart = lib.mkForce "sometimes"; }; }
     { name = "honcho-key credential"; anchor = "nix-credential-path";
       module = { services.boxmaker.credentials.honcho-key = "/etc/credstore.encrypted/honcho-key.cred"; }; }
     { name = "honcho-key reference"; anchor = "nix-credential-path";
@@ -133,11 +151,13 @@ then result (lib.findFirst (n: n.name == only) (throw "no negative case ${only}"
 else {
   positive = result { };
   honcho = result withKey;
+  ids = result withIDs;
   # What the stubs and the positive case give, unsubstituted, so the test
   # builds the placeholders' values itself as bxctl install's Values does.
   inputs = {
-    podman = "${stubs.module.options.virtualisation.podman.package.default}/bin/podman";
-    images = lib.mapAttrs (_: i: i.id) stubs.images;
+    podman = "${stubs.fake "podman"}/bin/podman";
+    images = stubs.imageIDs;
+    idFiles = lib.mapAttrs (_: i: "${i.idFile}") stubs.images;
     roots = lib.mapAttrs (_: r: "${r}") stubs.roots;
     credentials = base.services.boxmaker.credentials // { honcho-key = honchoKey; };
     inherit (base.services.boxmaker) llamaServer mattermostAddresses honchoAddresses;

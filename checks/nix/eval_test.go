@@ -39,9 +39,12 @@ type evalOut struct {
 	Positive evalCase `json:"positive"`
 	// Honcho is the positive case with Honcho's key given and named.
 	Honcho evalCase `json:"honcho"`
+	// IDs is the positive case with the images' IDs given, not files.
+	IDs    evalCase `json:"ids"`
 	Inputs struct {
 		Podman              string            `json:"podman"`
 		Images              map[string]string `json:"images"`
+		IDFiles             map[string]string `json:"idFiles"`
 		Roots               map[string]string `json:"roots"`
 		Credentials         map[string]string `json:"credentials"`
 		LlamaServer         string            `json:"llamaServer"`
@@ -58,18 +61,43 @@ type evalOut struct {
 	} `json:"negatives"`
 }
 
+// service is one systemd.services entry: each unitConfig and
+// serviceConfig value as nixpkgs holds it (a string, or a list for a key
+// systemd repeats), and its text as nixpkgs' systemd-lib renders it.
+type service struct {
+	UnitConfig      map[string]json.RawMessage `json:"unitConfig"`
+	ServiceConfig   map[string]json.RawMessage `json:"serviceConfig"`
+	WantedBy        []string                   `json:"wantedBy"`
+	RequiredBy      []string                   `json:"requiredBy"`
+	Environment     map[string]string          `json:"environment"`
+	RestartTriggers []string                   `json:"restartTriggers"`
+	Text            string                     `json:"text"`
+}
+
+// lists is a section's values, a string as a list of one.
+func lists(t *testing.T, sec map[string]json.RawMessage) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for k, raw := range sec {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			out[k] = []string{s}
+			continue
+		}
+		var l []string
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("%s = %s is neither a string nor a list of strings", k, raw)
+		}
+		out[k] = l
+	}
+	return out
+}
+
 // evalCase is what the module sets in one positive case.
 type evalCase struct {
-	Failed   []string `json:"failed"`
-	Services map[string]struct {
-		UnitConfig      map[string][]string `json:"unitConfig"`
-		ServiceConfig   map[string][]string `json:"serviceConfig"`
-		WantedBy        []string            `json:"wantedBy"`
-		RequiredBy      []string            `json:"requiredBy"`
-		Environment     map[string]string   `json:"environment"`
-		RestartTriggers []string            `json:"restartTriggers"`
-	} `json:"services"`
-	Users map[string]struct {
+	Failed   []string           `json:"failed"`
+	Services map[string]service `json:"services"`
+	Users    map[string]struct {
 		UID          uint32 `json:"uid"`
 		IsSystemUser bool   `json:"isSystemUser"`
 		Group        string `json:"group"`
@@ -93,25 +121,12 @@ type evalCase struct {
 	Settings map[string]map[string]any `json:"settings"`
 }
 
-// nixpkgsLib is the nixpkgs.lib tree BOXMAKER_NIXPKGS_LIB names, or ends
-// the test with one line saying the evaluation did not run.
-func nixpkgsLib(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("BOXMAKER_NIXPKGS_LIB")
-	if dir == "" {
-		t.Skip("module evaluation did not run: BOXMAKER_NIXPKGS_LIB names no nixpkgs.lib tree (docs/nix.md says how to get one)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "lib", "default.nix")); err != nil {
-		t.Fatalf("BOXMAKER_NIXPKGS_LIB=%s holds no lib/default.nix: %v; see docs/runbook.md#nix-lib-missing", dir, err)
-	}
-	return dir
-}
-
 func evalNix(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
 	bin := nixInstantiate(t)
-	lib := nixpkgsLib(t)
-	cmd := exec.Command(bin, append([]string{"--eval", "--strict", "--json", filepath.Join(root, "checks", "nix", "eval.nix"), "--argstr", "libPath", lib}, args...)...)
+	nixpkgs, lib := reference(t)
+	cmd := exec.Command(bin, append([]string{"--eval", "--strict", "--json", "--option", "allow-import-from-derivation", "false",
+		filepath.Join(root, "checks", "nix", "eval.nix"), "--argstr", "libPath", lib, "--argstr", "nixpkgs", nixpkgs}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -141,6 +156,9 @@ func TestModuleEval(t *testing.T) {
 	if len(r.Positive.Failed) != 0 {
 		t.Errorf("assertions failed on the positive case: %q", r.Positive.Failed)
 	}
+	if len(r.IDs.Failed) != 0 {
+		t.Errorf("assertions failed on the positive case with the images' IDs given: %q", r.IDs.Failed)
+	}
 	if len(r.Honcho.Failed) != 0 {
 		t.Errorf("assertions failed on the positive case with Honcho's key: %q", r.Honcho.Failed)
 	}
@@ -153,13 +171,16 @@ func TestModuleEval(t *testing.T) {
 	// The text each refusal by type must show, so that it is refused for
 	// its own reason and not another.
 	typeErrors := map[string]string{
-		"credential as a Nix path": "services.boxmaker.credentials.mattermost-token",
-		"relative credential":      "services.boxmaker.credentials.mattermost-token",
-		"relative honcho key":      "services.boxmaker.credentials.honcho-key",
-		"image by tag":             "services.boxmaker.images.tool.id",
-		"misspelled option":        "services.boxmaker.setings",
-		"bad Restart":              "serviceConfig",
-		"addresses as one string":  "services.boxmaker.mattermostAddresses",
+		"credential as a Nix path":      "services.boxmaker.credentials.mattermost-token",
+		"relative credential":           "services.boxmaker.credentials.mattermost-token",
+		"relative honcho key":           "services.boxmaker.credentials.honcho-key",
+		"image by tag":                  "services.boxmaker.images.tool.id",
+		"one-element Type list":         "Systemd Service field `Type' cannot have value `exec'",
+		"one-element Restart list":      "Systemd Service field `Restart' cannot have value `on-failure'",
+		"Type list added to the string": "Systemd Service field `Type' cannot have value `exec'",
+		"misspelled option":             "services.boxmaker.setings",
+		"bad Restart":                   "Systemd Service field `Restart' cannot have value `sometimes'",
+		"addresses as one string":       "services.boxmaker.mattermostAddresses",
 	}
 	for _, n := range r.Negatives {
 		if !n.Refused {
@@ -260,11 +281,18 @@ func TestModuleMatchesDeployment(t *testing.T) {
 			t.Errorf("the module has no unit %s", u.Name)
 			continue
 		}
-		if w := subst(u.Sections["Unit"]); !reflect.DeepEqual(got.UnitConfig, w) {
-			t.Errorf("%s [Unit]:\n got %v\nwant %v", u.Name, got.UnitConfig, w)
+		// nixpkgs' own unitConfig module (systemd-lib.nix) adds
+		// X-Restart-Triggers= from restartTriggers.
+		g := lists(t, got.UnitConfig)
+		if len(g["X-Restart-Triggers"]) != 1 {
+			t.Errorf("%s: nixpkgs wrote no X-Restart-Triggers=: %v", u.Name, g)
 		}
-		if w := subst(u.Sections["Service"]); !reflect.DeepEqual(got.ServiceConfig, w) {
-			t.Errorf("%s [Service]:\n got %v\nwant %v", u.Name, got.ServiceConfig, w)
+		delete(g, "X-Restart-Triggers")
+		if w := subst(u.Sections["Unit"]); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s [Unit]:\n got %v\nwant %v", u.Name, g, w)
+		}
+		if g, w := lists(t, got.ServiceConfig), subst(u.Sections["Service"]); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s [Service]:\n got %v\nwant %v", u.Name, g, w)
 		}
 		if w := orEmpty(u.Sections["Install"]["WantedBy"]); !reflect.DeepEqual(got.WantedBy, w) {
 			t.Errorf("%s WantedBy: got %v, want %v", u.Name, got.WantedBy, w)
@@ -274,8 +302,13 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		if want := len(d.Files) + 1; len(got.RestartTriggers) != want {
 			t.Errorf("%s: %d restart triggers %v, want %d (its config and users.toml)", u.Name, len(got.RestartTriggers), got.RestartTriggers, want)
 		}
-		if len(got.Environment) != 0 {
-			t.Errorf("%s: the module sets environment %v", u.Name, got.Environment)
+		// The one variable is nixpkgs' own default PATH
+		// (systemd-lib.nix stage2ServiceConfig: coreutils, findutils,
+		// grep, sed, systemd), no secret and nothing of the module's.
+		for k := range got.Environment {
+			if k != "PATH" {
+				t.Errorf("%s: the module sets environment %s", u.Name, k)
+			}
 		}
 		for k := range u.Sections["Install"] {
 			if k != "WantedBy" && k != "RequiredBy" {
@@ -301,15 +334,15 @@ func TestModuleMatchesDeployment(t *testing.T) {
 				}
 			}
 		}
-		if w := subst(want); !reflect.DeepEqual(got.ServiceConfig, w) {
-			t.Errorf("%s [Service] with Honcho's key:\n got %v\nwant %v", u.Name, got.ServiceConfig, w)
+		if g, w := lists(t, got.ServiceConfig), subst(want); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s [Service] with Honcho's key:\n got %v\nwant %v", u.Name, g, w)
 		}
 	}
-	load := r.Honcho.Services[strings.TrimSuffix(units.UnitName(layout.Memoryd), ".service")].ServiceConfig["LoadCredentialEncrypted"]
+	load := lists(t, r.Honcho.Services[strings.TrimSuffix(units.UnitName(layout.Memoryd), ".service")].ServiceConfig)["LoadCredentialEncrypted"]
 	if want := []string{units.HonchoKey + ":" + r.Inputs.Credentials[units.HonchoKey]}; !reflect.DeepEqual(load, want) {
 		t.Errorf("memoryd with Honcho's key: LoadCredentialEncrypted=%q, want %q", load, want)
 	}
-	if load := r.Positive.Services[strings.TrimSuffix(units.UnitName(layout.Memoryd), ".service")].ServiceConfig["LoadCredentialEncrypted"]; load != nil {
+	if load := lists(t, r.Positive.Services[strings.TrimSuffix(units.UnitName(layout.Memoryd), ".service")].ServiceConfig)["LoadCredentialEncrypted"]; load != nil {
 		t.Errorf("memoryd without Honcho's key: LoadCredentialEncrypted=%q, want none", load)
 	}
 
@@ -327,15 +360,21 @@ func TestModuleMatchesDeployment(t *testing.T) {
 			continue
 		}
 		own[img.Name+"-image"] = true
-		l, ok := r.Positive.Services[img.Name+"-image"]
-		if !ok {
-			t.Errorf("no loader unit for image %s", img.Name)
-			continue
-		}
-		if !reflect.DeepEqual(l.ServiceConfig["User"], []string{broker.Name}) || l.Environment["HOME"] != broker.Home ||
-			!strings.Contains(strings.Join(l.ServiceConfig["ExecStart"], " "), "image exists "+r.Inputs.Images[img.Role]) ||
-			!reflect.DeepEqual(l.RequiredBy, []string{units.UnitName(layout.Brokerd)}) {
-			t.Errorf("%s-image does not load %s into %s's Podman before brokerd: %+v", img.Name, r.Inputs.Images[img.Role], broker.Name, l)
+		// The ID read from the image's ID file when the unit runs, or
+		// the one given.
+		for c, id := range map[*evalCase]string{&r.Positive: "--id-file " + r.Inputs.IDFiles[img.Role], &r.IDs: "--id " + r.Inputs.Images[img.Role]} {
+			l, ok := c.Services[img.Name+"-image"]
+			if !ok {
+				t.Errorf("no loader unit for image %s", img.Name)
+				continue
+			}
+			sc := lists(t, l.ServiceConfig)
+			if !reflect.DeepEqual(sc["User"], []string{broker.Name}) || l.Environment["HOME"] != broker.Home ||
+				len(sc["ExecStart"]) != 1 || !strings.Contains(sc["ExecStart"][0], "/bin/boxmaker-load-image ") ||
+				!strings.HasSuffix(sc["ExecStart"][0], " "+id) ||
+				!reflect.DeepEqual(l.RequiredBy, []string{units.UnitName(layout.Brokerd)}) {
+				t.Errorf("%s-image does not load the image (%s) into %s's Podman before brokerd: %+v", img.Name, id, broker.Name, l)
+			}
 		}
 	}
 	for name := range r.Positive.Services {
@@ -347,15 +386,15 @@ func TestModuleMatchesDeployment(t *testing.T) {
 	if !reflect.DeepEqual(cw.RequiredBy, roleUnits) {
 		t.Errorf("boxmaker-config is required by %v, want every role's unit %v", cw.RequiredBy, roleUnits)
 	}
-	exec := strings.Join(cw.ServiceConfig["ExecStart"], "\n")
+	exec := strings.Join(lists(t, cw.ServiceConfig)["ExecStart"], "\n")
 	for _, f := range d.Files {
-		want := fmt.Sprintf("-m %s -o %s -g %s ", f.Mode, f.Owner, f.Group)
+		want := fmt.Sprintf("/bin/boxmaker-install-config %s %s %s ", f.Mode, f.Owner, f.Group)
 		if !strings.Contains(exec, want) || !strings.Contains(exec, " "+sub(f.Path)) {
 			t.Errorf("boxmaker-config does not write %s (%s): %s", f.Path, want, exec)
 		}
 	}
 	for _, c := range d.Configs {
-		want := fmt.Sprintf("install -m %s -o %s -g %s ", c.Mode, c.Owner, c.Group)
+		want := fmt.Sprintf("/bin/boxmaker-install-config %s %s %s ", c.Mode, c.Owner, c.Group)
 		if path := sub(c.Path); strings.Contains(exec, path) && !strings.Contains(exec, want) {
 			t.Errorf("boxmaker-config writes %s without the layout's mode and owners (%s): %s", path, want, exec)
 		}
@@ -372,7 +411,7 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		if _, err := toml.Decode(sub(c.Text), &first); err != nil {
 			t.Fatalf("first config of %s: %v", role, err)
 		}
-		got := r.Positive.Settings[role]
+		got := r.IDs.Settings[role]
 		for k, want := range first {
 			if !reflect.DeepEqual(fmt.Sprint(got[k]), fmt.Sprint(want)) {
 				t.Errorf("settings.%s.%s = %v, want the first config's %v", role, k, got[k], want)
@@ -383,8 +422,29 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		}
 	}
 
-	if len(r.Positive.Users) != len(d.Users) || len(r.Positive.Groups) != len(d.Users) {
-		t.Errorf("the module makes %d users and %d groups, deployment.json has %d", len(r.Positive.Users), len(r.Positive.Groups), len(d.Users))
+	// Without the IDs given, brokerd's tool_image stays a placeholder
+	// that boxmaker-install-config fills from the tool image's ID file
+	// when boxmaker-config runs (no image is built to evaluate).
+	if ti := fmt.Sprint(r.Positive.Settings[layout.Brokerd]["runner"]); !strings.Contains(ti, "tool_image:"+units.Image(units.Tool)) {
+		t.Errorf("settings.brokerd.runner = %s, want tool_image %s", ti, units.Image(units.Tool))
+	}
+	if want := sub(layout.Config.In(d.StateDir)) + "/brokerd.toml tool=" + r.Inputs.IDFiles[units.Tool]; !strings.Contains(exec, want+"\n") {
+		t.Errorf("boxmaker-config does not fill brokerd.toml's tool image from its ID file (%s): %s", want, exec)
+	}
+
+	ours := 0
+	for name := range r.Positive.Users {
+		if strings.HasPrefix(name, "boxmaker-") {
+			ours++
+		}
+	}
+	for name := range r.Positive.Groups {
+		if strings.HasPrefix(name, "boxmaker-") {
+			ours++
+		}
+	}
+	if ours != 2*len(d.Users) {
+		t.Errorf("the module makes %d boxmaker- users and groups, deployment.json has %d users", ours, len(d.Users))
 	}
 	for _, u := range d.Users {
 		got, ok := r.Positive.Users[u.Name]
@@ -413,8 +473,15 @@ func TestModuleMatchesDeployment(t *testing.T) {
 	for _, l := range d.Tmpfiles {
 		wantTmp = append(wantTmp, sub(l))
 	}
-	if !reflect.DeepEqual(r.Positive.Tmpfiles, wantTmp) {
-		t.Errorf("tmpfiles:\n got %q\nwant %q", r.Positive.Tmpfiles, wantTmp)
+	// nixpkgs' tmpfiles.nix adds its own rules (/run/lock, /nix/var...).
+	var gotTmp []string
+	for _, l := range r.Positive.Tmpfiles {
+		if strings.Contains(l, d.StateDir) {
+			gotTmp = append(gotTmp, l)
+		}
+	}
+	if !reflect.DeepEqual(gotTmp, wantTmp) {
+		t.Errorf("tmpfiles:\n got %q\nwant %q", gotTmp, wantTmp)
 	}
 	t.Logf("%d role units (+%d of the module's own), %d users, %d groups, %d tmpfiles rules, %d files", len(d.Units), len(own), len(r.Positive.Users), len(r.Positive.Groups), len(r.Positive.Tmpfiles), len(d.Files))
 }

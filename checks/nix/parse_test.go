@@ -16,7 +16,7 @@ func nixFiles(t *testing.T) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == ".boxmaker") {
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == ".boxmaker" || p == filepath.Join(root, "vendor")) {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(p, ".nix") {

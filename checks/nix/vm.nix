@@ -82,8 +82,9 @@ pkgs.testers.runNixOSTest {
         path = f["path"].replace("@state@", d["stateDir"]).replace("@config@", d["stateDir"] + "/config")
         machine.succeed(f"test \"$(stat -c '%a %U %G' {path})\" = \"{int(f['mode'], 8):o} {f['owner']} {f['group']}\"")
     broker = next(u for u in d["users"] if u["linger"])
-    tool = next(i for i in d["images"] if i["role"] == "tool")
-    machine.succeed(f"runuser -u {broker['name']} -- env HOME={broker['home']} XDG_RUNTIME_DIR=/run/user/{broker['uid']} podman image exists $(systemctl show -p ExecStart --value {tool['name']}-image | grep -o 'sha256:[0-9a-f]*' | head -1)")
+    # The tool image's ID, which boxmaker-config put into brokerd.toml from
+    # the image's ID file, is the image brokerd's Podman holds.
+    machine.succeed(f"runuser -u {broker['name']} -- env HOME={broker['home']} XDG_RUNTIME_DIR=/run/user/{broker['uid']} podman image exists $(grep -o 'sha256:[0-9a-f]*' /var/lib/boxmaker/config/brokerd.toml)")
     for c in d["credentials"]:
         unit = c["unit"]
         pid = machine.succeed(f"systemctl show -p MainPID --value {unit}").strip()

@@ -20,6 +20,7 @@ import (
 // those read, so memory-tainted) and the session is untrusted. Without
 // the option the tool is not offered (TestStackFleetCanary's sessions).
 func TestStackAskMemory(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	var mu sync.Mutex
 	var asked []honchofake.ChatCall

@@ -41,6 +41,7 @@ func bxctl(t *testing.T, bin string, args ...string) (string, error) {
 // answer, and `bxctl audit verify` finds an intact chain with the
 // decision and the approval.
 func TestStackApproval(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "grants"), 0o700))
 	os.WriteFile(filepath.Join(state, "grants", "downloads.toml"), []byte(stackGrants), 0o600)

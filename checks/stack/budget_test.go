@@ -40,6 +40,7 @@ func fill(n int) string {
 // (system prompt, identity block, core tool schemas) measured with the
 // fake's tokenizer. The device check repeats this with the server's.
 func TestStackBaselineBudget(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	mem := filepath.Join(state, "memory")
 	os.MkdirAll(mem, 0o700)

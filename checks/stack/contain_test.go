@@ -19,6 +19,7 @@ import (
 // loopd in a network namespace whose one interface is lo, from which no
 // listener on the host answers.
 func TestStackRolesContained(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("needs root (CI runs as root)")

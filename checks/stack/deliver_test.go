@@ -20,6 +20,7 @@ import (
 // start the turn's outcome (closed as interrupted) is posted in the DM's
 // thread, marked with its turn, and a further restart posts it no more.
 func TestStackOutcomeAfterGatewayDies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}

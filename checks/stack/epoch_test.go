@@ -97,12 +97,14 @@ func usages(recs []session.Record) []*session.Usage {
 // prompt_n of the summary request and of the new epoch's first turn, with
 // the warm start (and, in TestStackEpochNoPrewarm, without).
 func TestStackEpochIdle(t *testing.T) {
+	t.Parallel()
 	summaryN, firstN := epochIdle(t, true)
 	t.Logf("fake llama-server (host-RAM prompt cache on), warm start on: summary prompt_n %d, first turn of epoch 1 prompt_n %d", summaryN, firstN)
 }
 
 // TestStackEpochNoPrewarm is TestStackEpochIdle with [epoch] prewarm off.
 func TestStackEpochNoPrewarm(t *testing.T) {
+	t.Parallel()
 	summaryN, firstN := epochIdle(t, false)
 	t.Logf("fake llama-server (host-RAM prompt cache on), warm start off: summary prompt_n %d, first turn of epoch 1 prompt_n %d", summaryN, firstN)
 }
@@ -251,6 +253,7 @@ func epochIdle(t *testing.T, prewarm bool) (int, int) {
 // release build run with the kill knob set: a release build has none, so
 // the change completes.
 func TestStackEpochCompactWaits(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	epochConfig(t, state, -1, 1, true, "")
 	Up(t, bin, state, strings.TrimPrefix(srv.URL(), "http://"), []string{"BOXMAKER_TEST_EPOCH_KILL_AT=log"})
@@ -302,8 +305,10 @@ func TestStackEpochCompactWaits(t *testing.T) {
 // stack finds either epoch 0 current (unchanged) or epoch 1 complete,
 // and the session answers its next message.
 func TestStackEpochKill(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{"summary", "baseline", "log", "commit"} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			bin, state, srv := stack(t, 65536)
 			BuildInto(t, bin, []string{TestHooks}, "loopd") // the kill knob
 			epochConfig(t, state, -1, 1, false, "")
@@ -372,11 +377,17 @@ func TestStackEpochKill(t *testing.T) {
 func stop(t *testing.T, bin, state string) {
 	t.Helper()
 	pid := pidOf(t, bin+"/bxctl", "up", state)
+	exit, ok := exitOf(pid)
+	if !ok {
+		t.Fatalf("bxctl up (pid %d) was not started by Up", pid)
+	}
 	syscall.Kill(pid, syscall.SIGTERM)
 	// bxctl up exits once every role has (Up's Wait reaps it): loop.sock
 	// goes first, and the next bxctl up refuses while another role of
 	// this stack still answers.
-	waitFor(t, "the stack did not stop", time.Minute, func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH
-	})
+	select {
+	case <-exit:
+	case <-time.After(time.Minute):
+		t.Fatalf("after %v: the stack did not stop", time.Minute)
+	}
 }

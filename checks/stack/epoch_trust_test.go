@@ -21,6 +21,7 @@ import (
 // with links and images defanged whatever the session's trust, package
 // render.)
 func TestStackEpochTrust(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	page := untrustedFiles(t, state)
 	epochConfig(t, state, -1, 1, false, "")

@@ -85,6 +85,7 @@ func onceEach(t *testing.T, hon *honchofake.Server, want []string) {
 // message exactly once. Then `bxctl memory resync` into an empty Honcho
 // reproduces the same content.
 func TestStackFleetOutbox(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	hon := honchofake.New(t, honchofake.Options{})
 	var drop atomic.Bool

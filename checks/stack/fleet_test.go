@@ -77,6 +77,7 @@ func readTurn(srv *fake.Server, mark, path string) {
 // brokerd marks the session untrusted, so its identity add becomes a
 // note.
 func TestStackFleetCanary(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	hon := honchofake.New(t, honchofake.Options{})
 	page, note, vault := fleetConfigs(t, state, hon.URL)

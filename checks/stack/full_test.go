@@ -41,6 +41,7 @@ var baselineCount = regexp.MustCompile(`the baseline \(system message, tools, a 
 // error), every tool call has its result in the log, what was sent only
 // ever grew, and the next message lands in a new epoch and is answered.
 func TestStackFullContext(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 2048)
 	smallConfig(t, state)
 	u, _ := url.Parse(srv.URL())

@@ -37,6 +37,7 @@ mode = "ask"
 // the runner (which refuses: tool containers come later); the turn goes
 // on to its answer in the thread.
 func TestStackGateway(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}

@@ -23,6 +23,7 @@ import (
 // owner's !approve there reaches brokerd, and the run's report (the
 // runner's failure, then the answer) is posted in the DM once.
 func TestStackJobThroughMattermost(t *testing.T) {
+	t.Parallel()
 	js := newJobStack(t, 2*time.Minute, "")
 	fmm := mm.New(t)
 	bot := fmm.AddUser("boxmaker", true)

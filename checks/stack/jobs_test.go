@@ -136,6 +136,7 @@ var readReport = fake.ToolCall{Name: "call_tool", Arguments: `{"name":"read_file
 // it expires; a deleted job never runs again; and the times missed while
 // Boxmaker was down run once when it starts again.
 func TestStackJobs(t *testing.T) {
+	t.Parallel()
 	js := newJobStack(t, 1500*time.Millisecond, "")
 	js.at("2026-12-01T09:59:00Z")
 	js.owned(&layout.Grants, "reports.toml", readGrant("auto"))

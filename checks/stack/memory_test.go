@@ -82,6 +82,7 @@ func readFile(t *testing.T, path string) string {
 // recalling session untrusted in turn; `bxctl memory undo` reverts the
 // identity edit, and `bxctl reindex` rebuilds the index from files.
 func TestStackMemory(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	page := untrustedFiles(t, state)
 	up(t, bin, state, srv)

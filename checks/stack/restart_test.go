@@ -24,6 +24,7 @@ import (
 // catch-up finds nothing; the answer is posted once, when the turn ends,
 // without a further restart.
 func TestStackGatewayRestartsAloneMidTurn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}

@@ -100,6 +100,7 @@ func chat(t *testing.T, bin, state, sessionID, msg string) string {
 // fake's own tokenizer), and that replaying the log reproduces each
 // request's messages byte for byte.
 func TestStackThirtyTurns(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	up(t, bin, state, srv)
 	for i := 1; i <= 30; i++ {
@@ -218,6 +219,7 @@ func pidOf(t *testing.T, words ...string) int {
 // shows that the acknowledged message is still in the session, the open
 // turn is closed as interrupted, and the session continues.
 func TestStackKillMidTurn(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 65536)
 	srv.Script(
 		fake.Reply{Reasoning: "Time first.", ToolCalls: []fake.ToolCall{{Name: "clock", Arguments: `{}`}}},
@@ -271,6 +273,7 @@ func TestStackKillMidTurn(t *testing.T) {
 // to start with exit code 2, naming the check and its runbook entry, and
 // bxctl up reports it and stops.
 func TestStackSelftestRefusesStart(t *testing.T) {
+	t.Parallel()
 	bin, state, srv := stack(t, 8192)
 	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n",
 		state, filepath.Join(state, "run", "loop"), layout.Socket(state, &wire.Infer))

@@ -20,6 +20,7 @@ import (
 // journals it under the run's session, and bxctl memory undo takes it
 // back.
 func TestStackMemoryTiering(t *testing.T) {
+	t.Parallel()
 	js := newJobStack(t, 0, "tiering = \"0 * * * *\"\n")
 	js.at("2026-12-01T09:30:00Z")
 	js.up()

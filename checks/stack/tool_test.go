@@ -15,13 +15,17 @@ import (
 	"wntrmute.dev/boxmaker/checks/roletest"
 )
 
-func TestMain(m *testing.M) { os.Exit(podmantest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
 // TestStackToolRuns is a tool call end to end, in a real container: a
 // chat turn asks to read a file, an auto grant covers it, brokerd runs
 // read_file in a fresh container through Podman, the result reaches the
 // model labelled with the grant's class and untrusted flag, and `bxctl
 // audit verify` finds the decision and the result in an intact chain.
+//
+// Not parallel: it asserts that the shared Podman service holds no
+// container afterwards, which another test's running tool would break
+// (sequential tests run before the parallel ones start).
 func TestStackToolRuns(t *testing.T) {
 	svc := podmantest.Require(t)
 	shareWithBrokerd(t, svc.Socket)
@@ -78,6 +82,8 @@ func TestStackToolRuns(t *testing.T) {
 // for the stack, and a chat turn's read_file runs through it. Podman's
 // storage is redirected to a temporary directory, where the test imports
 // the tool image as an owner would with `podman import`.
+//
+// Not parallel: it sets the process's environment (t.Setenv).
 func TestStackUpRunsPodman(t *testing.T) {
 	podman, conf, err := podmantest.Find()
 	if err != nil {
@@ -95,6 +101,14 @@ func TestStackUpRunsPodman(t *testing.T) {
 	storage := filepath.Join(tmp, "storage.conf")
 	os.WriteFile(storage, []byte(fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n",
 		filepath.Join(tmp, "root"), filepath.Join(tmp, "run"))), 0o600)
+	// The tool image's go build keeps this machine's Go caches: under the
+	// test's HOME they would be empty, a cold build (and, offline, no
+	// modules at all).
+	for _, v := range []string{"GOCACHE", "GOMODCACHE"} {
+		out, err := exec.Command("go", "env", v).Output()
+		require.NoError(t, err)
+		t.Setenv(v, strings.TrimSpace(string(out)))
+	}
 	t.Setenv("HOME", home)
 	t.Setenv("CONTAINERS_STORAGE_CONF", storage)
 	t.Setenv("CONTAINERS_CONF", conf)

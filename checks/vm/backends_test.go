@@ -29,14 +29,14 @@ func nonce(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-// TestGuestBackends boots one guest and proves, against the real
+// TestGuestBackends takes the shared guest as booted (Fresh) and proves, against the real
 // systemd there, the parts the deployment reads its secrets and writes
 // its logs through: package secret's credential backend under
 // LoadCredentialEncrypted= (and its refusals), journald taking a unit's
 // output, and the canary scanner the deployed test uses to show a token
 // is nowhere it must not be.
 func TestGuestBackends(t *testing.T) {
-	m := Start(t)
+	m := shared.Use(t, Fresh, nil)
 	ctx := func(d time.Duration) context.Context {
 		c, cancel := context.WithTimeout(context.Background(), d)
 		t.Cleanup(cancel)

@@ -10,8 +10,8 @@ import (
 	"wntrmute.dev/boxmaker/pkg/units"
 )
 
-// TestBrokerdUserManager installs the deployment as TestDeployment does
-// and checks brokerd's mount namespace: of its user's runtime directory
+// TestBrokerdUserManager takes the installed deployment as
+// TestDeployment does (the snapshot Deployed) and checks brokerd's mount namespace: of its user's runtime directory
 // it sees only its Podman socket's directory, so it cannot reach its
 // user manager (the bus, systemd/private) to start a transient service
 // outside its sandbox (systemd-run --user), nor the system bus; every
@@ -22,9 +22,8 @@ import (
 // --user to work there as brokerd's user, so the check cannot pass
 // vacuously.
 func TestBrokerdUserManager(t *testing.T) {
-	m := Start(t)
+	m, _ := deployed(t)
 	g := guest{m}
-	prepare(t, m).install(t, m)
 	for _, p := range g.started(t, 4*time.Minute) {
 		t.Error(p)
 	}

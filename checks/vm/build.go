@@ -11,9 +11,11 @@
 // one line only when BOXMAKER_VM is not 1, or, outside CI, when this
 // machine lacks root or a tool the build needs; with CI set a machine that
 // cannot build or boot the guest fails the test. Every [Machine] a test
-// starts is killed when the test ends, and the cached image is never
-// written: qemu runs its disk with snapshot=on, so each boot starts from
-// the same bytes.
+// starts is killed when the test ends ([Start]) or, for the guest a run's
+// scenarios share ([Shared]), when the run ends, and the cached image is
+// never written: qemu runs its disk with snapshot=on, so each boot starts
+// from the same bytes. A scenario on the shared guest gets it from a
+// snapshot whose fingerprint it must match ([Shared.Use]).
 //
 // # Cache
 //

@@ -20,13 +20,13 @@ const (
 	podmanSock  = "unix:///run/user/1000/podman/podman.sock"
 )
 
-// TestGuest boots one guest and checks, in order, what the deployment will
+// TestGuest takes the shared guest as booted (Fresh) and checks, in order, what the deployment will
 // stand on: systemd as PID 1, cgroup v2 with delegation, the command
 // channel's file copy and a test binary run inside, rootless Podman 5.8.2 with keep-id and applied
 // limits (and not without them), encrypted credentials with the host key, and systemd-analyze
 // security's exposure level.
 func TestGuest(t *testing.T) {
-	m := Start(t)
+	m := shared.Use(t, Fresh, nil)
 	ctx := func(d time.Duration) context.Context {
 		c, cancel := context.WithTimeout(context.Background(), d)
 		t.Cleanup(cancel)

@@ -12,7 +12,8 @@ import (
 // what the guest is built from and how its answers are read.
 
 func TestSourcesKeepsOnlyDebian12(t *testing.T) {
-	out, err := exec.Command("./sources.sh", "testdata/apt/one.list", "testdata/apt/two.sources").CombinedOutput()
+	// Through bash, not a /usr/bin/env shebang (the Nix sandbox has none).
+	out, err := exec.Command("bash", "./sources.sh", "testdata/apt/one.list", "testdata/apt/two.sources").CombinedOutput()
 	if err != nil {
 		t.Fatalf("sources.sh: %v: %s", err, out)
 	}

@@ -13,6 +13,40 @@ import (
 	"wntrmute.dev/boxmaker/pkg/units"
 )
 
+// Deployed is the shared guest's snapshot with Boxmaker installed:
+// [prepare] and [deployment.install] from [Fresh], done once a run by the
+// first scenario that needs it (TestBrokerdUserManager, or
+// TestDeployment's install subtest), and restored for each.
+const Deployed = "deployed"
+
+// theDeployment is what [prepare] returned when it made the snapshot
+// [Deployed]: the fakes' values, which the snapshot keeps.
+var theDeployment deployment
+
+// deployed gives t the shared guest with Boxmaker installed, as the
+// snapshot [Deployed] holds it, and the deployment's values.
+func deployed(t *testing.T) (*Machine, deployment) {
+	t.Helper()
+	m := shared.Use(t, Deployed, func(t *testing.T, m *Machine) {
+		d := prepare(t, m)
+		d.install(t, m)
+		theDeployment = d
+		// Saved once the deployment idles (every unit active, the
+		// owner's first message answered), so the snapshot holds a
+		// state that stays put while the restore check fingerprints it.
+		// A deployment that never gets there is saved as it is, and
+		// the scenarios' own checks say what is wrong with it.
+		var active []string
+		for _, r := range layout.Daemons {
+			active = append(active, "systemctl is-active --quiet "+units.UnitName(r))
+		}
+		if r := (guest{m}).sh(t, 6*time.Minute, "for i in $(seq 600); do [ -s /run/bx-fakes/reply.txt ] && { "+strings.Join(active, " && ")+"; } && exit 0; sleep 0.5; done; exit 1"); r.Exit != 0 {
+			t.Logf("vm: the deployment did not idle (every unit active, the owner answered) within 5 minutes; saving it as it is")
+		}
+	})
+	return m, theDeployment
+}
+
 // deployment is a guest made ready for `bxctl install`: the images,
 // bxctl and the fakes copied in, the fakes serving, and gatewayd's
 // config written with the fake Mattermost's values.

@@ -28,8 +28,9 @@ type Machine struct {
 	exited  chan struct{} // closed when qemu has exited
 	waitErr error         // qemu's exit, valid once exited is closed
 
-	mu   sync.Mutex // serialises requests on conn; the protocol has one in flight
+	mu   sync.Mutex // serialises requests on conn and snapshots; the protocol has one in flight
 	conn net.Conn
+	qmp  string // qemu's QMP socket, for [Machine.Save] and [Machine.Restore]
 
 	// Booted is how long qemu took from its start to the agent's first
 	// frame (kernel, initramfs, systemd up to multi-user's units).
@@ -79,8 +80,10 @@ func Boot(ctx context.Context, img Image) (*Machine, error) {
 		"-device", "virtio-serial-pci",
 		"-chardev", "socket,id=agent,path=" + sock + ",server=on,wait=off",
 		"-device", "virtserialport,chardev=agent,name=boxmaker.agent",
+		// QMP, for savevm and loadvm of the shared guest (snapshot.go).
+		"-qmp", "unix:" + filepath.Join(dir, "qmp.sock") + ",server=on,wait=off",
 	}
-	m := &Machine{dir: dir, exited: make(chan struct{})}
+	m := &Machine{dir: dir, exited: make(chan struct{}), qmp: filepath.Join(dir, "qmp.sock")}
 	m.cmd = exec.Command("qemu-system-x86_64", args...)
 	var qemuErr bytes.Buffer
 	m.cmd.Stdout, m.cmd.Stderr = &qemuErr, &qemuErr

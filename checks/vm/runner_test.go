@@ -39,7 +39,8 @@ var maySkip = map[string]string{
 	"TestRootlessCgroupsV1FailsClosed": "it proves the refusal on cgroups v1, where rootless limits are lost",
 }
 
-// TestRootlessRunner runs brokerd's runner tests (cmd/brokerd/internal/runner,
+// TestRootlessRunner, on the shared guest as booted (Fresh), runs
+// brokerd's runner tests (cmd/brokerd/internal/runner,
 // built with brokerd's tags, static) inside the guest as the rootless
 // user against that user's own Podman socket, so the runner takes its
 // rootless mode (keep-id) under cgroup v2 with delegated controllers:
@@ -48,7 +49,7 @@ var maySkip = map[string]string{
 // mounts, protected paths) and the egress proxy's tests, every one of
 // which must pass there.
 func TestRootlessRunner(t *testing.T) {
-	m := Start(t)
+	m := shared.Use(t, Fresh, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	root, err := podmantest.RepoRoot()

@@ -26,11 +26,28 @@ const (
 // should boot does not.
 func Start(t testing.TB) *Machine {
 	t.Helper()
+	mayBoot(t)
+	m := boot(t)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// mayBoot skips or fails t as the package's invariant says when this
+// machine is not to boot a guest (see [Start]).
+func mayBoot(t testing.TB) {
+	t.Helper()
 	if skip, fail := gate(os.Getenv, Missing()); fail != "" {
 		t.Fatal(fail)
 	} else if skip != "" {
 		t.Skip(skip)
 	}
+}
+
+// boot builds the guest if the cache lacks it, boots it and waits until
+// systemd has finished starting up, failing t if it cannot. The caller
+// closes the machine.
+func boot(t testing.TB) *Machine {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
 	defer cancel()
 	img, err := Build(ctx, testLog{t})
@@ -46,14 +63,15 @@ func Start(t testing.TB) *Machine {
 	if err != nil {
 		t.Fatalf("VM test host: %v\nsee docs/runbook.md#vm-boot-failed", err)
 	}
-	t.Cleanup(func() { m.Close() })
 	t.Logf("vm: agent ready %v after qemu started", m.Booted.Round(time.Millisecond))
 	rctx, rcancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer rcancel()
 	began := time.Now()
 	r, err := m.Run(rctx, nil, "systemctl", "is-system-running", "--wait")
 	if err != nil {
-		t.Fatalf("VM test host: systemctl is-system-running: %v\nconsole:\n%s\nsee docs/runbook.md#vm-boot-failed", err, m.ConsoleTail(40))
+		console := m.ConsoleTail(40)
+		m.Close()
+		t.Fatalf("VM test host: systemctl is-system-running: %v\nconsole:\n%s\nsee docs/runbook.md#vm-boot-failed", err, console)
 	}
 	m.Ready = m.Booted + time.Since(began)
 	m.State = strings.TrimSpace(r.Stdout)

@@ -6,7 +6,8 @@
 // The log is every file in one directory whose name [IsLogName] accepts
 // (YYYY-MM-DD.jsonl, a real UTC date), read in name order as one sequence
 // of lines; other names are ignored. Each line is one [Record], a tagged
-// union on "type": decision, approval, result, recovery, accepted_break.
+// union on "type": decision, approval, result, recovery, accepted_break,
+// allowance, allowance_end (allowance.go).
 // Lines are written only through package jsonl, by a [Writer].
 //
 // # What is hashed
@@ -142,6 +143,8 @@ var records = strict.NewUnion[Record]("type",
 	func() Record { return new(Result) },
 	func() Record { return new(Recovery) },
 	func() Record { return new(AcceptedBreak) },
+	func() Record { return new(Allowance) },
+	func() Record { return new(AllowanceEnd) },
 )
 
 // Tags lists the record types, for tests that want a golden file each.

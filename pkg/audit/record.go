@@ -25,6 +25,9 @@ type DecisionRecord struct {
 	// Arguments are the target tool's arguments, as JSON.
 	Arguments json.RawMessage `json:"arguments"`
 	Verdict
+	// Allowance names the session allowance that decided an allowed call
+	// without asking (its id, the approval it was made from); 0: none.
+	Allowance int64 `json:"allowance,omitempty"`
 }
 
 // Verdict is what a decision and an approval's re-decision both record:
@@ -190,6 +193,9 @@ func (r *DecisionRecord) Validate() error {
 	}
 	if len(r.Arguments) == 0 || !json.Valid(r.Arguments) {
 		return errf("arguments are not JSON")
+	}
+	if r.Allowance < 0 || (r.Allowance > 0 && r.Outcome != Allowed) {
+		return errf("allowance %d on outcome %s: only an allowed call names the allowance that decided it", r.Allowance, r.Outcome)
 	}
 	return r.Verdict.check()
 }

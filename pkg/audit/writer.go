@@ -194,7 +194,8 @@ func (w *Writer) endTornLine(d *line) error {
 	return nil
 }
 
-// Append writes a *Decision, *Approval or *Result as the next line of the
+// Append writes a *Decision, *Approval, *Result, *Allowance or
+// *AllowanceEnd as the next line of the
 // log and returns its seq, which is an approval's id. It sets r's Seq, Time
 // and Prev. It returns only after the line is fsynced, so a caller that
 // got nil may act on the record.
@@ -211,6 +212,10 @@ func (w *Writer) Append(r Record) (int64, error) {
 	case *Approval:
 		ok = v != nil
 	case *Result:
+		ok = v != nil
+	case *Allowance:
+		ok = v != nil
+	case *AllowanceEnd:
 		ok = v != nil
 	case *Recovery, *AcceptedBreak:
 		return 0, fmt.Errorf("append audit record: a %s record is written only by the writer itself", r.Tag())

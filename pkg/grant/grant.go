@@ -42,6 +42,7 @@
 //	untrusted = false                 # results are untrusted (default true)
 //	expires = "2027-01-01T00:00:00Z"  # optional, RFC 3339; expired grants never match
 //	mode = "auto"                     # auto, ask or deny
+//	# standing = true                 # one exact file or host, auto over an ask (standing.go)
 //
 // Which tool takes which constraint is fixed here ([ConstraintOf]), not
 // chosen per grant. A consult grant (consult.go) names the endpoint's
@@ -152,7 +153,8 @@ type Spec struct {
 	// consult only (consult.go)
 	Model             string  `toml:"model"`
 	UntrustedSessions *bool   `toml:"untrusted_sessions"`
-	Memory            *string `toml:"memory"` // a pointer: memory = "" is refused, not absent
+	Memory            *string `toml:"memory"`   // a pointer: memory = "" is refused, not absent
+	Standing          *bool   `toml:"standing"` // standing.go
 }
 
 // Grant is one parsed grant. Its fields are read through methods; slices
@@ -172,6 +174,7 @@ type Grant struct {
 	model       string // consult only
 	untrustedOK bool   // consult only: untrusted_sessions
 	memory      Memory // consult only: which memory text may leave
+	standing    bool   // standing.go
 	canonical   []byte
 	sum         string
 }
@@ -293,6 +296,9 @@ func New(file string, s Spec) (Grant, error) {
 	if err := g.checkConsult(s); err != nil {
 		return Grant{}, err
 	}
+	if err := g.parseStanding(s); err != nil {
+		return Grant{}, err
+	}
 	g.canonical, err = strict.Marshal(g.canonicalForm())
 	if err != nil {
 		return Grant{}, fmt.Errorf("canonical form: %v", err)
@@ -405,11 +411,12 @@ type canonicalGrant struct {
 	Model       string          `json:"model,omitempty"`
 	UntrustedOK *bool           `json:"untrusted_sessions,omitempty"`
 	Memory      Memory          `json:"memory,omitempty"`
+	Standing    bool            `json:"standing,omitempty"` // absent unless true: earlier grants keep their hashes
 }
 
 func (g *Grant) canonicalForm() canonicalGrant {
 	c := canonicalGrant{ID: g.id, Tool: g.tool, Paths: g.paths, Hosts: g.hosts, Secret: g.secret,
-		MaxTaint: g.maxTaint, ResultClass: g.resultClass, Untrusted: g.untrusted, Mode: g.mode}
+		MaxTaint: g.maxTaint, ResultClass: g.resultClass, Untrusted: g.untrusted, Mode: g.mode, Standing: g.standing}
 	if g.tool == toolset.Shell {
 		w := g.writable
 		c.Writable = &w

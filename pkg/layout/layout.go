@@ -138,6 +138,13 @@ var (
 		Doc: "gatewayd's record of approval posts to mark dead (approvals.jsonl), its cursor of handled posts (cursor.json), the answers delivered per session (delivered.json) and the newest job report posted (jobs.json)", Rests: "0700 gatewayd's"}
 	Jobs = Entry{Path: "jobs", Kind: Dir, Mode: 0o750, Writer: "owner", Up: true, Owner: Owner, Group: Loopd, Files: 0o640,
 		Doc: "the owner's scheduled jobs, *.toml; loopd reads them and never writes them", Rests: "0750, group loopd's; job files 0640: only loopd reads, only the owner writes"}
+	// Proposals holds the grant proposals brokerd writes from an owner's
+	// `!approve ID CODE always` (issue 26): brokerd never writes grants/,
+	// and a proposal is nothing until the owner applies it (bxctl grants
+	// apply N), as the owner, into grants/.
+	Proposals = Entry{Path: "proposals", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "brokerd", Up: true, Owner: Brokerd, Group: Owner, Files: 0o640,
+		Doc:   "grant proposals from `!approve ID CODE always`, <id>.toml; nothing reads them but the owner's bxctl grants proposals and apply",
+		Rests: "setgid 0750 brokerd's, group the owner's: brokerd writes, the owner reads; brokerd loads grants only from grants/, owned by root or the owner"}
 	// LoopState is loopd's own state beside the session logs: its record
 	// of the owner's jobs' runs (jobs.json).
 	LoopState = Entry{Path: "loop", Kind: Dir, Mode: 0o700, Writer: "loopd", Up: true, Owner: Loopd, Files: 0o600,
@@ -210,7 +217,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 

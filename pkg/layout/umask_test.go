@@ -7,8 +7,9 @@ import (
 
 // TestUmask: each role's umask keeps exactly the bits its table entries
 // need: loopd's session logs are group-readable (memoryd reindexes
-// them), every other role's files are its own alone, and with one user
-// nothing is shared.
+// them), brokerd's grant proposals too (the owner's group reads them in
+// the setgid proposals/), every other role's files are its own alone,
+// and with one user nothing is shared.
 func TestUmask(t *testing.T) {
 	per := DefaultUsers(ID{UID: 1000, GID: 1000})
 	one := SingleUser(ID{UID: 1000, GID: 1000})
@@ -17,7 +18,7 @@ func TestUmask(t *testing.T) {
 		u    Users
 		want fs.FileMode
 	}{
-		{Memoryd, per, 0o077}, {Brokerd, per, 0o077}, {Gatewayd, per, 0o077},
+		{Memoryd, per, 0o077}, {Brokerd, per, 0o027}, {Brokerd, one, 0o077}, {Gatewayd, per, 0o077},
 		{Inferproxy, per, 0o077}, {Loopd, per, 0o027}, {Loopd, one, 0o077},
 	} {
 		if got := Umask(c.role, c.u); got != c.want {

@@ -54,6 +54,11 @@ type Deployment struct {
 	// placeholders for the host's values); "" for a role whose config
 	// only the owner can write (gatewayd's Mattermost details).
 	Configs []FileJSON `json:"configs"`
+	// Repeatable (beyond the contract's first schema) is [Repeatable]:
+	// per section, the keys systemd takes more than once. The NixOS
+	// module sets these as lists and every other key as a string
+	// (nixpkgs' checkService refuses a one-element list for Type=).
+	Repeatable map[string][]string `json:"repeatable"`
 }
 
 // FileJSON is one file an installer writes: its path (with placeholders),
@@ -165,7 +170,7 @@ func unixMode(e *layout.Entry) uint32 {
 // Build is the deployment.
 func Build() Deployment {
 	d := Deployment{Version: 1, StateDir: StateDir, Users: Users(), Tmpfiles: Tmpfiles(StateDir),
-		Credentials: []CredentialJSON{}, Images: []ImageJSON{}, Units: []UnitJSON{},
+		Credentials: []CredentialJSON{}, Images: []ImageJSON{}, Units: []UnitJSON{}, Repeatable: Repeatable,
 		Files: []FileJSON{{Path: State + "/" + layout.UsersFile.Path, Mode: fmt.Sprintf("%04o", layout.UsersFile.Mode.Perm()),
 			Owner: "root", Group: "root", Text: layout.DefaultUsers(layout.ID{}).Text()}}}
 	for _, r := range layout.Daemons {

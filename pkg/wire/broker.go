@@ -27,6 +27,10 @@ type ToolRequest struct {
 	CallID    string          `json:"call_id"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Epoch is the session's epoch (loopd's session log): a session
+	// allowance is made for one epoch and ends when the calls of its
+	// session name another.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // ToolPending says the call waits for the owner's answer to approval ID
@@ -82,8 +86,9 @@ type GetApproval struct {
 // nothing. brokerd decides the call again against the current grants and
 // taint before it runs anything.
 type Approve struct {
-	ID   int64  `json:"id"`
-	Code string `json:"code"`
+	ID    int64       `json:"id"`
+	Code  string      `json:"code"`
+	Scope AnswerScope `json:"scope,omitempty"` // allowance.go: this call only, or a session allowance
 }
 
 // Refuse answers approval ID no; Code as for [Approve].
@@ -106,6 +111,10 @@ type PendingCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Expires   string          `json:"expires"`
 	Code      string          `json:"code"`
+	// SessionScope says in words what a session allowance made from this
+	// approval would cover (`!approve ID CODE session`); "" when none
+	// can be made (a consult).
+	SessionScope string `json:"session_scope,omitempty"`
 }
 
 // Approvals answers ListApprovals, in id order.
@@ -157,6 +166,10 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(SessionState) },
 	func() strict.Variant { return new(Error) },
 	func() strict.Variant { return new(ConsultPending) },
+	func() strict.Variant { return new(ListAllowances) },
+	func() strict.Variant { return new(Allowances) },
+	func() strict.Variant { return new(RevokeAllowance) },
+	func() strict.Variant { return new(DropProposal) },
 )
 
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus

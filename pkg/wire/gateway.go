@@ -39,18 +39,31 @@ type OwnerAnswer struct {
 	Approve  bool   `json:"approve"`
 	Reason   string `json:"reason"`
 	Approver string `json:"approver"`
+	// Scope is how far an approval reaches (allowance.go).
+	Scope AnswerScope `json:"scope,omitempty"`
+}
+
+// AllowanceRevoke is an approver's `!revoke ID` in the thread of the
+// approval that made session allowance ID, sent on that approval's
+// connection, which stays open while the allowance lives. brokerd
+// answers [Answered] and closes.
+type AllowanceRevoke struct {
+	ID       int64  `json:"id"`
+	Approver string `json:"approver"`
 }
 
 // Tags.
-func (*PostApproval) Tag() string   { return "post_approval" }
-func (*ApprovalPosted) Tag() string { return "approval_posted" }
-func (*OwnerAnswer) Tag() string    { return "owner_answer" }
+func (*PostApproval) Tag() string    { return "post_approval" }
+func (*ApprovalPosted) Tag() string  { return "approval_posted" }
+func (*OwnerAnswer) Tag() string     { return "owner_answer" }
+func (*AllowanceRevoke) Tag() string { return "allowance_revoke" }
 
 // GatewayMessages is every message of gateway.sock.
 var GatewayMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(PostApproval) },
 	func() strict.Variant { return new(ApprovalPosted) },
 	func() strict.Variant { return new(OwnerAnswer) },
+	func() strict.Variant { return new(AllowanceRevoke) },
 	func() strict.Variant { return new(Answered) },
 	func() strict.Variant { return new(Error) },
 )

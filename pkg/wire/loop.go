@@ -132,6 +132,7 @@ var LoopRequests = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Compact) },
 	func() strict.Variant { return new(ListJobs) },
 	func() strict.Variant { return new(JobReportsSince) },
+	func() strict.Variant { return new(StatusQuery) },
 )
 
 // Accepted: the message is logged. Queued is true when a turn was running
@@ -244,6 +245,7 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Compacted) },
 	func() strict.Variant { return new(JobList) },
 	func() strict.Variant { return new(JobReports) },
+	func() strict.Variant { return new(SessionStatus) },
 	func() strict.Variant { return new(Error) },
 )
 

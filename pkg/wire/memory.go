@@ -22,7 +22,8 @@ import (
 // [TurnIndexed] once memoryd has indexed it from the session log (loopd
 // never sends the turn's text: memoryd reads sessions/ itself). On
 // memadmin.sock bxctl sends [MemoryUndo], [Reindex], [ReviewList] or
-// [ReviewDecide], answered with [MemoryDone] or [ReviewItems]. Any socket
+// [ReviewDecide], [MemoryWhy] or [MemoryForget], answered with [MemoryDone],
+// [ReviewItems] or [WhyChain]. Any socket
 // may answer [*Error] instead.
 //
 // Every message of the three sockets is in [MemorydMessages], so each
@@ -113,6 +114,41 @@ type ReviewDecide struct {
 	File   string `json:"file"`
 }
 
+// MemoryWhy asks where a memory entry came from: a note ("n12"), a
+// session record as recall names it ("session s1 epoch 0 turn 2 record
+// 5"), an identity file's entry ("memory.md#2", counted from 1) or a
+// fleet memory hit ("honcho workspace W session S peer P"). It only reads.
+type MemoryWhy struct {
+	ID string `json:"id"`
+}
+
+// WhyChain answers MemoryWhy: the entry's provenance as memoryd's own
+// files show it, one plain line per link (journal record, session,
+// epoch and turn, the session's trust and which tool result made it
+// untrusted, class, tombstone). Session and At let bxctl add the links
+// only brokerd's audit log holds (the memory call's decision and the
+// untrusted result's seq and hash); Session is "" when no session wrote
+// the entry. Output is the hex SHA-256 of the memory call's result as the
+// session log holds it (brokerd's audit result records the same hash of
+// the output), "" when unknown or cut.
+type WhyChain struct {
+	ID      string   `json:"id"`
+	Session string   `json:"session"`
+	At      string   `json:"at"`
+	Output  string   `json:"output"`
+	Steps   []string `json:"steps"`
+}
+
+// MemoryForget asks memoryd to forget an entry (an id as [MemoryWhy]
+// takes; identity entries are removed with the memory tool's own edits),
+// or with Undo set to take a forget back. Nothing is deleted from
+// memory/: a tombstone in notes.md, journalled, that the index and
+// recall honour; fleet memory deletes what Honcho's API lets it.
+type MemoryForget struct {
+	ID   string `json:"id"`
+	Undo bool   `json:"undo"`
+}
+
 // MemoryDone answers an admin request; Msg says what was done.
 type MemoryDone struct {
 	Msg string `json:"msg"`
@@ -130,6 +166,9 @@ func (*ReviewList) Tag() string      { return "review_list" }
 func (*ReviewItems) Tag() string     { return "review_items" }
 func (*ReviewDecide) Tag() string    { return "review_decide" }
 func (*MemoryDone) Tag() string      { return "memory_done" }
+func (*MemoryWhy) Tag() string       { return "memory_why" }
+func (*WhyChain) Tag() string        { return "why_chain" }
+func (*MemoryForget) Tag() string    { return "memory_forget" }
 
 // MemorydMessages is every message of memoryd's three sockets.
 var MemorydMessages = strict.NewUnion[strict.Variant]("type",
@@ -150,6 +189,9 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(FleetResync) },
 	func() strict.Variant { return new(TieringRequest) },
 	func() strict.Variant { return new(TieringStats) },
+	func() strict.Variant { return new(MemoryWhy) },
+	func() strict.Variant { return new(WhyChain) },
+	func() strict.Variant { return new(MemoryForget) },
 	func() strict.Variant { return new(Error) },
 )
 

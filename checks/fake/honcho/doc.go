@@ -23,6 +23,9 @@
 //     .../sessions, .../sessions/{s}/peers, .../sessions/{s}/messages
 //     (batches of 1 to 100), .../sessions/{s}/messages/list (paginated),
 //     the three search routes and .../peers/{p}/chat (non-streaming);
+//     DELETE .../sessions/{s} (202; the session is inactive at once, its
+//     messages kept until [Server.RunDeletions] runs Honcho's queued
+//     deletion job: delete.go);
 //   - the key: with [Options.Key] set, every /v3 route wants
 //     "Authorization: Bearer <key>" (the fake compares the key as opaque
 //     text; Honcho verifies a JWT);

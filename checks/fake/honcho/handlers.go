@@ -227,6 +227,10 @@ func (s *Server) serveSession(w http.ResponseWriter, wsName, name string, peers 
 		sess = ws.sessions[name]
 	}
 	created := false
+	if sess != nil && sess.inactive {
+		notFound(w, wsName, name)
+		return
+	}
 	if sess == nil {
 		if observers > maxObservers {
 			// src/exceptions.py ObserverException (line 32).
@@ -333,6 +337,11 @@ func (s *Server) createMessages(w http.ResponseWriter, r *http.Request, b []byte
 	s.mu.Lock()
 	ws, _ := s.ensureWorkspace(p[0])
 	sess := ws.sessions[p[1]]
+	if sess != nil && sess.inactive {
+		s.mu.Unlock()
+		notFound(w, p[0], p[1])
+		return
+	}
 	if sess == nil {
 		sess = &session{created: s.opts.Now(), peers: map[string]json.RawMessage{}}
 		ws.sessions[p[1]] = sess

@@ -63,6 +63,9 @@ type workspace struct {
 type session struct {
 	created time.Time
 	peers   map[string]json.RawMessage // peer -> its SessionPeerConfig as sent
+	// inactive: deleted, its messages kept until [Server.RunDeletions]
+	// (Honcho's queued deletion job; delete.go).
+	inactive bool
 }
 
 type message struct {
@@ -148,6 +151,7 @@ func (s *Server) handler() http.Handler {
 		"POST /v3/workspaces/{w}/sessions/{s}/search":        s.search,
 		"POST /v3/workspaces/{w}/peers/{p}/search":           s.search,
 		"POST /v3/workspaces/{w}/peers/{p}/chat":             s.chat,
+		"DELETE /v3/workspaces/{w}/sessions/{s}":             s.deleteSession,
 	}
 	for pattern, h := range v3 {
 		mux.HandleFunc(pattern, s.wrap(h))

@@ -33,7 +33,20 @@ func (b *Broker) adminServer() *rpc.Server {
 			return &wire.Approval{Call: pendingCall(e)}
 		}),
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Approve) strict.Variant {
-			return b.approve(m.ID, m.Code, adminApprover(peer), "approved by the owner", "uid", peer.UID())
+			return b.approve(m.ID, m.Code, adminApprover(peer), m.Scope, "approved by the owner", "uid", peer.UID())
+		}),
+		rpc.On(func(_ context.Context, _ sockets.Peer, _ *wire.ListAllowances) strict.Variant {
+			out := []wire.AllowanceInfo{}
+			for _, a := range b.ledger.Allowances() {
+				out = append(out, allowanceInfo(a))
+			}
+			return &wire.Allowances{Allowances: out}
+		}),
+		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.RevokeAllowance) strict.Variant {
+			return b.revoke(m.ID, adminApprover(peer))
+		}),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.DropProposal) strict.Variant {
+			return b.dropProposal(m.ID)
 		}),
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Refuse) strict.Variant {
 			return b.refuse(m.ID, m.Code, m.Reason, adminApprover(peer), "refused by the owner", "uid", peer.UID())
@@ -44,13 +57,43 @@ func (b *Broker) adminServer() *rpc.Server {
 // approve takes an owner's yes to approval id, from admin.sock or the
 // chat (the courier), and logs it with who gave it. An answer whose code
 // is not the approval's answers nothing.
-func (b *Broker) approve(id int64, code, approver, logMsg string, who ...any) strict.Variant {
-	if _, err := b.pending.ApproveBy(id, code, approver); err != nil {
+func (b *Broker) approve(id int64, code, approver string, scope wire.AnswerScope, logMsg string, who ...any) strict.Variant {
+	done := make(chan string, 1)
+	b.settle.Store(id, done)
+	defer b.settle.Delete(id)
+	_, err := b.pending.ApproveScoped(id, code, approver, scope, func(e pending.Entry) error {
+		if why := scopeRefusal(e.Tool, scope); why != "" {
+			return errScope{why}
+		}
+		return nil
+	})
+	var es errScope
+	if errors.As(err, &es) {
+		b.log.Warn("approval answer refused: "+es.why+"; see docs/runbook.md#allowance-refused", append([]any{"id", id}, who...)...)
+		return wire.Errorf("approve", wire.Denied, "approval %d: %s; nothing was answered: approve it for this call only, or refuse it; see docs/runbook.md#allowance-refused", id, es.why)
+	}
+	if err != nil {
 		return b.notTaken("approve", id, err, who)
 	}
-	b.log.Info(logMsg, append([]any{"id", id}, who...)...)
-	return &wire.Answered{ID: id, Outcome: "approved", Msg: "approved; brokerd decides the call again against the current grants before it runs"}
+	b.log.Info(logMsg, append([]any{"id", id, "scope", string(scope)}, who...)...)
+	msg := "approved; brokerd decided the call again against the current grants: "
+	select {
+	case m := <-done:
+		msg += m
+	case <-time.After(10 * time.Second):
+		msg += "its outcome is not known yet (bxctl allowances lists the live session allowances)"
+	}
+	outcome := "approved"
+	if scope != wire.ScopeCall && b.live(id) {
+		outcome = wire.OutcomeAllowance
+	}
+	return &wire.Answered{ID: id, Outcome: outcome, Msg: msg}
 }
+
+// errScope refuses an answer whose scope the call cannot take.
+type errScope struct{ why string }
+
+func (e errScope) Error() string { return e.why }
 
 // refuse takes an owner's no to approval id.
 func (b *Broker) refuse(id int64, code, reason, approver, logMsg string, who ...any) strict.Variant {
@@ -80,7 +123,8 @@ func notPending(op string, id int64) *wire.Error {
 }
 
 func pendingCall(e pending.Entry) wire.PendingCall {
-	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339), Code: e.Code}
+	return wire.PendingCall{ID: e.ID, Session: e.Session, Tool: e.Tool, Arguments: e.Arguments, Expires: e.Expires.UTC().Format(time.RFC3339), Code: e.Code,
+		SessionScope: e.SessionScope}
 }
 
 // adminApprover names an answer given on admin.sock, for the audit log.

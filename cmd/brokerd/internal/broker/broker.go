@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/ledger"
@@ -51,6 +52,8 @@ type Broker struct {
 	runner  runner.Runner
 	now     func() time.Time
 	consult consultState // consult.go
+	settle  sync.Map     // approval id → chan string: an approve waiting for its answer's outcome (allowance.go)
+	holding sync.Map     // allowance id → true: its chat connection is held open (allowance.go)
 }
 
 // Run serves both sockets until ctx is cancelled. With acceptBreak it

@@ -47,7 +47,7 @@ func (b *Broker) courier(ctx context.Context) {
 			}
 		}
 		for id, cancel := range running {
-			if !now[id] {
+			if _, held := b.holding.Load(id); !now[id] && !held {
 				cancel() // answered, expired or withdrawn: close its connection
 				delete(running, id)
 			}
@@ -133,12 +133,22 @@ func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
 	}
 	var out strict.Variant
 	if ans.Approve {
-		out = b.approve(e.ID, ans.Code, ans.Approver, "approved in the chat", "approver", ans.Approver)
+		// Held before the answer is taken: the courier loop must not
+		// close this connection once the approval stops pending, if a
+		// session allowance is made from it.
+		if ans.Scope != wire.ScopeCall {
+			b.holding.Store(e.ID, true)
+			defer b.holding.Delete(e.ID)
+		}
+		out = b.approve(e.ID, ans.Code, ans.Approver, ans.Scope, "approved in the chat", "approver", ans.Approver)
 	} else {
 		out = b.refuse(e.ID, ans.Code, ans.Reason, ans.Approver, "refused in the chat", "approver", ans.Approver)
 	}
 	c.Send(out)
 	if _, ok := out.(*wire.Answered); ok {
+		if ans.Approve && ans.Scope != wire.ScopeCall && b.live(e.ID) {
+			b.holdAllowance(ctx, c, e.ID)
+		}
 		return false, nil
 	}
 	return true, errors.New("answer not taken")

@@ -51,21 +51,23 @@ func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest)
 		den  *policy.Denial
 		gone error
 	)
-	seq, err := b.ledger.Decide(req.Session, func(s policy.Session, unreadable error) audit.DecisionRecord {
+	seq, err := b.ledger.DecideAllowing(req.Session, req.Epoch, func(s policy.Session, unreadable error, live []audit.Allowance) (audit.DecisionRecord, []policy.Lapse) {
 		if unreadable != nil {
 			gone = unreadable
-			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}
+			return audit.DecisionRecord{Tool: toolOf(req.Tool), Arguments: auditArgs(nil, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Denied, Reason: audit.StateUnreadable}}, nil
 		}
-		dec, ask, den = policy.Decide(gs, preq, s, b.now())
+		var lapsed []policy.Lapse
+		dec, ask, den, lapsed = policy.DecideAllowing(gs, preq, s, b.now(), allowedOf(live))
 		switch {
 		case den != nil:
-			return denialRecord(den, req.Arguments)
+			return denialRecord(den, req.Arguments), lapsed
 		case ask != nil:
 			g := ask.Grant
-			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Ask, Grant: grantRef(&g)}}
+			return audit.DecisionRecord{Tool: ask.Tool, Arguments: auditArgs(ask.Args, req.Arguments), Verdict: audit.Verdict{Outcome: audit.Ask, Grant: grantRef(&g)}}, lapsed
 		}
 		g := dec.Grant()
-		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: grantRef(&g)}}
+		return audit.DecisionRecord{Tool: dec.Tool(), Arguments: auditArgs(dec.Args(), req.Arguments), Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: grantRef(&g)},
+			Allowance: dec.Allowance()}, lapsed
 	})
 	switch {
 	case err != nil:
@@ -96,7 +98,11 @@ func (b *Broker) await(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, 
 		// The owner approves the payload itself, every byte of it.
 		args = consultShown(*ask.Consult)
 	}
-	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args})
+	var scope string
+	if sc, err := policy.ScopeOf(ask, false); err == nil {
+		scope = ScopeText(sc)
+	}
+	e, answers, err := b.pending.Add(pending.Entry{ID: seq, Session: req.Session, Tool: ask.Tool, Arguments: args, SessionScope: scope})
 	if err != nil {
 		return denied("the call could not be parked for approval: " + err.Error())
 	}
@@ -116,12 +122,13 @@ func (b *Broker) await(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, 
 		b.pending.Withdraw(seq)
 		a = <-answers
 	}
-	return b.answered(ctx, c, req, preq, seq, a)
+	return b.answered(ctx, c, req, preq, seq, a, ask)
 }
 
 // answered records the owner's answer (or its absence) and acts on it.
-func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, a pending.Answer) *wire.ToolResult {
+func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest, preq policy.Request, seq int64, a pending.Answer, ask *policy.Ask) *wire.ToolResult {
 	if a.Kind != pending.Approved {
+		b.settled(seq, "")
 		answer, reason := audit.AnswerExpired, audit.Expired
 		msg := "the approval expired unanswered"
 		if a.Kind == pending.Refused {
@@ -156,12 +163,16 @@ func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolReques
 	})
 	switch {
 	case err != nil:
+		b.settled(seq, "nothing ran: the answer could not be recorded")
 		return unavailable(err)
 	case den != nil:
+		b.settled(seq, "nothing ran: the grants or the session changed since the call was asked, so it was denied (no allowance made)")
 		return denied("approved, but the grants or the session changed since: " + den.Error())
 	case !dec.Valid():
+		b.settled(seq, "nothing ran: the session's state cannot be read (no allowance made)")
 		return denied("state_unreadable: this session's state cannot be read; see docs/runbook.md#session-state")
 	}
+	b.settled(seq, b.makeAllowance(req, seq, a, ask, dec, gs))
 	return b.run(ctx, c, req.Session, seq, dec)
 }
 

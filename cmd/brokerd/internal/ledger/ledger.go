@@ -62,9 +62,10 @@ type auditLog interface {
 // openCall is a decision still expecting a record: an ask awaiting its
 // answer, or an allowed call awaiting its result.
 type openCall struct {
-	session string
-	ask     bool
-	recalls bool // a recall or ask_memory call: its result is recalled memory
+	session  string
+	ask      bool
+	recalls  bool // a recall or ask_memory call: its result is recalled memory
+	approved bool // an ask the owner approved and that re-decided allowed
 }
 
 // Ledger is brokerd's audit log and session state under one lock.
@@ -74,8 +75,9 @@ type Ledger struct {
 	dir    string // the state directory, broker/sessions
 	log    auditLog
 	flock  *os.File
-	open   map[int64]openCall // by decision seq
-	broken error              // the first failed write, wrapping audit.ErrUnavailable
+	open   map[int64]openCall        // by decision seq
+	allow  map[int64]audit.Allowance // the live session allowances, by id (allowance.go)
+	broken error                     // the first failed write, wrapping audit.ErrUnavailable
 	closed bool
 }
 
@@ -106,6 +108,11 @@ func Open(stateDir, auditDir string, opts Options) (*Ledger, error) {
 		w.Close()
 		fl.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if l.allow, err = liveAllowances(auditDir); err != nil {
+		w.Close()
+		fl.Close()
+		return nil, fmt.Errorf("open ledger: read the session allowances: %w", err)
 	}
 	return l, nil
 }
@@ -161,9 +168,21 @@ func (l *Ledger) Decide(id string, fn DecideFunc) (int64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
+	return l.decideLocked(id, fn, nil)
+}
+
+// decideLocked is Decide under the ledger lock; before, if not nil, runs
+// after fn and before the record is appended, and an error from it
+// appends nothing.
+func (l *Ledger) decideLocked(id string, fn DecideFunc, before func(*audit.DecisionRecord) error) (int64, error) {
 	cur, st, unread := readState(l.dir, id)
 	rec := fn(cur, unread)
 	rec.Session, rec.Taint, rec.Untrusted = id, cur.Taint, cur.Untrusted
+	if before != nil {
+		if err := before(&rec); err != nil {
+			return 0, err
+		}
+	}
 	seq, err := l.append(&audit.Decision{Record: rec})
 	if err != nil {
 		return 0, err
@@ -205,7 +224,7 @@ func (l *Ledger) Answer(decision int64, fn AnswerFunc) (int64, error) {
 	}
 	delete(l.open, decision)
 	if rec.Outcome == audit.Allowed {
-		l.open[decision] = openCall{session: oc.session, recalls: oc.recalls}
+		l.open[decision] = openCall{session: oc.session, recalls: oc.recalls, approved: rec.Answer == audit.AnswerApproved}
 	}
 	return seq, l.store(oc.session, st, cur, cur)
 }

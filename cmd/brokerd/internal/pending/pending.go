@@ -4,7 +4,7 @@
 // # Invariants
 //
 //   - Whoever removes an entry answers it, and only the remover: approve
-//     ([Table.Approve]), refuse ([Table.Refuse]), expiry (a timer set when
+//     ([Table.ApproveBy]), refuse ([Table.RefuseBy]), expiry (a timer set when
 //     the entry is added) or the caller withdrawing it
 //     ([Table.Withdraw], when its connection closes). Removal happens
 //     under the table's lock, so each entry gets exactly one [Answer],
@@ -83,6 +83,9 @@ type Answer struct {
 	Kind     Kind
 	Reason   string // Refused only: the owner's words, one line, possibly empty
 	Approver string // Approved or Refused: who answered, if known (for the audit record)
+	// Scope is how far an approval reaches: this call only, or a session
+	// allowance (brokerd makes it after the re-decision allows the call).
+	Scope wire.AnswerScope
 }
 
 // Entry is one parked call.
@@ -93,6 +96,9 @@ type Entry struct {
 	Arguments json.RawMessage // its parsed arguments, serialised again
 	Expires   time.Time       // set by [Table.Add]
 	Code      string          // drawn by [Table.Add]; see the package's invariants
+	// SessionScope is what a session allowance made from this approval
+	// would cover, in words, or "" if none can be.
+	SessionScope string
 }
 
 func (e Entry) clone() Entry {
@@ -186,8 +192,8 @@ func newCode() string {
 // removed the entry sends, so each entry is answered exactly once. A
 // non-nil code must be the entry's (as [wire.ParseApprovalCode] reads
 // it), or the entry stays pending; nil is for the answers that need none
-// (expiry, withdrawal, the owner-less [Table.Approve] and [Table.Refuse]).
-func (t *Table) answer(id int64, code *string, a Answer) (Entry, error) {
+// (expiry and withdrawal): every answer of the owner's carries the code.
+func (t *Table) answer(id int64, code *string, a Answer, check ...func(Entry) error) (Entry, error) {
 	t.mu.Lock()
 	p, ok := t.entries[id]
 	if ok && code != nil {
@@ -195,6 +201,14 @@ func (t *Table) answer(id int64, code *string, a Answer) (Entry, error) {
 		if err != nil || subtle.ConstantTimeCompare([]byte(c), []byte(p.Code)) != 1 {
 			t.mu.Unlock()
 			return Entry{}, fmt.Errorf("approval %d: %w", id, ErrWrongCode)
+		}
+	}
+	for _, f := range check {
+		if ok {
+			if err := f(p.clone()); err != nil {
+				t.mu.Unlock()
+				return Entry{}, fmt.Errorf("approval %d: %w", id, err)
+			}
 		}
 	}
 	if ok {
@@ -209,21 +223,27 @@ func (t *Table) answer(id int64, code *string, a Answer) (Entry, error) {
 	return p.clone(), nil
 }
 
-// Approve answers entry id Approved and returns it, without a code: for
-// tests of what follows an answer. The owner's answers go through
-// [Table.ApproveBy].
-func (t *Table) Approve(id int64) (Entry, error) {
-	return t.answer(id, nil, Answer{Kind: Approved})
-}
-
-// ApproveBy is the owner's [Table.Approve]: code must be the entry's
+// ApproveBy answers entry id Approved and returns it: code must be the entry's
 // ([ErrWrongCode] otherwise, and the entry stays pending); approver is
 // who approved.
 func (t *Table) ApproveBy(id int64, code, approver string) (Entry, error) {
-	return t.answer(id, &code, Answer{Kind: Approved, Approver: approver})
+	return t.ApproveScoped(id, code, approver, wire.ScopeCall, nil)
 }
 
-// RefuseBy is the owner's [Table.Refuse], code as for [Table.ApproveBy].
+// ApproveScoped is [Table.ApproveBy] with how far the approval reaches;
+// check, if not nil, may refuse the answer after the code is checked,
+// and the entry then stays pending.
+func (t *Table) ApproveScoped(id int64, code, approver string, scope wire.AnswerScope, check func(Entry) error) (Entry, error) {
+	if check == nil {
+		return t.answer(id, &code, Answer{Kind: Approved, Approver: approver, Scope: scope})
+	}
+	return t.answer(id, &code, Answer{Kind: Approved, Approver: approver, Scope: scope}, check)
+}
+
+// RefuseBy answers entry id Refused with the owner's reason (one line of
+// at most [MaxReason] characters, or empty) and returns it; code as for
+// [Table.ApproveBy]. A reason that does not fit is refused and the entry
+// stays pending.
 func (t *Table) RefuseBy(id int64, code, reason, approver string) (Entry, error) {
 	if err := checkReason(reason); err != nil {
 		return Entry{}, fmt.Errorf("refuse approval %d: reason %v", id, err)
@@ -234,16 +254,6 @@ func (t *Table) RefuseBy(id int64, code, reason, approver string) (Entry, error)
 // MaxReason caps a refusal's reason, in characters: it becomes the
 // approval record's detail.
 const MaxReason = audit.MaxDetail
-
-// Refuse answers entry id Refused with the owner's reason (one line of at
-// most [MaxReason] characters, or empty) and returns it. A reason that
-// does not fit is refused and the entry stays pending.
-func (t *Table) Refuse(id int64, reason string) (Entry, error) {
-	if err := checkReason(reason); err != nil {
-		return Entry{}, fmt.Errorf("refuse approval %d: reason %v", id, err)
-	}
-	return t.answer(id, nil, Answer{Kind: Refused, Reason: reason})
-}
 
 // Withdraw answers entry id Withdrawn: its caller went away. It reports
 // whether the entry was still pending.

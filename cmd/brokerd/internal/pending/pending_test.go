@@ -68,6 +68,16 @@ func entry(id int64) Entry {
 	return Entry{ID: id, Session: "s", Tool: "read_file", Arguments: json.RawMessage(fmt.Sprintf(`{"path":"/f%d"}`, id))}
 }
 
+// codeOf is entry id's code, as the owner's approval post shows it.
+func codeOf(t *testing.T, tb *Table, id int64) string {
+	t.Helper()
+	e, err := tb.Get(id)
+	if err != nil {
+		t.Fatalf("Get(%d): %v", id, err)
+	}
+	return e.Code
+}
+
 func add(t *testing.T, tb *Table, id int64) <-chan Answer {
 	t.Helper()
 	_, ch, err := tb.Add(entry(id))
@@ -113,7 +123,7 @@ func TestExpiry(t *testing.T) {
 	if a := <-ch; a.Kind != Expired {
 		t.Errorf("answer = %v, want expired", a.Kind)
 	}
-	if _, err := tb.Approve(5); !errors.Is(err, ErrNotPending) {
+	if _, err := tb.ApproveBy(5, "", "owner"); !errors.Is(err, ErrNotPending) {
 		t.Errorf("Approve after expiry = %v, want ErrNotPending", err)
 	}
 	if n := len(tb.List()); n != 0 {
@@ -152,9 +162,10 @@ func TestExactlyOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for id := int64(1); id <= n; id++ {
+		code := codeOf(t, tb, id)
 		racers := map[Kind]func() bool{
-			Approved:  func() bool { _, err := tb.Approve(id); return err == nil },
-			Refused:   func() bool { _, err := tb.Refuse(id, "no"); return err == nil },
+			Approved:  func() bool { _, err := tb.ApproveBy(id, code, "owner"); return err == nil },
+			Refused:   func() bool { _, err := tb.RefuseBy(id, code, "no", "owner"); return err == nil },
 			Withdrawn: func() bool { return tb.Withdraw(id) },
 			Expired: func() bool {
 				ts.fire(int(id)) // timers were created in id order
@@ -239,8 +250,9 @@ func TestRefused(t *testing.T) {
 		{"too long", strings.Repeat("x", MaxReason+1), false},
 		{"fits", "not that file", true},
 	}
+	code := codeOf(t, tb, 1)
 	for _, tt := range tests {
-		if _, err := tb.Refuse(1, tt.reason); (err == nil) != tt.ok {
+		if _, err := tb.RefuseBy(1, code, tt.reason, "owner"); (err == nil) != tt.ok {
 			t.Errorf("Refuse(1, %s) = %v, want ok %v", tt.name, err, tt.ok)
 		}
 		if !tt.ok && len(ch) != 0 {
@@ -259,8 +271,8 @@ func TestUnknownAndInvalid(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"Approve", func() error { _, err := tb.Approve(9); return err }()},
-		{"Refuse", func() error { _, err := tb.Refuse(9, ""); return err }()},
+		{"ApproveBy", func() error { _, err := tb.ApproveBy(9, "", "owner"); return err }()},
+		{"RefuseBy", func() error { _, err := tb.RefuseBy(9, "", "", "owner"); return err }()},
 		{"Get", func() error { _, err := tb.Get(9); return err }()},
 	}
 	for _, c := range calls {

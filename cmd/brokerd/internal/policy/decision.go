@@ -24,7 +24,8 @@ type Decision struct {
 
 type decision struct {
 	verdict
-	approved bool
+	approved  bool
+	allowance int64 // the session allowance that decided it (rule 10), or 0
 }
 
 var zeroDecision decision

@@ -44,7 +44,7 @@ func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bo
 	switch a := a.(type) {
 	case toolargs.ReadFile:
 		for _, p := range g.Paths() {
-			if a.Path.Within(p) {
+			if a.Path.Within(p) && (!g.Standing() || a.Path == p) {
 				length, covers, ok = max(length, len(p.String())), true, true
 			}
 		}
@@ -93,18 +93,34 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 	if len(hits) == 0 {
 		return nil, noGrant
 	}
-	mode := grant.Auto
+	mode, standing := grant.Auto, false
 	for _, h := range hits {
+		if h.g.Standing() {
+			standing = true
+			continue
+		}
 		mode = min(mode, h.g.Mode())
+	}
+	// A standing grant (the owner's standing approval of this exact file
+	// or host) turns an ask into auto, and is then the winner; a deny
+	// still wins over it.
+	override := standing && mode == grant.Ask
+	if override {
+		mode = grant.Auto
 	}
 	// The winner, whose secret the call gets, is chosen among the grants
 	// that cover the call: a shell grant matched only because the workdir
 	// would expose its path lends its mode, class and flags, never its
 	// secret. A deny is the exception: any applicable deny grant wins.
-	eligible := func(h hit) bool { return h.covers || mode == grant.Deny }
+	eligible := func(h hit) bool {
+		if override {
+			return h.g.Standing()
+		}
+		return h.covers || mode == grant.Deny
+	}
 	winMode := grant.Auto
 	for _, h := range hits {
-		if eligible(h) {
+		if eligible(h) && !(h.g.Standing() && !override) {
 			winMode = min(winMode, h.g.Mode())
 		}
 	}

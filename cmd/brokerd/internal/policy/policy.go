@@ -12,7 +12,10 @@
 //     and scans the tree for unsafe or reflect next to it.
 //   - [Decide] never returns a Decision for an ask grant; only [Redecide],
 //     called after the owner approved, turns an ask into a Decision, and
-//     it decides again against the grants and taint of that moment.
+//     it decides again against the grants and taint of that moment; and
+//     [DecideAllowing] (rule 10, allowance.go), for a call inside the
+//     exact scope of a session allowance the owner made with an earlier
+//     approval, under the same grants and no higher taint.
 //
 // # Rules
 //
@@ -47,7 +50,10 @@
 //     chosen among the grants that cover the call, or among the deny
 //     grants if the mode is deny: the most restrictive mode among them,
 //     then the longest covering path, then the smallest id. A shell call
-//     that no grant covers is no_grant unless one denies it.
+//     that no grant covers is no_grant unless one denies it. A standing
+//     grant (package grant, standing.go: read_file of one exact file, or
+//     http_fetch of one host, mode auto) that applies turns an outcome of
+//     ask into auto and is then the winner; it never changes a deny.
 //  7. A result's class is the highest result_class of every applicable
 //     grant, and it is untrusted if any says so. A shell mount is writable
 //     only if every applicable grant is writable.
@@ -65,6 +71,10 @@
 //     "identity_may_leave" or "all_may_leave", and all_may_leave once the
 //     session has been handed recalled memory; each refusal names its
 //     rule. Its result is always untrusted.
+//  10. A session allowance (allowance.go) turns an ask into allowed for a
+//     call inside its exact scope, and nothing else; it never decides a
+//     consult, and lapses when a grant it rode on changes or the session
+//     is more tainted than when it was made.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file
 // mounts the file's directory read-write (the toolkit writes only the

@@ -100,6 +100,27 @@ func runRefuse(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func answerApproval(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) int {
+	scope := wire.ScopeCall
+	if verb == "approve" {
+		// --session and --session-dir may follow ID and CODE, where the
+		// flag package stops reading flags.
+		var rest []string
+		for _, a := range args {
+			switch strings.TrimLeft(a, "-") {
+			case "session":
+				scope = wire.ScopeSession
+				continue
+			case "session-dir":
+				scope = wire.ScopeSessionDir
+				continue
+			case "always":
+				scope = wire.ScopeAlways
+				continue
+			}
+			rest = append(rest, a)
+		}
+		args = rest
+	}
 	fs := flags(verb, stderr)
 	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil {
@@ -107,7 +128,7 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 	}
 	rest := fs.Args()
 	if len(rest) < 2 || (verb == "approve" && len(rest) != 2) {
-		fmt.Fprintf(stderr, "bxctl %s: usage: bxctl %s ID CODE%s (the code is in bxctl approvals)\n", verb, verb, map[string]string{"approve": "", "refuse": " [reason]"}[verb])
+		fmt.Fprintf(stderr, "bxctl %s: usage: bxctl %s ID CODE%s (the code is in bxctl approvals)\n", verb, verb, map[string]string{"approve": " [--session | --session-dir | --always]", "refuse": " [reason]"}[verb])
 		return ExitUsage
 	}
 	id, err := strconv.ParseInt(rest[0], 10, 64)
@@ -125,7 +146,7 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 		fmt.Fprintf(stderr, "bxctl %s: %q: %v (bxctl approvals %d shows it); see docs/runbook.md#approval-code-wrong\n", verb, escape.Line(rest[1]), err, id)
 		return ExitUsage
 	}
-	var msg strict.Variant = &wire.Approve{ID: id, Code: code}
+	var msg strict.Variant = &wire.Approve{ID: id, Code: code, Scope: scope}
 	if verb == "refuse" {
 		msg = &wire.Refuse{ID: id, Code: code, Reason: strings.Join(rest[2:], " ")}
 	}

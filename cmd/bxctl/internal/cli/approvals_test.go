@@ -26,7 +26,10 @@ func fakeAdmin(t *testing.T, answer strict.Variant) (string, chan strict.Variant
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.ListApprovals) strict.Variant { return on(m) }),
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.GetApproval) strict.Variant { return on(m) }),
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.Approve) strict.Variant { return on(m) }),
-		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.Refuse) strict.Variant { return on(m) })).Serve)
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.Refuse) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.ListAllowances) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.RevokeAllowance) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.DropProposal) strict.Variant { return on(m) })).Serve)
 	return state, got
 }
 

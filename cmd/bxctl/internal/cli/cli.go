@@ -52,12 +52,13 @@ var subcommands = map[string][]string{
 
 var commands = map[string]command{
 	"approvals":     {"list the tool calls waiting for your approval", runApprovals},
-	"approve":       {"approve a waiting tool call by its id", runApprove},
+	"approve":       {"approve a waiting tool call by its id (--session: and the same call for the rest of the session)", runApprove},
+	"allowances":    {"list the live session allowances, or revoke one (revoke ID)", runAllowances},
 	"refuse":        {"refuse a waiting tool call by its id", runRefuse},
 	"deny":          {"another name for refuse", runRefuse},
 	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
 	"selftest":      {"check a llama-server against the inference contract", runSelftest},
-	"grants":        {"check a grant directory offline", runGrants},
+	"grants":        {"check a grant directory offline; list, apply or drop grant proposals", runGrants},
 	"up":            {"run the local stack from a state directory", runUp},
 	"chat":          {"talk to Boxmaker from the terminal", runChat},
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},

@@ -16,13 +16,6 @@ func mustDo(t *testing.T, err error) {
 	}
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the checks are of root's ownership")
-	}
-}
-
 // TestTrusted: role binaries run in place as root only when bin, each
 // directory above it and each binary are root's and writable by no one
 // else; a link is judged by what it reaches.

@@ -255,6 +255,7 @@ func TestDoctorCleanInstallation(t *testing.T) {
 // installation; doctor must name it by its id, with its runbook pointer,
 // at its severity, and exit as that severity says.
 func TestDoctorPlanted(t *testing.T) {
+	needRoot(t)
 	for _, tt := range []struct {
 		name   string
 		podman *podmanInfo // the Podman service's answer; nil: goodPodman
@@ -432,25 +433,6 @@ func (in *installation) grant(t *testing.T, name, body string) string {
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o640))
 	in.own(t, p, layout.Owner, layout.Brokerd, 0o640)
 	return p
-}
-
-func chmod(t *testing.T, p string, mode os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeIdentity(t *testing.T, in *installation, name, text string) {
-	t.Helper()
-	dir := layout.Memory.In(in.state)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	in.own(t, filepath.Join(dir, name), layout.Memoryd, layout.Memoryd, 0o600)
 }
 
 // TestDoctorUnansweringServices: a Podman service and a llama-server that

@@ -47,8 +47,20 @@ func consultNote(g grant.Grant) string {
 // problem makes the whole directory invalid, and brokerd would deny every
 // call until it is fixed. For each consult grant that is not a deny it
 // also prints a note: line saying which memory text the grant lets leave.
-func runGrants(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "usage: bxctl grants check [--list] [--owner-uid N] DIR"
+func runGrants(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const use = "usage: bxctl grants check [--list] [--owner-uid N] DIR | proposals | apply ID | drop ID | suggest"
+	if len(args) > 0 {
+		switch args[0] {
+		case "proposals":
+			return runProposals(args[1:], stdout, stderr)
+		case "apply":
+			return runApply(ctx, args[1:], stdout, stderr)
+		case "drop":
+			return runDrop(ctx, args[1:], stdout, stderr)
+		case "suggest":
+			return runSuggest(args[1:], stdout, stderr)
+		}
+	}
 	if len(args) == 0 || args[0] != "check" {
 		fmt.Fprintln(stderr, use)
 		return ExitUsage

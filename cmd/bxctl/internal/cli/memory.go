@@ -18,7 +18,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
-// runMemory is `bxctl memory [status]|resync|log|undo|check|review`.
+// runMemory is `bxctl memory [status]|resync|log|undo|check|review|why|forget`.
 func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		args = append([]string{"status"}, args...)
@@ -26,6 +26,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sub, args := args[0], args[1:]
 	fs := flags("memory "+sub, stderr)
 	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	undo := fs.Bool("undo", false, "forget: take the tombstone back")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -52,6 +53,16 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 		}
 		return memoryCheck(os.Stdin, file, stdout, stderr)
+	case sub == "why" && len(rest) >= 1:
+		// An id recall shows as several words may come quoted or not.
+		return memoryWhy(ctx, state, strings.Join(rest, " "), stdout, stderr)
+	case sub == "forget" && len(rest) >= 1:
+		d, err := ask[*wire.MemoryDone](ctx, state, &wire.Memadmin, &wire.MemoryForget{ID: strings.Join(rest, " "), Undo: *undo})
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintln(stdout, escape.Line(d.Msg))
+		return ExitOK
 	case sub == "log" && len(rest) == 0:
 		return memoryLog(state, stdout, stderr)
 	case sub == "undo" && len(rest) == 1:
@@ -67,6 +78,16 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return fail(err)
 		}
 		printReview(items.Items, stdout)
+		// Each item's why-chain, so the owner decides on where it came
+		// from, not only on its text.
+		for _, it := range items.Items {
+			c, err := ask[*wire.WhyChain](ctx, state, &wire.Memadmin, &wire.MemoryWhy{ID: it.ID})
+			if err != nil {
+				fmt.Fprintf(stdout, "why %s: %v\n", escape.Line(it.ID), err)
+				continue
+			}
+			printWhy(c, auditLinks(layout.Audit.In(state), c), stdout)
+		}
 		return ExitOK
 	case sub == "review" && len(rest) >= 2 && len(rest) <= 3 && (rest[0] == "promote" || rest[0] == "drop"):
 		file := ""
@@ -84,7 +105,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return ExitUsage
 }
 
-const memoryUsage = "usage: bxctl memory [status]|resync|log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID] [--state DIR]"
+const memoryUsage = "usage: bxctl memory [status]|resync|log|undo FILE|check [FILE]|review [promote ID [FILE] | drop ID]|why ID|forget [--undo] ID [--state DIR]"
 
 // printReview lists review items, each with its data class: a note above
 // private cannot be promoted, and the owner sees that before trying.

@@ -286,6 +286,11 @@ func TestRunAgain(t *testing.T) {
 // decided: the installer's keys set in the owner's brokerd.toml, the rest
 // of it as the owner wrote it, and gatewayd.toml replaced when asked.
 func TestMakeStateWritesThePlan(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
+		// The layout's owners and modes are root's to give (CI runs as
+		// root); the Nix sandbox's build user is uid 1000, alone.
+		t.Skip("did not run: needs root")
+	}
 	f := newFixture(t)
 	first, err := prepare(f.o, f.h, f.secrets)
 	if err != nil {

@@ -174,14 +174,19 @@ func Run(ctx context.Context, o Options) *Status {
 			st.SlotContext, st.Server = n, msg
 		})
 	}
-	probe(func(ctx context.Context) {
-		if us, ok := todayPrefill(ctx, o); ok {
-			mu.Lock()
-			defer mu.Unlock()
-			st.TodayPrefillUS = us
-		}
-	})
-	st.session(o)
+	// The logs are read under the total bound too: a session log of
+	// many megabytes must not hold the answer past it.
+	st.Session = "not read within " + o.Total.String()
+	probeLogs := func() {
+		var local Status
+		local.session(o)
+		mu.Lock()
+		defer mu.Unlock()
+		st.Session, st.Epoch, st.Compactions, st.Turn = local.Session, local.Epoch, local.Compactions, local.Turn
+		st.ContextTokens, st.Cached, st.Reread, st.TodayPrefillUS = local.ContextTokens, local.Cached, local.Reread, local.TodayPrefillUS
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); probeLogs() }()
 	st.anchor(o)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -325,25 +330,9 @@ func (st *Status) session(o Options) {
 			return nil
 		})
 	}
-}
-
-// todayPrefill is today's prefill time from report.Collect, which reads
-// every log of the day and takes no context: it runs aside, and its
-// answer is taken only within ctx.
-func todayPrefill(ctx context.Context, o Options) (int64, bool) {
 	y, m, d := o.Now.UTC().Date()
-	ch := make(chan int64, 1)
-	go func() {
-		if r, err := report.Collect(o.State, time.Date(y, m, d, 0, 0, 0, 0, time.UTC)); err == nil {
-			ch <- r.PrefillUS
-		}
-		close(ch)
-	}()
-	select {
-	case us, ok := <-ch:
-		return us, ok
-	case <-ctx.Done():
-		return 0, false
+	if r, err := report.Collect(o.State, time.Date(y, m, d, 0, 0, 0, 0, time.UTC)); err == nil {
+		st.TodayPrefillUS = r.PrefillUS
 	}
 }
 

@@ -32,6 +32,7 @@ type chatAnswer struct {
 	approve bool
 	reason  string
 	user    string
+	scope   wire.AnswerScope // approve only: this call, or a session allowance
 }
 
 // serveApproval is gateway.sock's one request per connection: one
@@ -185,6 +186,9 @@ func (g *Gateway) await(ctx context.Context, c *rpc.Conn, a *approval) {
 			g.withdraw(bg, a, "gatewayd stopped; if the call still waits, brokerd posts it again")
 		default:
 			g.withdraw(bg, a, "answered elsewhere, expired or withdrawn")
+			// Never silence: the thread hears that nothing here can
+			// answer it any more, and what to do.
+			g.reply(bg, a.channel, a.root, fmt.Sprintf("Approval %d is no longer pending: it was answered on the host (bxctl), it expired unanswered, its turn was withdrawn, or brokerd restarted (which loses a pending approval: the turn was told the call failed). Unless you answered it with bxctl, the call did not run; if it is still wanted, ask again.", a.id))
 		}
 	case <-ctx.Done():
 		g.withdraw(bg, a, "gatewayd stopped; if the call still waits, brokerd posts it again")
@@ -197,7 +201,7 @@ func (g *Gateway) await(ctx context.Context, c *rpc.Conn, a *approval) {
 
 // relay sends an approver's answer to brokerd and shows the outcome.
 func (g *Gateway) relay(ctx context.Context, c *rpc.Conn, a *approval, ans chatAnswer, frames <-chan strict.Variant) {
-	if c.Send(&wire.OwnerAnswer{ID: a.id, Code: ans.code, Approve: ans.approve, Reason: ans.reason, Approver: "mattermost:" + ans.user}) != nil {
+	if c.Send(&wire.OwnerAnswer{ID: a.id, Code: ans.code, Approve: ans.approve, Reason: ans.reason, Approver: "mattermost:" + ans.user, Scope: ans.scope}) != nil {
 		g.withdraw(ctx, a, "brokerd went away")
 		return
 	}
@@ -212,8 +216,16 @@ func (g *Gateway) relay(ctx context.Context, c *rpc.Conn, a *approval, ans chatA
 	}
 	switch r := reply.(type) {
 	case *wire.Answered:
-		g.log.Info("approval answered in the chat", "approval", a.id, "answer", verdict, "user", ans.user)
+		g.log.Info("approval answered in the chat", "approval", a.id, "answer", verdict, "user", ans.user, "scope", string(ans.scope))
 		g.finish(ctx, a, verdict+" by an approver in this thread: "+render.Plain(r.Msg))
+		if ans.scope != wire.ScopeCall {
+			// Say in the thread what the yes reaches (or that no
+			// allowance was made), not only in an edited post.
+			g.reply(ctx, a.channel, a.root, fmt.Sprintf("Approval %d: %s", a.id, render.Plain(r.Msg)))
+		}
+		if r.Outcome == wire.OutcomeAllowance {
+			g.hold(ctx, c, a, frames)
+		}
 	case *wire.Error:
 		g.log.Info("approval answer not taken", "approval", a.id, "user", ans.user, "err", r.Error())
 		g.finish(ctx, a, "the answer was not taken: "+render.Plain(r.Msg))

@@ -70,7 +70,7 @@ func TestApprovalMultiPartOnlyLast(t *testing.T) {
 	}
 	// A command dated before the last part (as one sent while the parts
 	// were being posted would be) is ignored.
-	r.g.answer(t.Context(), &mattermost.Post{ID: strings.Repeat("e", 26), UserID: r.owner.ID, ChannelID: r.dm, RootID: root.ID, CreateAt: parts[1].CreateAt}, 7, testCode, true, "")
+	r.g.answer(t.Context(), &mattermost.Post{ID: strings.Repeat("e", 26), UserID: r.owner.ID, ChannelID: r.dm, RootID: root.ID, CreateAt: parts[1].CreateAt}, 7, testCode, true, "", wire.ScopeCall)
 	if !strings.Contains(r.logs.String(), "sent before the approval's last part") {
 		t.Error("an early command was not refused")
 	}
@@ -125,6 +125,12 @@ func TestApprovalWithdrawnAndDead(t *testing.T) {
 	c.Recv()
 	c.C.Close()
 	waitFor(t, "the post withdrawn", func() bool { return strings.Contains(r.botPosts(root.ID)[1].Message, "withdrawn") })
+	// Never silence: a reply in the thread says it can no longer be
+	// answered, and what to do.
+	waitFor(t, "the reply", func() bool { return len(r.botPosts(root.ID)) == 3 })
+	if m := r.botPosts(root.ID)[2].Message; !strings.Contains(m, "Approval 3 is no longer pending") || !strings.Contains(m, "brokerd restarted") || !strings.Contains(m, "ask again") {
+		t.Errorf("the reply after the withdrawal = %q", m)
+	}
 
 	c = r.courier(t, pendingCall(4, root.ID, `{"url":"https://example.org/b"}`))
 	c.Recv()
@@ -133,11 +139,11 @@ func TestApprovalWithdrawnAndDead(t *testing.T) {
 	r.mm.FailWhen(func(method, _ string) bool { return method == "PUT" })
 	r.stop()
 	r.mm.FailWhen(nil)
-	if strings.Contains(r.botPosts(root.ID)[2].Message, "~~") {
+	if strings.Contains(r.botPosts(root.ID)[3].Message, "~~") {
 		t.Fatal("the edit at stop went through")
 	}
 	r.start(t)
-	waitFor(t, "the post marked dead", func() bool { return strings.Contains(r.botPosts(root.ID)[2].Message, "dead") })
+	waitFor(t, "the post marked dead", func() bool { return strings.Contains(r.botPosts(root.ID)[3].Message, "dead") })
 	if m := r.botPosts(root.ID)[1].Message; !strings.Contains(m, "withdrawn") || strings.Contains(m, "dead") {
 		t.Errorf("a finished approval's outcome was overwritten at restart: %q", m)
 	}

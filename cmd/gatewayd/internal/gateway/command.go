@@ -12,7 +12,7 @@ import (
 )
 
 // usage is the approval commands' shape, for every usage reply.
-const usage = "`!approve <id> <code>` or `!deny <id> <code> [reason]`"
+const usage = "`!approve <id> <code>` (this call only), `!approve <id> <code> session` (and the same call for the rest of the session), `!approve <id> <code> always` (and a grant proposal), `!deny <id> <code> [reason]` or `!revoke <id>` (end a session allowance)"
 
 // command handles a message starting with '!'. It never reaches the
 // model. Approval commands from anyone but an approver, for an id not
@@ -23,8 +23,26 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 	fields := strings.Fields(text)
 	verb := fields[0]
 	switch verb {
+	case "!revoke":
+		id, err := int64(0), error(nil)
+		if len(fields) == 2 {
+			id, err = strconv.ParseInt(fields[1], 10, 64)
+		}
+		if len(fields) != 2 || err != nil || id < 1 {
+			g.reply(ctx, post.ChannelID, post.Thread(), "Usage: `!revoke <id>`, in the thread of the approval that made the session allowance.")
+			return
+		}
+		if !g.approvers[post.UserID] {
+			g.log.Warn("revoke ignored: the user is not an approver; see docs/runbook.md#gateway-not-approver", "user", post.UserID, "allowance", id, "post", post.ID)
+			return
+		}
+		g.revokeCommand(ctx, post, id)
 	case "!approve", "!deny":
-		if len(fields) < 2 || (verb == "!approve" && len(fields) > 3) {
+		scope, ok := wire.ScopeCall, true
+		if verb == "!approve" && len(fields) > 3 {
+			scope, ok = wire.ParseAnswerScope(fields[3:])
+		}
+		if len(fields) < 2 || !ok {
 			g.reply(ctx, post.ChannelID, post.Thread(), "Usage: "+usage+", in the approval's thread; the code is in the approval's last part.")
 			return
 		}
@@ -46,11 +64,24 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 		if verb == "!deny" && len(fields) > 3 {
 			reason = strings.Join(fields[3:], " ")
 		}
-		g.answer(ctx, post, id, code, verb == "!approve", reason)
+		g.answer(ctx, post, id, code, verb == "!approve", reason, scope)
+	case "!why", "!forget":
+		// Memory commands are the owner's: anyone else's is ignored and
+		// logged, like an approval command. They are not served in the
+		// chat yet: gatewayd has no way to memoryd's memadmin.sock, by
+		// design (docs/decisions.md), so an approver is told where to go.
+		if !g.approvers[post.UserID] {
+			g.log.Warn("memory command ignored: the user is not an approver; see docs/runbook.md#gateway-not-approver",
+				"user", post.UserID, "post", post.ID, "command", verb)
+			return
+		}
+		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("`%s` is not served in the chat yet: gatewayd cannot reach memoryd's admin socket, so nothing was looked up or forgotten. On the host run `bxctl memory why ID` or `bxctl memory forget ID` (the id as recall shows it); see docs/runbook.md#memory-chat-commands", verb))
 	case "!stop":
 		go g.stopTurn(ctx, post) // loopd may take a moment; the event stream must not wait
+	case "!status":
+		go g.statusReply(ctx, post) // bounded by statusWait; the event stream must not wait
 	default:
-		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`; start a message with `!!` to send a literal `!`.")
+		g.reply(ctx, post.ChannelID, post.Thread(), "Unknown command. Commands: "+usage+", `!stop`, `!status`; start a message with `!!` to send a literal `!`.")
 	}
 }
 
@@ -59,7 +90,7 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 // and code is the approval's. A wrong or missing code is refused in the
 // thread and logged, and counts as no answer: text in the thread may
 // imitate an approval's layout, never its code.
-func (g *Gateway) answer(ctx context.Context, post *mattermost.Post, id int64, typed string, approve bool, reason string) {
+func (g *Gateway) answer(ctx context.Context, post *mattermost.Post, id int64, typed string, approve bool, reason string, scope wire.AnswerScope) {
 	g.mu.Lock()
 	a := g.pending[id]
 	var answerable bool
@@ -85,7 +116,7 @@ func (g *Gateway) answer(ctx context.Context, post *mattermost.Post, id int64, t
 		return
 	}
 	select {
-	case a.answers <- chatAnswer{code: code, approve: approve, reason: reason, user: post.UserID}:
+	case a.answers <- chatAnswer{code: code, approve: approve, reason: reason, user: post.UserID, scope: scope}:
 	default:
 		g.log.Info("approval command ignored: an answer is already on its way", "approval", id, "post", post.ID)
 	}

@@ -62,3 +62,30 @@ func TestStopCommand(t *testing.T) {
 		t.Errorf("loopd got %d messages; the queued one should be dropped", n)
 	}
 }
+
+// TestMemoryCommands: !forget and !why from someone who is not an
+// approver are ignored (logged, no reply, never the model's); the
+// owner's are answered with where to run them, and nothing else happens.
+func TestMemoryCommands(t *testing.T) {
+	r := newRig(t, func(r *rig, c *Config) {
+		c.Allow.Channels = []string{r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, r.other.ID)}
+		c.Allow.Users = append(c.Allow.Users, r.other.ID)
+		c.Approvals.Users = []string{r.owner.ID}
+	})
+	ch := r.cfg.Allow.Channels[0]
+	root := r.post(t, r.owner, ch, "", "@boxmaker hello")
+	waitFor(t, "the answer", func() bool { return len(r.botPosts(root.ID)) == 1 })
+	r.post(t, r.other, ch, root.ID, "@boxmaker !forget n1 123456")
+	r.post(t, r.other, ch, root.ID, "@boxmaker !why n1")
+	waitFor(t, "both refusals logged", func() bool {
+		return strings.Count(r.logs.String(), "memory command ignored: the user is not an approver") == 2
+	})
+	r.post(t, r.owner, ch, root.ID, "@boxmaker !forget n1")
+	waitFor(t, "the owner's reply", func() bool { return len(r.botPosts(root.ID)) == 2 })
+	if m := r.botPosts(root.ID)[1].Message; !strings.Contains(m, "`!forget` is not served in the chat yet") || !strings.Contains(m, "see docs/runbook.md#memory-chat-commands") {
+		t.Errorf("owner's !forget: %q", m)
+	}
+	if n := len(r.loop.sent()); n != 1 {
+		t.Errorf("loopd got %d messages; memory commands must never reach the model", n)
+	}
+}

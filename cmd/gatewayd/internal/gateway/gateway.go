@@ -73,6 +73,7 @@ type Gateway struct {
 	mineFIFO []string
 	channels map[string]bool     // channels whose gaps are fetched
 	pending  map[int64]*approval // approvals posted, by id
+	held     map[int64]*held     // session allowances revocable from their thread, by id (allowance.go)
 	watched  map[string]bool     // sessions that may still have an outcome to post (catchup.go)
 	since    int64               // newest create_at seen, for gap fetches
 }
@@ -110,7 +111,7 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 	}
 	g := &Gateway{cfg: cfg, log: log, mm: mm, me: me, typingEvery: 4 * time.Second, sweepEvery: DefaultSweepEvery, lookupRetries: lookupRetries,
 		seen: map[string]bool{}, convos: map[string]*convo{}, mine: map[string]bool{},
-		channels: map[string]bool{}, pending: map[int64]*approval{}, approvers: map[string]bool{}, watched: map[string]bool{},
+		channels: map[string]bool{}, pending: map[int64]*approval{}, held: map[int64]*held{}, approvers: map[string]bool{}, watched: map[string]bool{},
 		since: time.Now().UnixMilli()}
 	g.hear = &hearer{me: me.ID, name: lower(me.Username), users: set(cfg.Allow.Users), channels: set(cfg.Allow.Channels)}
 	for _, id := range cfg.Approvers() {

@@ -36,6 +36,21 @@ type fakeLoop struct {
 	// running are the sessions whose turn answers_since reports in
 	// flight (one a previous gatewayd sent).
 	running map[string]bool
+	// statusHang makes status_query wait for the request's end.
+	statusHang bool
+}
+
+func (f *fakeLoop) status(ctx context.Context, _ sockets.Peer, q *wire.StatusQuery) strict.Variant {
+	f.mu.Lock()
+	hang := f.statusHang
+	f.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+	}
+	return &wire.SessionStatus{Session: q.Session, Model: "qwen3 ![x](https://evil.example/p.png)", Slot: 0, SlotContext: 32768,
+		Epoch: 1, Compactions: 1, Turn: 7, ContextTokens: 8192, Reread: 1, Cached: 8000, TodayPrefillMS: 12345,
+		Roles: []wire.RoleState{{Role: "inferproxy", Up: true}, {Role: "brokerd", Up: false}},
+		Jobs:  []wire.JobNext{{Name: "digest", Next: "2026-12-02T07:00:00Z"}}}
 }
 
 // setRunning says whether session has a turn in flight.
@@ -56,7 +71,7 @@ func (f *fakeLoop) askedCount() int {
 }
 
 func (f *fakeLoop) serve(ctx context.Context, peer sockets.Peer, c net.Conn) {
-	rpc.NewServer(&wire.Loop, slog.New(slog.DiscardHandler), rpc.On(f.stop), rpc.On(f.answersSince), rpc.Stream(f.send)).Serve(ctx, peer, c)
+	rpc.NewServer(&wire.Loop, slog.New(slog.DiscardHandler), rpc.On(f.stop), rpc.On(f.answersSince), rpc.On(f.status), rpc.Stream(f.send)).Serve(ctx, peer, c)
 }
 
 // finish records a turn of session that ended with answer text (as one

@@ -34,6 +34,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/toolset"
 	"wntrmute.dev/boxmaker/pkg/wire"
 )
 
@@ -144,11 +145,33 @@ func Approval(c wire.PendingCall, maxParts int) ApprovalPosts {
 			fmt.Fprintf(&b, "Continued in part %d. Not answerable here: answer on part %d of %d.", i+2, n, n)
 		} else {
 			fmt.Fprintf(&b, "Approval %d: %d part(s); the arguments are %d bytes with SHA-256 `%s`.\nAnswer in this thread: `!approve %d %s` or `!deny %d %s [reason]`.", c.ID, n, len(c.Arguments), hash, c.ID, Plain(c.Code), c.ID, Plain(c.Code))
+			b.WriteString(answers(c))
 		}
 		out.Parts = append(out.Parts, b.String())
 	}
 	out.Answerable = true
 	return out
+}
+
+// answers says what each answer does, so that no answer reaches further
+// than the owner read.
+func answers(c wire.PendingCall) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n- `!approve %d %s`: runs this call only.", c.ID, Plain(c.Code))
+	if c.SessionScope == "" {
+		b.WriteString("\n- No `session` answer: every such call is shown to you.")
+	} else {
+		fmt.Fprintf(&b, "\n- `!approve %d %s session`: runs it, and from now on runs without asking %s, in this thread until its context is compacted (a new epoch), for at most 12 hours, while the grant is unchanged and the thread no more tainted; `!revoke %d` ends it.",
+			c.ID, Plain(c.Code), Plain(c.SessionScope), c.ID)
+		if c.Tool == toolset.ReadFile || c.Tool == toolset.WriteFile {
+			fmt.Fprintf(&b, " `!approve %d %s session dir`: the same for every file directly in that file's directory.", c.ID, Plain(c.Code))
+		}
+		if c.Tool == toolset.ReadFile || c.Tool == toolset.HTTPFetch {
+			fmt.Fprintf(&b, "\n- `!approve %d %s always`: runs it, and writes a grant proposal for the same, for good; nothing changes until you apply it on the host (`bxctl grants apply %d`).", c.ID, Plain(c.Code), c.ID)
+		}
+	}
+	fmt.Fprintf(&b, "\n- `!deny %d %s [reason]`: refuses it.", c.ID, Plain(c.Code))
+	return b.String()
 }
 
 // fenceFor is a backtick fence longer than any backtick run in s

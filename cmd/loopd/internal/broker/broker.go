@@ -23,6 +23,7 @@ type Request struct {
 	CallID    string
 	Tool      string
 	Arguments json.RawMessage
+	Epoch     int64 // the session's epoch: brokerd's session allowances end with it
 }
 
 // Status is how brokerd answered.

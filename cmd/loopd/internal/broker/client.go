@@ -61,7 +61,7 @@ func (c *Client) Call(ctx context.Context, r Request, pending func(int64)) Outco
 	}
 	defer conn.Close()
 	conn.SetDeadline(now().Add(timeout))
-	m, err := rpc.Expect[*wire.ToolResult](conn, &wire.ToolRequest{Session: r.Session, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments}, func(v strict.Variant) error {
+	m, err := rpc.Expect[*wire.ToolResult](conn, &wire.ToolRequest{Session: r.Session, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, Epoch: r.Epoch}, func(v strict.Variant) error {
 		if m, ok := v.(*wire.ConsultPending); ok {
 			// A consult runs for up to its total bound: the turn waits
 			// that long (the slot is free meanwhile), and no longer.

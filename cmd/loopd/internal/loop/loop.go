@@ -95,6 +95,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		Policy:     cfg.policy(),
 		Jobs:       sched.List,
 		JobReports: sched.Reports,
+		Status:     cfg.statusInfo(nCtx),
 	}
 	m.Start(ctx)
 	var jobsDone sync.WaitGroup
@@ -160,4 +161,16 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Cl
 		return 0, daemon.Refuse(fmt.Errorf("startup self-test: %s", strings.Join(fatal, " | ")))
 	}
 	return r.NCtx, nil
+}
+
+// statusInfo is what gatewayd's !status shows of this loopd: its model,
+// slot and context, and the sockets of the roles it talks to.
+func (c *Config) statusInfo(nCtx int) server.StatusInfo {
+	si := server.StatusInfo{Model: c.Model.Name, Slot: c.Model.MainSlot, SlotContext: nCtx}
+	for _, p := range []server.StatusPeer{{Role: "inferproxy", Socket: c.InferSocket}, {Role: "brokerd", Socket: c.BrokerSocket}, {Role: "memoryd", Socket: c.MemorySocket}} {
+		if p.Socket != "" {
+			si.Peers = append(si.Peers, p)
+		}
+	}
+	return si
 }

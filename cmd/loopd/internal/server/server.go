@@ -12,7 +12,8 @@
 //   - every frame is decoded strictly (package rpc's server loop);
 //     anything but a [wire.Send], a [wire.Stop], a [wire.AnswersSince]
 //     (answers.go), a [wire.Compact] (epoch.go), a [wire.ListJobs] or a
-//     [wire.JobReportsSince] (jobs) is refused with forbidden, and a
+//     [wire.JobReportsSince] (jobs) or a [wire.StatusQuery] (status.go,
+//     read-only) is refused with forbidden, and a
 //     refused frame ends the connection;
 //   - a stopped turn is closed on disk as interrupted before its
 //     followers hear [wire.Stopped] (stop.go);
@@ -51,6 +52,8 @@ type Manager struct {
 	Jobs   func() *wire.JobList // bxctl jobs (list_jobs); nil: no scheduler
 	// JobReports answers gatewayd's job_reports_since; nil: no scheduler.
 	JobReports func(after int64) *wire.JobReports
+	// Status is what gatewayd's !status shows of loopd's config (status.go).
+	Status StatusInfo
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -92,7 +95,7 @@ func (m *Manager) Start(ctx context.Context) {
 	m.sessions = map[string]*live{}
 	m.srv = rpc.NewServer(&wire.Loop, m.Log, rpc.Stream(m.send),
 		rpc.On(func(_ context.Context, _ sockets.Peer, st *wire.Stop) strict.Variant { return m.Stop(st.Session) }),
-		rpc.On(m.answersSince), rpc.On(m.compact), rpc.On(m.listJobs), rpc.On(m.jobReports))
+		rpc.On(m.answersSince), rpc.On(m.compact), rpc.On(m.listJobs), rpc.On(m.jobReports), rpc.On(m.status))
 }
 
 // listJobs answers bxctl jobs.

@@ -248,7 +248,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 		}
 		r.Tool = target.Name
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: target.Name})
-		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments},
+		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments, Epoch: s.Epoch},
 			func(id int64) {
 				if s.Append(&session.Approval{Turn: t, CallID: c.ID, ID: id, State: "pending"}) == nil {
 					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})

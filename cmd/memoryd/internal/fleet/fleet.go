@@ -42,6 +42,7 @@ type Client interface {
 	ListMessages(ctx context.Context, w, s honcho.ID, page, size int, reverse bool) (honcho.Page, error)
 	Search(ctx context.Context, scope honcho.Search, query string, limit int) ([]honcho.Message, error)
 	Chat(ctx context.Context, w, p honcho.ID, q honcho.Question) (honcho.Answer, error)
+	DeleteSession(ctx context.Context, w, s honcho.ID) error
 }
 
 // Fleet is fleet memory.
@@ -58,6 +59,9 @@ type Fleet struct {
 	pending map[pendingTurns]bool
 
 	fileMu sync.Mutex // orders filing: one turn's decision at a time
+	// sendMu: a batch is sent whole before a forget moves its session's
+	// messages, so none is marked sent into a session being deleted.
+	sendMu sync.Mutex
 }
 
 // Open opens the outbox at path.

@@ -55,6 +55,9 @@ type Item struct {
 type Outbox struct {
 	db *sql.DB
 	mu sync.Mutex // orders writers
+
+	skipMu sync.RWMutex
+	skip   map[string]bool // forgotten message ids, never filed (forget.go)
 }
 
 // OpenOutbox opens (creating) the outbox at path.
@@ -82,7 +85,7 @@ func setUp(db *sql.DB) error {
 	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'filed'`).Scan(&had); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(outboxSchema); err != nil {
+	if _, err := tx.Exec(outboxSchema + forgetSchema); err != nil {
 		return err
 	}
 	var hasLookup int
@@ -184,6 +187,18 @@ func (o *Outbox) File(key string, f Filing, reason string, items []Item, now tim
 		return fmt.Errorf("file %s: %w", key, err)
 	}
 	for _, it := range items {
+		if o.skipped(it.ID) {
+			continue
+		}
+		// A session a forget deleted in Honcho is written under its new
+		// name (forget.go).
+		var now string
+		switch err := tx.QueryRow(`SELECT hsession FROM rehomed WHERE workspace = ? AND session = ?`, it.Workspace, it.Session).Scan(&now); {
+		case err == nil:
+			it.Session = now
+		case err != sql.ErrNoRows:
+			return fmt.Errorf("file %s: %w", key, err)
+		}
 		md, err := json.Marshal(it.Metadata)
 		if err != nil {
 			return fmt.Errorf("file %s: %w", key, err)

@@ -66,6 +66,12 @@ func (f *Fleet) Run(ctx context.Context) {
 // SendOnce sends one batch of due messages (all of one Honcho session)
 // and returns how many Honcho now holds.
 func (f *Fleet) SendOnce(ctx context.Context) (int, error) {
+	f.sendMu.Lock()
+	defer f.sendMu.Unlock()
+	// A forget's session deletion goes before any message (forget.go).
+	if err := f.deleteDue(ctx); err != nil {
+		return 0, err
+	}
 	items, err := f.outbox.Due(f.now(), honcho.MaxBatch)
 	if err != nil || len(items) == 0 {
 		return 0, err

@@ -53,6 +53,7 @@ func (m *Memd) openFleet() error {
 		return err
 	}
 	m.fleet = f
+	m.setFleetForgotten()
 	if m.cfg.GateSocket == "" {
 		m.log.Warn("no gate_socket in the config: no turn is written to Honcho until it names brokerd's gate.sock (recall and ask_memory still read it); see docs/runbook.md#fleet-gate-unanswered")
 	}
@@ -174,12 +175,31 @@ func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolR
 		m.log.Error("recall", "err", err.Error())
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Class: dataclass.Public}
 	}
-	r := Format(query, fleet.Merge(local, fa.hits, k))
+	r := Format(query, fleet.Merge(local, m.dropForgotten(fa.hits), k))
 	if !fa.reach.Reached() {
 		r.Output += fmt.Sprintf("\nfleet memory (Honcho) was not reached for %d of %d workspaces (%s): these hits may be local only; see docs/runbook.md#fleet-memory-unreached\n",
 			fa.reach.Asked-fa.reach.Answered, fa.reach.Asked, strings.Join(fa.reach.Failed, ", "))
 	}
 	return r
+}
+
+// dropForgotten drops fleet hits on forgotten entries: Honcho deletes a
+// session by a queued job, so its search can find one for a while.
+func (m *Memd) dropForgotten(hits []recall.Hit) []recall.Hit {
+	gone := map[string]bool{}
+	for k := range m.store.Forgotten() {
+		gone[fleetID(k)] = true
+	}
+	if len(gone) == 0 {
+		return hits
+	}
+	out := hits[:0]
+	for _, h := range hits {
+		if h.Fleet == "" || !gone[h.Fleet] {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // askArgs are ask_memory's arguments.

@@ -98,6 +98,7 @@ func (m *Memd) catchUp() (int, error) {
 	}
 	total := 0
 	m.skipped = nil
+	m.index.SetForgotten(m.store.Forgotten())
 	for _, f := range files {
 		turns, err := recall.ReadLog(f)
 		if err != nil {
@@ -133,7 +134,7 @@ func (m *Memd) Rebuild() (int, error) {
 func noteDocs(notes []store.Note) []recall.Doc {
 	var out []recall.Doc
 	for _, n := range notes {
-		if n.Kind == store.KindReview {
+		if n.Kind == store.KindReview || n.Tombstone() {
 			continue
 		}
 		out = append(out, recall.Doc{Text: n.Text, Source: n.Source(), Class: n.Class, Session: n.Session, Note: n.ID})

@@ -176,7 +176,7 @@ func (m *Memd) adminServer() *rpc.Server {
 		rpc.On(func(context.Context, sockets.Peer, *wire.ReviewList) strict.Variant {
 			return &wire.ReviewItems{Items: m.store.Review()}
 		}),
-		rpc.On(m.decide), rpc.On(m.fleetStatus), rpc.On(m.fleetResync))
+		rpc.On(m.decide), rpc.On(m.fleetStatus), rpc.On(m.fleetResync), rpc.On(m.why), rpc.On(m.forget))
 }
 
 func (m *Memd) undo(_ context.Context, _ sockets.Peer, r *wire.MemoryUndo) strict.Variant {

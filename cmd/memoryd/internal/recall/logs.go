@@ -1,6 +1,8 @@
 package recall
 
 import (
+	"fmt"
+
 	"wntrmute.dev/boxmaker/pkg/dataclass"
 	"wntrmute.dev/boxmaker/pkg/sessionlog"
 )
@@ -26,6 +28,15 @@ type Doc struct {
 	// Fleet is a fleet memory hit's message id (package fleet's
 	// MessageID), to drop one the local index holds too.
 	Fleet string
+}
+
+// Key names what a tombstone forgets: a note's id, or a session record
+// in the words recall shows it with (package store's RecordKey).
+func (d Doc) Key() string {
+	if d.Note != "" {
+		return d.Note
+	}
+	return fmt.Sprintf("session %s epoch %d turn %d record %d", d.Session, d.Epoch, d.Turn, d.Record)
 }
 
 // Turn is one ended turn of a session log and the documents it yields.

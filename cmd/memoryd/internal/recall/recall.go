@@ -71,6 +71,9 @@ type Index struct {
 	now      func() time.Time
 
 	mu sync.Mutex // orders writers (SQLite allows one)
+
+	goneMu sync.RWMutex    // guards gone
+	gone   map[string]bool // forgotten keys (forget.go)
 }
 
 const schema = `
@@ -121,6 +124,9 @@ func (x *Index) AddTurns(turns []Turn) (int, error) {
 			continue // indexed already, or above the configured class
 		}
 		for _, d := range t.Docs {
+			if x.forgotten(d) {
+				continue
+			}
 			if err := insert(tx, d); err != nil {
 				return 0, err
 			}
@@ -145,7 +151,7 @@ func (x *Index) AddNotes(notes []Doc) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if k, _ := res.RowsAffected(); k == 0 || !d.Class.AtMost(x.maxClass) {
+		if k, _ := res.RowsAffected(); k == 0 || !d.Class.AtMost(x.maxClass) || x.forgotten(d) {
 			continue
 		}
 		if err := insert(tx, d); err != nil {
@@ -281,7 +287,7 @@ func (x *Index) query(ctx context.Context, q, order string, k int, hits []Hit) (
 		}
 		h.Class = c
 		h.Snippet = truncate.Ellipsis(h.Snippet, SnippetCap)
-		if !seen[h.rowid] {
+		if !seen[h.rowid] && !x.forgotten(h.Doc) {
 			hits = append(hits, h)
 			k--
 		}

@@ -31,6 +31,9 @@ func (s *Store) Review() []wire.ReviewItem {
 // review is Review; the caller holds s.mu.
 func (s *Store) review() []wire.ReviewItem {
 	decided := map[string]bool{}
+	for k := range s.forgotten() {
+		decided[k] = true // a forgotten note waits for nothing
+	}
 	for _, n := range s.notes {
 		if n.Kind == KindReview {
 			decided[n.Ref] = true

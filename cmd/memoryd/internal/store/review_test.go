@@ -97,3 +97,32 @@ func TestSessionNamedOwner(t *testing.T) {
 		t.Errorf("journal = %+v, want the session and the owner told apart", edits)
 	}
 }
+
+// TestDecisionsJournalled: a promote and a drop are each a journal
+// record of the owner, naming the review note that holds the decision;
+// a promote also journals the identity edit it made.
+func TestDecisionsJournalled(t *testing.T) {
+	s := open(t)
+	u := Caller{Session: "s1", Taint: dataclass.Private, Untrusted: true}
+	do(t, s, u, `{"action":"note","text":"The owner likes rooibos."}`)
+	do(t, s, u, `{"action":"note","text":"The owner likes mate."}`)
+	if _, err := s.Decide("n1", "promote", User); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide("n2", "drop", ""); err != nil {
+		t.Fatal(err)
+	}
+	edits, _ := ReadJournal(filepath.Join(s.Dir(), "edits", JournalName))
+	var got []string
+	for _, e := range edits {
+		got = append(got, e.Session+" "+e.File+" "+e.Action+" "+e.Note)
+	}
+	want := []string{"s1 notes.md note n1", "s1 notes.md note n2", "(owner) user.md add ", "(owner) notes.md review n3", "(owner) notes.md review n4"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("journal = %q, want %q", got, want)
+	}
+	notes := s.Notes()
+	if notes[2].Ref != "n1" || notes[2].Text != "promote" || notes[3].Ref != "n2" || notes[3].Text != "drop" {
+		t.Errorf("review notes = %+v", notes[2:])
+	}
+}

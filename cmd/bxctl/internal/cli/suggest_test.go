@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/grant"
+)
+
+// suggestGrants are the grants now: the web grant no longer names
+// evil.example, and a deny grant was added over secret.pdf after it was
+// approved.
+const suggestGrants = `[[grant]]
+id = "dl"
+tool = "read_file"
+paths = ["/home/owner/Downloads"]
+max_taint = "secret"
+result_class = "private"
+mode = "ask"
+
+[[grant]]
+id = "no-secret"
+tool = "read_file"
+paths = ["/home/owner/Downloads/secret.pdf"]
+max_taint = "secret"
+mode = "deny"
+
+[[grant]]
+id = "web"
+tool = "http_fetch"
+hosts = ["example.com"]
+max_taint = "private"
+untrusted = true
+mode = "ask"
+
+[[grant]]
+id = "src"
+tool = "shell"
+paths = ["/home/owner/src"]
+max_taint = "secret"
+mode = "ask"
+
+[[grant]]
+id = "out"
+tool = "write_file"
+paths = ["/home/owner/out"]
+max_taint = "secret"
+mode = "ask"
+`
+
+// recordLog writes a recorded audit log: each call asked and approved
+// (or refused) n times, one read decided by a session allowance.
+func recordLog(t *testing.T, dir string) {
+	t.Helper()
+	clock := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	w, err := audit.Open(dir, audit.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ref := func(id string) *audit.GrantRef { return &audit.GrantRef{ID: id, SHA256: strings.Repeat("ab", 32)} }
+	call := func(tool, args, g string, n int, answer audit.Answer) {
+		for range n {
+			seq, err := w.Append(&audit.Decision{Record: audit.DecisionRecord{Session: "mm-s", Tool: tool, Arguments: json.RawMessage(args),
+				Verdict: audit.Verdict{Outcome: audit.Ask, Grant: ref(g), Taint: dataclass.Private}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := audit.Verdict{Outcome: audit.Allowed, Grant: ref(g), Taint: dataclass.Private}
+			if answer == audit.AnswerRefused {
+				v = audit.Verdict{Outcome: audit.Denied, Reason: audit.Refused, Taint: dataclass.Private}
+			}
+			if _, err := w.Append(&audit.Approval{Decision: seq, Answer: answer, Verdict: v}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	call("read_file", `{"path":"/home/owner/Downloads/report.pdf"}`, "dl", 2, audit.AnswerApproved)
+	if _, err := w.Append(&audit.Decision{Record: audit.DecisionRecord{Session: "mm-s", Tool: "read_file", Arguments: json.RawMessage(`{"path":"/home/owner/Downloads/report.pdf"}`),
+		Verdict: audit.Verdict{Outcome: audit.Allowed, Grant: ref("dl"), Taint: dataclass.Private}, Allowance: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	call("http_fetch", `{"url":"https://example.com/a"}`, "web", 4, audit.AnswerApproved)
+	call("http_fetch", `{"url":"https://evil.example/x"}`, "web", 3, audit.AnswerApproved)
+	call("read_file", `{"path":"/home/owner/Downloads/secret.pdf"}`, "dl", 3, audit.AnswerApproved)
+	call("shell", `{"command":"make test","workdir":"/home/owner/src"}`, "src", 5, audit.AnswerApproved)
+	call("shell", `{"command":"bash -lc 'make'","workdir":"/home/owner/src"}`, "src", 3, audit.AnswerApproved)
+	call("shell", `{"command":"env sh -c 'make'","workdir":"/home/owner/src"}`, "src", 3, audit.AnswerApproved)
+	call("write_file", `{"path":"/home/owner/out/a.txt","content_sha256":"`+strings.Repeat("cd", 32)+`","content_bytes":3}`, "out", 3, audit.AnswerApproved)
+	call("read_file", `{"path":"/home/owner/Downloads/other.pdf"}`, "dl", 2, audit.AnswerApproved)
+	call("read_file", `{"path":"/home/owner/Downloads/refused.pdf"}`, "dl", 5, audit.AnswerRefused)
+}
+
+// TestSuggestGolden: suggest on a recorded audit log proposes the repeated
+// calls, ranked by count, and none of the excluded kinds.
+func TestSuggestGolden(t *testing.T) {
+	state := t.TempDir()
+	gdir, adir := filepath.Join(state, "grants"), filepath.Join(state, "broker", "audit")
+	os.MkdirAll(gdir, 0o750)
+	os.MkdirAll(adir, 0o700)
+	os.WriteFile(filepath.Join(gdir, "g.toml"), []byte(suggestGrants), 0o640)
+	recordLog(t, adir)
+	code, out, stderr := run("grants", "suggest", "--state", state)
+	if code != ExitOK {
+		t.Fatalf("suggest = %d %s", code, stderr)
+	}
+	golden := filepath.Join("testdata", "suggest.golden")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		os.WriteFile(golden, []byte(out), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil || out != string(want) {
+		t.Errorf("suggest output differs from %s (UPDATE_GOLDEN=1 rewrites it):\n%s", golden, out)
+	}
+	// The proposals it prints are grants brokerd's loader accepts.
+	if gs, ps := grant.ParseFile("suggested.toml", []byte(out)); len(ps) > 0 || len(gs) != 2 || !gs[0].Standing() {
+		t.Errorf("the suggestions do not parse as two standing grants: %v", ps)
+	}
+	if strings.Count(out, "[[grant]]") != 2 || strings.Contains(out, `"evil.example"`) || strings.Contains(out, "refused.pdf") || strings.Contains(out, "other.pdf") {
+		t.Errorf("suggest proposes other than report.pdf and example.com:\n%s", out)
+	}
+	if code, _, _ := run("grants", "suggest", "--state", state, "--min", "0"); code != ExitUsage {
+		t.Errorf("--min 0 = %d, want usage", code)
+	}
+}

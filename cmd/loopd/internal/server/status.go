@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/wire"
+)
+
+// StatusInfo is what a status answer takes from loopd's config and its
+// start: the model, its slot and context, and the roles loopd talks to.
+type StatusInfo struct {
+	Model       string
+	Slot        int
+	SlotContext int
+	Peers       []StatusPeer
+}
+
+// StatusPeer is a role loopd connects to, by its socket's path.
+type StatusPeer struct {
+	Role, Socket string
+}
+
+// peerProbe bounds each connection to a peer's socket.
+const peerProbe = 500 * time.Millisecond
+
+// status answers gatewayd's !status (wire.StatusQuery): read-only, from
+// the session's logs, the open session's state and a connection to each
+// peer's socket.
+func (m *Manager) status(ctx context.Context, _ sockets.Peer, q *wire.StatusQuery) strict.Variant {
+	if err := wire.CheckSessionID(q.Session); err != nil {
+		return &wire.Error{Op: "status_query", Kind: wire.Invalid, Msg: err.Error()}
+	}
+	st := &wire.SessionStatus{Session: q.Session, Model: m.Status.Model, Slot: m.Status.Slot, SlotContext: m.Status.SlotContext,
+		Roles: []wire.RoleState{}, Jobs: []wire.JobNext{}}
+	m.mu.Lock()
+	l := m.sessions[q.Session]
+	m.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		st.Running = l.running
+		l.mu.Unlock()
+	}
+	files, _ := sessionlog.Files(filepath.Join(m.State, "sessions"))
+	y, mo, d := time.Now().UTC().Date()
+	midnight := time.Date(y, mo, d, 0, 0, 0, 0, time.UTC)
+	var prefillUS int64
+	for _, f := range files {
+		id, epoch, err := sessionlog.Name(f)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(f)
+		today := err == nil && !fi.ModTime().Before(midnight)
+		mine := id == q.Session
+		if !today && !mine {
+			continue
+		}
+		if mine && epoch >= st.Epoch {
+			st.Epoch, st.Compactions = epoch, epoch
+		}
+		var gap int
+		sessionlog.Scan(f, func(_ int, r sessionlog.Record, _ sessionlog.Trust) error {
+			switch v := r.(type) {
+			case *sessionlog.Usage:
+				if today {
+					prefillUS += v.PromptUS
+				}
+				if mine && epoch == st.Epoch {
+					if v.Turn != st.Turn {
+						st.Turn, gap = v.Turn, 0
+					}
+					gap += max(v.CacheGap, 0)
+					st.ContextTokens, st.Cached, st.Reread = v.CacheN+v.PromptN+v.PredictedN, v.CacheN, gap
+				}
+			case *sessionlog.Approval:
+				if mine {
+					st.Approval = v.State == "pending"
+				}
+			}
+			return nil
+		})
+	}
+	st.Approval = st.Approval && st.Running
+	st.TodayPrefillMS = prefillUS / 1000
+	for _, p := range m.Status.Peers {
+		var dl net.Dialer
+		pctx, cancel := context.WithTimeout(ctx, peerProbe)
+		c, err := dl.DialContext(pctx, "unix", p.Socket)
+		cancel()
+		if err == nil {
+			c.Close()
+		}
+		st.Roles = append(st.Roles, wire.RoleState{Role: p.Role, Up: err == nil})
+	}
+	if m.Jobs != nil {
+		for _, j := range m.Jobs().Jobs {
+			st.Jobs = append(st.Jobs, wire.JobNext{Name: j.Name, Next: j.Next})
+		}
+	}
+	return st
+}
