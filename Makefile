@@ -39,8 +39,21 @@ staticcheck:
 # checks/arch (file length, imports, package docs, runbook anchors,
 # per-binary dependency lists, documented modules), and the real-container
 # tests against the Podman that checks/setup built (checks/podmantest).
+#
+# RACE_TIMEOUT is every package's time limit (go test -timeout), set here
+# rather than left at go test's 10 minutes: the slowest packages
+# (checks/stack, brokerd's runner against real Podman) must take at most
+# half of it here (2 cores, cold caches, another gate running beside);
+# docs/test-times.md lists what each took.
+RACE_TIMEOUT ?= 30m
+# The first line compiles every role as checks/stack and images/role-image
+# build them (static, -trimpath; brokerd's tags) outside any package's
+# time limit: cold, the two packages otherwise compiled Podman's bindings
+# at the same time, each inside its own limit. (A module without cmd/,
+# as checks/arch plants, skips it.)
 race:
-	$(OFFLINE) CGO_ENABLED=1 go test $(TAGS) -race -count=1 ./...
+	$(if $(wildcard cmd),$(OFFLINE) CGO_ENABLED=0 go build -trimpath -buildvcs=false $(TAGS) ./cmd/...)
+	$(OFFLINE) CGO_ENABLED=1 go test $(TAGS) -race -count=1 -timeout $(RACE_TIMEOUT) ./...
 
 # The flake's checks.gate (nix/gate-check.sh, its exact phases) in an
 # approximation of the Nix sandbox: vendored modules, no network, no

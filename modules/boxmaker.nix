@@ -2,7 +2,7 @@
 #
 # Invariant: every user, uid, group, subordinate range, home, path, mode,
 # network rule and hardening setting comes from ./deployment.json, the file
-# pkg/units generates from the layout table (docs/units.md); this file maps
+# pkg/host/units generates from the layout table (docs/units.md); this file maps
 # that schema onto NixOS options and substitutes its placeholders exactly
 # as bxctl install does (docs/nix.md's table), restating none of it. Each
 # role is a hardened system unit of its own user with its image's root
@@ -105,7 +105,7 @@ let
 
   # An optional credential (Honcho's key) is in no unit of the file: given
   # one, its unit gains the credential's `load` value, as bxctl install
-  # adds it (pkg/units.Table with the credential given).
+  # adds it (pkg/host/units.Table with the credential given).
   loadsOf = u: map (c: c.load) (lib.filter (c: c.optional && c.unit == u.name && cfg.credentials ? ${c.name}) deployment.credentials);
   serviceOf = u: let s = u.sections.Service or { }; extra = loadsOf u; in
     if extra == [ ] then s else s // { LoadCredentialEncrypted = (s.LoadCredentialEncrypted or [ ]) ++ extra; };
@@ -297,7 +297,7 @@ in
     # cannot express, and the daemons, the units' mounts, the tmpfiles
     # rules and the first configs all derive from that one path.
     stateDir = mkOption {
-      description = "Where Boxmaker's state lives (pkg/units.StateDir, the layout table's); read-only: see docs/nix.md.";
+      description = "Where Boxmaker's state lives (pkg/host/units.StateDir, the layout table's); read-only: see docs/nix.md.";
       type = types.str;
       default = deployment.stateDir;
       readOnly = true;

@@ -26,10 +26,10 @@ type Rule struct {
 // Rules are the imports each role must never have. A rule for a binary
 // that does not exist yet is skipped; it takes effect when the role lands.
 var Rules = []Rule{
-	{"loopd", "wntrmute.dev/boxmaker/pkg/secret", "loopd holds no credential", ""},
+	{"loopd", "wntrmute.dev/boxmaker/pkg/host/secret", "loopd holds no credential", ""},
 	{"loopd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
 	{"loopd", "os/exec", "loopd runs nothing; tools run in containers", ""},
-	{"inferproxy", "wntrmute.dev/boxmaker/pkg/secret", "inferproxy holds no credential", ""},
+	{"inferproxy", "wntrmute.dev/boxmaker/pkg/host/secret", "inferproxy holds no credential", ""},
 	{"inferproxy", "net/http", "inferproxy copies bytes and parses no HTTP", ""},
 	{"inferproxy", "os/exec", "inferproxy runs nothing", ""},
 	{"inferproxy", "github.com/containers/", "only brokerd's runner drives Podman", ""},
@@ -37,12 +37,12 @@ var Rules = []Rule{
 	{"gatewayd", "os/exec", "gatewayd runs nothing", ""},
 	{"memoryd", "github.com/containers/", "only brokerd's runner drives Podman", ""},
 	{"memoryd", "os/exec", "memoryd runs nothing", "modernc.org/libc"},
-	{"memoryd", "wntrmute.dev/boxmaker/pkg/llama", "memoryd reads the session log's messages (package chat) and never talks to the model", ""},
+	{"memoryd", "wntrmute.dev/boxmaker/pkg/model/llama", "memoryd reads the session log's messages (package chat) and never talks to the model", ""},
 	{"toolkit", "github.com/containers/", "tools do not drive Podman", ""},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/grant", "the toolkit runs decided calls; it never reads grants", ""},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/audit", "the audit log is brokerd's alone", ""},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/wire", "the toolkit speaks only the stdin envelope and SOCKS5, never the daemons' sockets", ""},
-	{"toolkit", "wntrmute.dev/boxmaker/pkg/sockets", "the toolkit serves no daemon socket", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/tool/grant", "the toolkit runs decided calls; it never reads grants", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/logs/audit", "the audit log is brokerd's alone", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/socket/wire", "the toolkit speaks only the stdin envelope and SOCKS5, never the daemons' sockets", ""},
+	{"toolkit", "wntrmute.dev/boxmaker/pkg/socket/sockets", "the toolkit serves no daemon socket", ""},
 	{"bxctl", "github.com/containers/", "the owner's CLI does not drive Podman", ""},
 }
 

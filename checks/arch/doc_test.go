@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 var update = flag.Bool("update", false, "rewrite cmd/*/deps.txt from go list")
@@ -265,7 +265,7 @@ func TestPlantedDepsOwnPackages(t *testing.T) {
 func TestPlantedToolLists(t *testing.T) {
 	names := []string{"clock", "recall", "memory", "shell"}
 	dir := plant(t, map[string]string{
-		"pkg/toolset/t.go":               "// Package toolset lists them.\npackage toolset\nconst (\nClock = \"clock\"\nRecall = \"recall\"\n)\n",
+		"pkg/tool/toolset/t.go":          "// Package toolset lists them.\npackage toolset\nconst (\nClock = \"clock\"\nRecall = \"recall\"\n)\n",
 		"cmd/loopd/internal/x/x.go":      "// Package x keeps a second list.\npackage x\nfunc IsMemory(n string) bool { return n == \"recall\" || n == \"memory\" }\n",
 		"cmd/loopd/internal/y/y.go":      "// Package y keeps one as a slice.\npackage y\nvar tools = []string{\"shell\", \"clock\"}\n",
 		"cmd/memoryd/internal/z/z.go":    "// Package z names a directory.\npackage z\nconst dir = \"memory\"\nfunc f() string { return \"clock\" }\n",
@@ -281,15 +281,15 @@ func TestPlantedToolLists(t *testing.T) {
 
 func TestPlantedStdlibOnly(t *testing.T) {
 	dir := plant(t, map[string]string{
-		"pkg/chat/chat.go":      "// Package chat links the client.\npackage chat\nimport (\n_ \"encoding/json\"\n_ \"example.com/m/pkg/llama\"\n)\n",
-		"pkg/toolset/t.go":      "// Package toolset links a module.\npackage toolset\nimport _ \"golang.org/x/sys/unix\"\n",
-		"pkg/toolset/t_test.go": "package toolset\nimport _ \"github.com/stretchr/testify/require\"\n",
-		"pkg/truncate/cut.go":   "// Package truncate is fine.\npackage truncate\nimport _ \"unicode/utf8\"\n",
-		"pkg/llama/llama.go":    "// Package llama is machinery.\npackage llama\nimport _ \"golang.org/x/net/http2\"\n",
+		"pkg/model/chat/chat.go":     "// Package chat links the client.\npackage chat\nimport (\n_ \"encoding/json\"\n_ \"example.com/m/pkg/model/llama\"\n)\n",
+		"pkg/tool/toolset/t.go":      "// Package toolset links a module.\npackage toolset\nimport _ \"golang.org/x/sys/unix\"\n",
+		"pkg/tool/toolset/t_test.go": "package toolset\nimport _ \"github.com/stretchr/testify/require\"\n",
+		"pkg/text/truncate/cut.go":   "// Package truncate is fine.\npackage truncate\nimport _ \"unicode/utf8\"\n",
+		"pkg/model/llama/llama.go":   "// Package llama is machinery.\npackage llama\nimport _ \"golang.org/x/net/http2\"\n",
 	})
 	got := StdlibOnly(dir)
-	expect(t, got, "pkg/chat/chat.go: imports example.com/m/pkg/llama")
-	expect(t, got, "pkg/toolset/t.go: imports golang.org/x/sys/unix")
+	expect(t, got, "pkg/model/chat/chat.go: imports example.com/m/pkg/model/llama")
+	expect(t, got, "pkg/tool/toolset/t.go: imports golang.org/x/sys/unix")
 	if len(got) != 2 {
 		t.Errorf("StdlibOnly = %q, want exactly 2 problems (tests and other packages may import anything)", got)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // ToolHome is the one package that may list tool names (package toolset).
-const ToolHome = "pkg/toolset"
+const ToolHome = "pkg/tool/toolset"
 
 // ToolLists reports every top-level declaration outside [ToolHome] and
 // outside tests that spells two or more of names as string literals: a

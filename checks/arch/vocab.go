@@ -13,7 +13,7 @@ import (
 // Vocabulary lists the packages every role may link because they hold
 // words, not machinery: they import the standard library only, so that
 // linking one never brings a client, a store or a secret with it.
-var Vocabulary = []string{"pkg/chat", "pkg/toolset", "pkg/truncate"}
+var Vocabulary = []string{"pkg/model/chat", "pkg/tool/toolset", "pkg/text/truncate"}
 
 // StdlibOnly reports every non-test file of a [Vocabulary] package that
 // imports anything outside the standard library (a path whose first

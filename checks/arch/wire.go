@@ -10,20 +10,20 @@ import (
 	"strconv"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // WireHome is the one package that writes a socket's file name.
-const WireHome = "pkg/wire"
+const WireHome = "pkg/socket/wire"
 
 // ConvHome is the one package that reads and writes frames (the one
 // client call and the one server loop), besides [FrameHome] itself.
 const (
-	ConvHome  = "pkg/rpc"
-	FrameHome = "pkg/frame"
+	ConvHome  = "pkg/socket/rpc"
+	FrameHome = "pkg/socket/frame"
 	// VMChannel is the VM test host's serial line to its guest agent: no
-	// socket between roles, so not a conversation pkg/rpc carries, but
-	// framed by pkg/frame all the same (one length-prefix rule, capped).
+	// socket between roles, so not a conversation pkg/socket/rpc carries, but
+	// framed by pkg/socket/frame all the same (one length-prefix rule, capped).
 	VMChannel = "checks/vm"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 func loadDeployment(t *testing.T) units.Deployment {
@@ -243,7 +243,7 @@ func values(t *testing.T, d units.Deployment, r evalOut) map[string]string {
 
 // TestModuleMatchesDeployment: the module's units, users, groups and
 // tmpfiles rules equal deployment.json after the substitution bxctl
-// install makes (pkg/units.Substitute, which fails on a placeholder left
+// install makes (pkg/host/units.Substitute, which fails on a placeholder left
 // without a value), and its own units are the config writer and the
 // tool image's loader into brokerd's Podman, nothing else.
 func TestModuleMatchesDeployment(t *testing.T) {
@@ -317,7 +317,7 @@ func TestModuleMatchesDeployment(t *testing.T) {
 		}
 	}
 
-	// With Honcho's key given, every role's [Service] is pkg/units'
+	// With Honcho's key given, every role's [Service] is pkg/host/units'
 	// table with that optional credential given (memoryd's unit loads
 	// it, from the path given; no other unit changes).
 	for _, u := range units.Table(units.HonchoKey) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // ifdEval evaluates checks/nix/ifd.nix (the module with its defaults,

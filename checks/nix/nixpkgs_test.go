@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // driverOut is what ../shared/reference/nixpkgs/eval-module.nix prints.

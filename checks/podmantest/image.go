@@ -49,7 +49,7 @@ func (s *Service) ToolImage(t testing.TB) string {
 // TestnetToolImage is the tool image built with the boxmaker_testnet tag,
 // whose egress proxy may also reach loopback and private test networks,
 // so that a test can serve the proxy's allowed side itself. Release
-// builds never carry the tag (pkg/netpolicy). $BOXMAKER_TESTNET_TOOL_TAR
+// builds never carry the tag (pkg/tool/netpolicy). $BOXMAKER_TESTNET_TOOL_TAR
 // names a tar built already with TOOLKIT_TAGS=boxmaker_testnet.
 func (s *Service) TestnetToolImage(t testing.TB) string {
 	t.Helper()

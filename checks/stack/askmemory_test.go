@@ -10,7 +10,7 @@ import (
 
 	honchofake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestStackAskMemory: with loopd.toml's ask_memory, the model is offered

@@ -11,8 +11,8 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	session "wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
 
 // recallTurn scripts one turn that calls recall (through brokerd to

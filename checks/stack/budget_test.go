@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	chatmsg "wntrmute.dev/boxmaker/pkg/chat"
-	session "wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	chatmsg "wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // prose is ordinary English of the kind identity files hold, used to fill

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	session "wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // instruction is the start of loopd's fixed summary instruction

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	session "wntrmute.dev/boxmaker/pkg/sessionlog"
+	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
 
 // TestStackEpochTrust: a session that read an untrusted tool result (a

@@ -13,7 +13,7 @@ import (
 
 	honchofake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // firstStack is a fresh state directory that bxctl up fills itself (only

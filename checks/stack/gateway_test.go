@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"github.com/stretchr/testify/require"
 

@@ -13,8 +13,8 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestStackJobThroughMattermost: a job delivered by direct message, on

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // chatRig is a fake Mattermost with the bot and its owner, for the tests

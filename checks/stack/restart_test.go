@@ -14,7 +14,7 @@ import (
 
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestStackGatewayRestartsAloneMidTurn is the systemd case: gatewayd is

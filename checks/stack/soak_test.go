@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	session "wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
 
 // The soak's length: BOXMAKER_SOAK_TURNS turns (default 40, what `make

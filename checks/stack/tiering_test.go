@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestStackMemoryTiering is the built-in tiering job on the real

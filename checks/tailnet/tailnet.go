@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // Policy is the part of Tailscale's policy file the example holds.

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/vm/canary/scan"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // nonce is a fresh random string for canaries and log lines.
@@ -132,7 +132,7 @@ func TestGuestBackends(t *testing.T) {
 	})
 
 	t.Run("honcho key", func(t *testing.T) {
-		// memoryd's unit as pkg/units makes it with Honcho's key given:
+		// memoryd's unit as pkg/host/units makes it with Honcho's key given:
 		// its LoadCredentialEncrypted= line, substituted with the path
 		// bxctl install writes, under memoryd's own user; the binary
 		// resolves the ref memoryd's [honcho] key holds through package

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/vm/canary/scan"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // FindCanary searches the whole guest for token and returns every place

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // Deployed is the shared guest's snapshot with Boxmaker installed:

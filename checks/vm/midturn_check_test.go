@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/vm/fakes"
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // TestCheckMidTurn needs no VM: the mid-turn kill's judgement passes what

@@ -12,8 +12,8 @@ import (
 	"os"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/broker"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {

@@ -11,8 +11,8 @@ import (
 	"os"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/gateway"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {

@@ -9,8 +9,8 @@ import (
 	"os"
 
 	"wntrmute.dev/boxmaker/cmd/inferproxy/internal/proxy"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestBinary runs the real binary: a bad config refuses to start with exit

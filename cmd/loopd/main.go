@@ -10,8 +10,8 @@ import (
 	"os"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/loop"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Package chatapi is a test double of an OpenAI-compatible chat
-// completions endpoint, for the consult tool (pkg/consult's exchange, the
+// completions endpoint, for the consult tool (pkg/model/consult's exchange, the
 // toolkit's consult, brokerd's consult tests). It records every request
 // byte for byte, so a test can compare what arrived with what brokerd's
 // consult log holds. It is no model and must never be linked into a role

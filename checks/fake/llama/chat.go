@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"wntrmute.dev/boxmaker/pkg/truncate"
+	"wntrmute.dev/boxmaker/pkg/text/truncate"
 )
 
 // handleChat serves POST /v1/chat/completions with stream:true.

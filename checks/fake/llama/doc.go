@@ -1,6 +1,6 @@
 // Package llama is a test double of llama-server, used by the tests of
 // everything that talks to the model: the inference client and its
-// conformance suite (pkg/llama), the self-test, loopd's turn and session
+// conformance suite (pkg/model/llama), the self-test, loopd's turn and session
 // tests, bxctl's, and the multi-role stack tests (checks/stack). It is not
 // a model and must never be linked into a role (checks/arch refuses a
 // product package importing checks/).
@@ -18,7 +18,7 @@
 // choose, the comment says "reference silent" and what was chosen. A
 // change that cannot cite upstream, or say why it chooses, does not belong
 // here: the fake is only as useful as it is faithful. The conformance
-// suite in pkg/llama runs against a real llama-server too, when one is
+// suite in pkg/model/llama runs against a real llama-server too, when one is
 // given.
 //
 // # What it models

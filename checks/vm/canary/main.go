@@ -24,7 +24,7 @@ import (
 	"syscall"
 
 	"wntrmute.dev/boxmaker/checks/vm/canary/scan"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // pseudo are the filesystem types whose files are the kernel's views, not

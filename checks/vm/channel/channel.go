@@ -25,8 +25,8 @@ import (
 	"fmt"
 	"io"
 
-	"wntrmute.dev/boxmaker/pkg/frame"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/frame"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // Max is the cap on one frame: the hard cap of package frame.

@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // midTurnScript is what the fake model answers role's check with, one

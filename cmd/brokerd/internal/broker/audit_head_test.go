@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestRefusesToStartOnATruncatedLog: with the day's audit file deleted,

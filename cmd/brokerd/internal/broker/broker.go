@@ -21,7 +21,7 @@
 package broker
 
 import (
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 
 	"context"
 	"errors"
@@ -34,13 +34,13 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/ledger"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Broker is the running daemon's state.
@@ -95,15 +95,20 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	defer bl.Close()
-	al, err := rpc.Listen(&wire.Admin, sockets.Config{Dir: cfg.AdminSocketDir, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
-	if err != nil {
-		return daemon.Refuse(err)
-	}
-	defer al.Close()
 	gl, err := b.listenGate()
 	if err != nil {
 		return daemon.Refuse(err)
 	}
+	// admin.sock is listened on last: whoever waits for it (bxctl up, the
+	// tests) then finds every other socket of brokerd's already there.
+	al, err := rpc.Listen(&wire.Admin, sockets.Config{Dir: cfg.AdminSocketDir, AllowUIDs: cfg.AdminAllowUIDs, Logger: log})
+	if err != nil {
+		if gl != nil {
+			gl.Close()
+		}
+		return daemon.Refuse(err)
+	}
+	defer al.Close()
 	log.Info("serving", "broker", bl.Path(), "admin", al.Path(), "grants", cfg.GrantsDir)
 	if cfg.GatewaySocket != "" {
 		go b.courier(ctx)

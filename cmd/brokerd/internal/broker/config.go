@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 // Config is brokerd.toml; deploy/brokerd.toml is the documented example.

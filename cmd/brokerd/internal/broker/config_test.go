@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 func TestExampleConfigLoads(t *testing.T) {

@@ -7,14 +7,14 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/consult"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/model/consult"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // ConsultConfig is brokerd.toml's [consult] table: the one
 // OpenAI-compatible endpoint consult calls go to and how long one may
 // take. Which model, which key and which sessions may use it are the
-// owner's grants (pkg/grant, consult.go); the endpoint's host must be
+// owner's grants (pkg/tool/grant, consult.go); the endpoint's host must be
 // one a consult grant names, or every consult is refused (consult-host).
 type ConsultConfig struct {
 	// Endpoint is the API's base URL, without "/chat/completions":

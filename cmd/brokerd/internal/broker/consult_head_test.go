@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
 )
 
 // TestRefusesToStartOnACutConsultLog: the consult log's newest lines

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // The courier carries pending approvals to gatewayd, so the owner can

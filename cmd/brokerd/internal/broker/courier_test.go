@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // fakeGateway is gatewayd's gateway.sock: each connection brokerd's

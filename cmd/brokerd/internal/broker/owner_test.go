@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestGrantLinkedToAnotherUsersFileDeniesAll: an attack run linked a grant

@@ -11,13 +11,13 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/ledger"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
-	"wntrmute.dev/boxmaker/pkg/toolset"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // An `always` answer approves the call and writes a grant proposal: a

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // The audit log records a call's arguments, except what a write_file

@@ -9,8 +9,8 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func TestResultText(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 )
 
 // TestStartupChecksPodmanAndImage: with a [runner] table brokerd refuses

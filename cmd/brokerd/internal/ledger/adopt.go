@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 // AdoptHead is brokerd --adopt-audit-head: with the ledger's lock held

@@ -9,8 +9,8 @@ import (
 	"slices"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Session allowances (policy rule 10) live in the ledger, under its lock,

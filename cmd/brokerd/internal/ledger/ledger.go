@@ -45,10 +45,10 @@ import (
 	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/toolset"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // auditLog is the part of *audit.Writer the ledger uses; tests put a

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 var classes = []dataclass.Class{dataclass.Public, dataclass.Private, dataclass.Secret}

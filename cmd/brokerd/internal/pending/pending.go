@@ -39,8 +39,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // MaxTTL is the longest an approval may wait ([approvals] ttl).

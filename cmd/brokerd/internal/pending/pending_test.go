@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // timers is a fake AfterFunc: timers fire only when the test says.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // # Session allowances (rule 10)

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/consult"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/model/consult"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // Endpoint is where consult calls go and how long one may take: brokerd's

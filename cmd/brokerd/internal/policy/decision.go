@@ -4,10 +4,10 @@ import (
 	"slices"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // Decision is the authority to run one tool call. Only [Decide] and

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // Reason says why a call was denied. The list is append-only: records

@@ -87,14 +87,14 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/truncate"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/text/truncate"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // Request is one tool call as loopd sent it.

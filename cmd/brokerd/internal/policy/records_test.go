@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/records.golden")

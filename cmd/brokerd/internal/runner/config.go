@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // Config is the [runner] table of brokerd.toml: where Podman is, which

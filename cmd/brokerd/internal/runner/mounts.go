@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // checkMounts looks at each path a call would mount before Podman does.

@@ -21,9 +21,9 @@ import (
 	"github.com/containers/podman/v5/pkg/specgen"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/toolinput"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // Podman runs each call in a fresh container through Podman's API. Make

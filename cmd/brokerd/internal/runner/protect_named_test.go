@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestNamedEntriesRefuseWrites names the four directories issue 19

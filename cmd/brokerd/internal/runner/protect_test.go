@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestProtectedPathsAreNeverMounted: a mount that holds or lies inside

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/toolinput"
+	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
 )
 
 // redact replaces every occurrence of the call's secret value in the

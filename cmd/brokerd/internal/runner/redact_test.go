@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/toolinput"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
 )
 
 // TestRedactReplacesTheSecret: the exact secret value never leaves the

@@ -7,7 +7,7 @@ import (
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // The labels every container the runner creates carries: LabelInstance

@@ -11,7 +11,7 @@ import (
 // a tool image built with boxmaker_testnet (whose proxy admits private
 // addresses). It panics outside a test binary, and checks/arch's TestOnly
 // rule refuses a use of it from any file that is not a test; a release
-// image's proxy would refuse the private address anyway (pkg/netpolicy).
+// image's proxy would refuse the private address anyway (pkg/tool/netpolicy).
 func TestOnlyNetwork(c *Config, hosts []string) {
 	if flag.Lookup("test.v") == nil {
 		panic(fmt.Sprintf("runner.TestOnlyNetwork called outside a test binary (hosts %q)", hosts))

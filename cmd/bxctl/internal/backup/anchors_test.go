@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 // TestRestoreAnchorsAreRestores: the anchors checked are the owner's

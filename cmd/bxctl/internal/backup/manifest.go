@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // Kind and Version name a backup's manifest format.

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/sanitize"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/text/sanitize"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 const noFollow = syscall.O_NOFOLLOW

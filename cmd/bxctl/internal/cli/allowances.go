@@ -6,8 +6,8 @@ import (
 	"io"
 	"strconv"
 
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // runAllowances is `bxctl allowances` (the live session allowances, each

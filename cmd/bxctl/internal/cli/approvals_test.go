@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // fakeAdmin answers every admin.sock message with answer and records what

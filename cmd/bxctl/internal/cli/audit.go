@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 // runAudit is `bxctl audit verify|anchor`. verify is the same chain check

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // The owner's anchors live in the owner's own state, not brokerd's: a file

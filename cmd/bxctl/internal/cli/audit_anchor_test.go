@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 func sum(s string) string { b := sha256.Sum256([]byte(s)); return hex.EncodeToString(b[:]) }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // runBackup is `bxctl backup [--state DIR] DEST`: a consistent snapshot

@@ -8,7 +8,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestMigrateTakesABackup: bxctl migrate on a format 0 state takes a

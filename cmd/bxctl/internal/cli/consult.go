@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // consult is named by toolset's constant: tool names are spelled once.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"
-	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 // runDoctor is `bxctl doctor [--state DIR] [--json]`: the read-only

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // gatewayConf is a gatewayd.toml gatewayd's own loader accepts.

@@ -18,10 +18,10 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/consultlog"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // toolImage is the image ID a correct installation records; the fake

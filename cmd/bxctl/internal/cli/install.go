@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/install"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // runInstall is `bxctl install`: Boxmaker on a systemd host that is not

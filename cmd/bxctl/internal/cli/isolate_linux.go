@@ -5,8 +5,8 @@ import (
 	"slices"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/netns"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/netns"
 )
 
 // isolate gives a role its own uid and gid with no supplementary groups

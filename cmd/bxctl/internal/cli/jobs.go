@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // runJobs is `bxctl jobs`: every job file loopd read at its last look,

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/report"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // runMetrics is `bxctl metrics [--state DIR] [--out FILE]`: the report's

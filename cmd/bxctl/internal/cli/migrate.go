@@ -9,7 +9,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/migrate"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // runMigrate is `bxctl migrate [--state DIR] [--backup DEST]`: the state

@@ -13,7 +13,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestPodmanRoleOnlyForItsOwnSocket: bxctl up runs a Podman service only

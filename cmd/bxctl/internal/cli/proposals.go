@@ -11,12 +11,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 // Grant proposals (issue 26): brokerd writes them to proposals/ from an
@@ -217,6 +218,15 @@ func writeGrant(dir, name string, text []byte) error {
 	_, err = f.Write(text)
 	if err == nil {
 		err = f.Chmod(0o640)
+	}
+	// The group of the grant directory (brokerd's, in the layout): its
+	// files are read through it. Giving it needs membership (or root).
+	if fi, serr := os.Stat(dir); err == nil && serr == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if cerr := f.Chown(-1, int(st.Gid)); cerr != nil {
+				fmt.Fprintf(os.Stderr, "bxctl grants apply: note: %s keeps your group (%v); give it group %d (chgrp) or brokerd cannot read it\n", name, cerr, st.Gid)
+			}
+		}
 	}
 	if err == nil {
 		err = f.Sync()

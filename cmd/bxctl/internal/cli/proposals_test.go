@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 const askGrant = `[[grant]]

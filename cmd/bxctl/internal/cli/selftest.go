@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/selftest"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/model/selftest"
 )
 
 // runSelftest is `bxctl selftest --llama URL`: the startup self-test of

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/status"
-	"wntrmute.dev/boxmaker/pkg/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
 // runStatus is `bxctl status [--state DIR] [--session ID] [--json]`: each

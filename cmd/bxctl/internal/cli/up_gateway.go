@@ -5,8 +5,8 @@ import (
 	"io/fs"
 	"os"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // gatewayd is started by `bxctl up` only when its config exists:

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func TestUpWithoutLlamaSaysHow(t *testing.T) {

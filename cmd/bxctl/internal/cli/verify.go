@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/verify"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/selftest"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/model/selftest"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 var hexSHA256 = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)

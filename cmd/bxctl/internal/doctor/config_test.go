@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
-	"wntrmute.dev/boxmaker/pkg/roleconf/inferproxy"
-	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 )
 
 // gatewayText is a gatewayd.toml its loader accepts, with token as its

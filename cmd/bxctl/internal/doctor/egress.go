@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 // Destinations are the config keys that name a network destination, each
@@ -37,7 +37,7 @@ var tailnet = netip.MustParsePrefix("100.64.0.0/10")
 // address, or a name doctor cannot place, which is a warning); Mattermost
 // over plain HTTP off loopback carries the bot token in clear (a
 // warning); grant hosts are the toolkit egress row, checked by brokerd's
-// loader and at connect time by pkg/netpolicy.
+// loader and at connect time by pkg/tool/netpolicy.
 func (a *auditor) egress(in *install, set *grant.Set) {
 	var problems, warnings, seen []string
 	listed := map[string]bool{}

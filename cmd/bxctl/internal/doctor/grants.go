@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/grant"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
 // grants loads the grant directory with brokerd's own loader and

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/sanitize"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/sanitize"
 )
 
 // identity checks each identity file as memoryd does before it builds

@@ -12,11 +12,11 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
-	"wntrmute.dev/boxmaker/pkg/roleconf/inferproxy"
-	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 )
 
 // Each role's config is judged by that role's own loader (package

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // layout checks the state directory against package layout's table, as

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/selftest"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/model/selftest"
 )
 
 // serving compares llama-server's serving settings with loopd.toml's

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // roleUIDs checks that no uid is named for two roles: in

@@ -7,9 +7,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // tokenRef is the only token gatewayd's unit can give it.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
 )
 
 const gatewayText = "url = \"https://chat.example.com\"\ntoken = \"credential:mattermost-token\"\n\n[allow]\nusers = [\"u1\"]\nchannels = []\n"

@@ -11,9 +11,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // MaxToken caps each credential read from stdin (a bot token, a JWT).

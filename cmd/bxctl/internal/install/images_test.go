@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 func hexsum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/imagearchive"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/imagearchive"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 type dirInfo struct{ os.FileInfo }

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // plan is what one install does, decided before its first change.

@@ -1,9 +1,9 @@
 // Package install is `bxctl install`: it deploys Boxmaker on a systemd
-// host that is not NixOS (decision P22) from pkg/units' table, the same
+// host that is not NixOS (decision P22) from pkg/host/units' table, the same
 // table the NixOS module reads as modules/deployment.json. It creates the
 // role users with their fixed ids, brokerd's subordinate ids and linger,
 // the state tree by package layout, unpacks the role images (checked by
-// pkg/imagearchive) as the units' root filesystems, loads the tool image
+// pkg/host/imagearchive) as the units' root filesystems, loads the tool image
 // into brokerd's rootless Podman, encrypts the credentials (the bot
 // token; Honcho's key when memoryd's config names it) with systemd-creds,
 // and writes, enables and starts the units.
@@ -38,9 +38,9 @@ import (
 	"strings"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/imagearchive"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/imagearchive"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // cgroup2Magic is CGROUP2_SUPER_MAGIC (linux/magic.h).

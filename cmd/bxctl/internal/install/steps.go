@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // makeUsers creates each role's user and group with the table's ids (a

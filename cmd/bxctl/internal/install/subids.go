@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/units"
+	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
 // SubID is one /etc/subuid or /etc/subgid entry: the user (a name or a

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // Step moves a state directory from format From to From+1.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestAuditFileOnlyRegular: a day's audit file that is a FIFO (which a

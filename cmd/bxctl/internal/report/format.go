@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/escape"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // Dist is a distribution of whole numbers: its count, sum and
@@ -75,6 +75,7 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintln(w)
 	row("approvals", pairs(r.Approvals))
 	row("approvals answered by", pairs(r.ApprovedBy))
+	row("session allowances", fmt.Sprintf("%d calls allowed without asking, %d made, %d ended", r.AllowedByAllowance, r.AllowancesMade, r.AllowancesEnded))
 	row("consults", fmt.Sprintf("%d allowed or asked, %d sent", r.ConsultsDecided, r.ConsultsSent))
 }
 

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // TestReportToolNamesBounded: tool names the model chose (terminal

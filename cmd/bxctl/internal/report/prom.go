@@ -81,6 +81,7 @@ func (r *Report) WriteProm(w io.Writer, now time.Time) error {
 	for _, k := range sortedKeys(r.Approvals) {
 		sample("boxmaker_approvals_total", r.Approvals[k], "answer", k)
 	}
+	counter("boxmaker_allowed_by_allowance_total", "Calls a session allowance allowed without asking the owner.", r.AllowedByAllowance)
 	counter("boxmaker_consults_sent_total", "Consults that ran (an audit result of a consult decision).", r.ConsultsSent)
 	counter("boxmaker_audit_records_total", "Records in the audit log.", r.AuditRecords)
 	_, err := io.WriteString(w, b.String())

@@ -18,11 +18,11 @@ import (
 	"syscall"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/toolset"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // The decision log's rule (2026-09-26, the thinking cap): revisit once
@@ -65,9 +65,14 @@ type Report struct {
 	Approvals  map[string]int `json:"approvals"`
 	ApprovedBy map[string]int `json:"approvals_by"`
 	// Consults: decided (allowed or asked), then ran (a result).
-	ConsultsDecided int `json:"consults_decided"`
-	ConsultsSent    int `json:"consults_sent"`
-	AuditRecords    int `json:"audit_records"`
+	// Allowances: calls an owner's session allowance allowed without
+	// asking, allowances made (from an approval) and ended.
+	AllowedByAllowance int `json:"allowed_by_allowance"`
+	AllowancesMade     int `json:"allowances_made"`
+	AllowancesEnded    int `json:"allowances_ended"`
+	ConsultsDecided    int `json:"consults_decided"`
+	ConsultsSent       int `json:"consults_sent"`
+	AuditRecords       int `json:"audit_records"`
 }
 
 // Cap is the thinking cap's figures and the rule's verdict.
@@ -259,8 +264,15 @@ func (r *Report) auditFile(path, from string, consult map[int64]bool) error {
 		}
 		r.AuditRecords++
 		switch v := rec.(type) {
+		case *audit.Allowance:
+			r.AllowancesMade++
+		case *audit.AllowanceEnd:
+			r.AllowancesEnded++
 		case *audit.Decision:
 			add(r.Decisions, toolKey(v.Record.Tool), string(v.Record.Outcome))
+			if v.Record.Allowance > 0 {
+				r.AllowedByAllowance++
+			}
 			if v.Record.Tool == "consult" {
 				consult[v.Seq] = true
 				if v.Record.Outcome != audit.Denied {

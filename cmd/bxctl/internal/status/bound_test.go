@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestStatusBoundedWithAFIFO: an audit file of today that is a FIFO

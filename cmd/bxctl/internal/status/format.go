@@ -40,6 +40,16 @@ func (st *Status) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "approvals  #%d %s in session %s, expires %s\n", c.ID, c.Tool, c.Session, c.Expires)
 		}
 	}
+	switch {
+	case st.AllowancesErr != "":
+		fmt.Fprintf(w, "allowances brokerd: %s\n", st.AllowancesErr)
+	case len(st.Allowances) == 0:
+		fmt.Fprintln(w, "allowances none in force")
+	default:
+		for _, a := range st.Allowances {
+			fmt.Fprintf(w, "allowances #%d %s (%s) in session %s, until %s\n", a.ID, a.Tool, a.Scope, a.Session, a.Expires)
+		}
+	}
 	fmt.Fprintf(w, "fleet      %s\n", st.Fleet)
 	if st.AnchorAge == "none" {
 		fmt.Fprintln(w, "audit      no anchor of the audit log (bxctl audit anchor records one)")

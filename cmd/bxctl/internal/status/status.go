@@ -25,13 +25,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/report"
-	"wntrmute.dev/boxmaker/pkg/audit"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // Defaults for the bounds, as the doctor's.
@@ -70,10 +70,13 @@ type Status struct {
 	TodayPrefillUS int64  `json:"today_prefill_us"`
 	Approvals      []Call `json:"pending_approvals"`
 	ApprovalsErr   string `json:"approvals_error"`
-	Fleet          string `json:"fleet"`
-	AnchorAge      string `json:"audit_anchor_age"`
-	Jobs           []Job  `json:"jobs"`
-	JobsErr        string `json:"jobs_error"`
+	// Allowances are the owner's session allowances in force.
+	Allowances    []Allowance `json:"allowances"`
+	AllowancesErr string      `json:"allowances_error"`
+	Fleet         string      `json:"fleet"`
+	AnchorAge     string      `json:"audit_anchor_age"`
+	Jobs          []Job       `json:"jobs"`
+	JobsErr       string      `json:"jobs_error"`
 }
 
 // Role is one role's socket.
@@ -89,6 +92,15 @@ type Call struct {
 	ID      int64  `json:"id"`
 	Session string `json:"session"`
 	Tool    string `json:"tool"`
+	Expires string `json:"expires"`
+}
+
+// Allowance is one session allowance in force.
+type Allowance struct {
+	ID      int64  `json:"id"`
+	Session string `json:"session"`
+	Tool    string `json:"tool"`
+	Scope   string `json:"scope"`
 	Expires string `json:"expires"`
 }
 
@@ -111,7 +123,7 @@ func Run(ctx context.Context, o Options) *Status {
 	ctx, cancel := context.WithTimeout(ctx, o.Total)
 	defer cancel()
 	st := &Status{Roles: make([]Role, len(roleSockets)), Fleet: "did not answer within " + o.Total.String(),
-		AnchorAge: "none", Approvals: []Call{}, Jobs: []Job{}}
+		AnchorAge: "none", Approvals: []Call{}, Allowances: []Allowance{}, Jobs: []Job{}}
 	var mu sync.Mutex // guards st while probes write it
 	var wg sync.WaitGroup
 	probe := func(f func(ctx context.Context)) {
@@ -142,6 +154,18 @@ func Run(ctx context.Context, o Options) *Status {
 		}
 		for _, c := range list.Calls {
 			st.Approvals = append(st.Approvals, Call{ID: c.ID, Session: escape.Line(c.Session), Tool: escape.Line(c.Tool), Expires: escape.Line(c.Expires)})
+		}
+	})
+	probe(func(ctx context.Context) {
+		list, err := rpc.Ask[*wire.Allowances](ctx, &wire.Admin, layout.Socket(o.State, &wire.Admin), &wire.ListAllowances{})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			st.AllowancesErr = escape.Line(err.Error())
+			return
+		}
+		for _, a := range list.Allowances {
+			st.Allowances = append(st.Allowances, Allowance{ID: a.ID, Session: escape.Line(a.Session), Tool: escape.Line(a.Tool), Scope: escape.Line(a.Scope), Expires: escape.Line(a.Expires)})
 		}
 	})
 	probe(func(ctx context.Context) {
@@ -199,6 +223,7 @@ func Run(ctx context.Context, o Options) *Status {
 	out := *st // a copy: a probe that missed the total may still write st
 	out.Roles = append([]Role(nil), st.Roles...)
 	out.Approvals = append([]Call{}, st.Approvals...)
+	out.Allowances = append([]Allowance{}, st.Allowances...)
 	out.Jobs = append([]Job{}, st.Jobs...)
 	return &out
 }

@@ -1,7 +1,7 @@
 // Package verify is `bxctl verify-device` (the flake's `nix run
 // .#verify-device`): the on-device checks of the inference host, run
 // against the real llama-server (router) the deployment uses. It runs
-// loopd's startup self-test (pkg/selftest) with every recorded figure
+// loopd's startup self-test (pkg/model/selftest) with every recorded figure
 // required, sizes the session baseline with the server's own tokenizer
 // against the brief's budget, and observes the thinking cap's
 // reasoning_control effect on the real vocabulary.
@@ -22,10 +22,10 @@ import (
 	"fmt"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/selftest"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/model/selftest"
 )
 
 // BaselineBudget is the most tokens a session's baseline (system message

@@ -8,10 +8,10 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // approval is one posted approval, open while brokerd's connection is.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // maxCatchUpRounds bounds the answers_since requests for one session at

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // usage is the approval commands' shape, for every usage reply.

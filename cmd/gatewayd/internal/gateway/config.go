@@ -1,6 +1,6 @@
 package gateway
 
-import "wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
+import "wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 
 // Config is gatewayd.toml, loaded and checked by package
 // roleconf/gatewayd, which `bxctl doctor` runs too.

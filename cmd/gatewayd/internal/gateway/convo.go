@@ -9,9 +9,9 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // convo is one thread's conversation. Guarded by Gateway.mu.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // cursor is gatewayd's durable record of the posts it has handled, so

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
 )
 
 // deadLog lists the approval posts this run made, each as soon as it is

@@ -16,11 +16,11 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // fakeLoop is loopd's loop.sock for gateway tests: it answers each

@@ -8,8 +8,8 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // statusWait bounds !status's question to loopd: a loopd that accepts

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
 )
 
 func client(t *testing.T, srv *fake.Server, token string) *Client {

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/truncate"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/text/truncate"
 )
 
 // Client talks to one Mattermost server as one bot.

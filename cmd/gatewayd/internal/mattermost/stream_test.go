@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
 )
 
 // wsServer is a bare WebSocket server speaking just enough of

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
 )
 
 // TestTLSCAFile: a server whose certificate only the CA file vouches for

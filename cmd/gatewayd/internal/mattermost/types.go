@@ -23,7 +23,7 @@ import (
 	"errors"
 	"fmt"
 
-	"wntrmute.dev/boxmaker/pkg/roleconf/gatewayd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
 
 // IDPattern is a Mattermost id: 26 characters of lower-case base32

@@ -33,9 +33,9 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/toolset"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // Answer renders a model answer as one or more posts.

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // image is markdown that embeds an image: ![alt](url) or ![alt][ref]

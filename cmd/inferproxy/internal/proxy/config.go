@@ -1,6 +1,6 @@
 package proxy
 
-import "wntrmute.dev/boxmaker/pkg/roleconf/inferproxy"
+import "wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
 
 // Config is inferproxy.toml, loaded and checked by package
 // roleconf/inferproxy, which `bxctl doctor` runs too.

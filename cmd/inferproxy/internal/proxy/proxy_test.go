@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func TestExampleConfigLoads(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // Request is one tool call for brokerd. Tool is the target tool, never

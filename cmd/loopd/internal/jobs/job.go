@@ -13,9 +13,9 @@ import (
 	"slices"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Caps on what the owner's job directory may hold.

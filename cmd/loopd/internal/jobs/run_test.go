@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	"wntrmute.dev/boxmaker/pkg/chat"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
 )
 
 // TestCloseInterrupted: a run's log that a stopped loopd left mid-turn

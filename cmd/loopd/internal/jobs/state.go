@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // MaxState caps loopd's record of runs: wire.MaxJobs runs and

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // TieringName is the built-in memory tiering job's name; no job file may

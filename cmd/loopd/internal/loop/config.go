@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/selftest"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/model/selftest"
 )
 
 // Config is loopd.toml; deploy/loopd.toml is the documented example.

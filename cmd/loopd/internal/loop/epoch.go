@@ -9,7 +9,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/server"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	"wntrmute.dev/boxmaker/pkg/llama"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
 )
 
 // EpochConfig is [epoch] in loopd.toml: when a session's epoch changes

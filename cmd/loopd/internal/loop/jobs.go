@@ -15,8 +15,8 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
-	"wntrmute.dev/boxmaker/pkg/layout"
-	"wntrmute.dev/boxmaker/pkg/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
 )
 
 // JobsConfig is loopd.toml's [jobs]: whose job files loopd believes and

@@ -15,8 +15,8 @@ import (
 	"errors"
 	"fmt"
 
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Client talks to memoryd's memory.sock, one connection per request.

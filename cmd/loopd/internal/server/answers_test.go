@@ -8,8 +8,8 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestAnswersSince: the answers of finished turns are read back from the

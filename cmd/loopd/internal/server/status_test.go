@@ -8,8 +8,8 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestStatusQuery: loopd's status answer for a session after a turn (its
@@ -34,9 +34,18 @@ func TestStatusQuery(t *testing.T) {
 	c.until()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := rpc.Ask[*wire.SessionStatus](ctx, &wire.Loop, h.sock, &wire.StatusQuery{Session: "s1"})
-	if err != nil {
-		t.Fatal(err)
+	// The answer is sent before the turn's end is settled (memoryd hears
+	// of it after): ask until the turn no longer runs.
+	var st *wire.SessionStatus
+	for i := 0; i < 200; i++ {
+		var err error
+		if st, err = rpc.Ask[*wire.SessionStatus](ctx, &wire.Loop, h.sock, &wire.StatusQuery{Session: "s1"}); err != nil {
+			t.Fatal(err)
+		}
+		if !st.Running {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if st.Session != "s1" || st.Model != "fake-model" || st.SlotContext != 4096 || st.Epoch != 0 || st.Turn != 1 || st.Running || st.ContextTokens == 0 {
 		t.Errorf("status = %+v", st)

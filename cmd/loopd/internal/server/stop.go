@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // turnStop lets a client stop a session's running turn ([wire.Stop],

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestStop: a stop message ends the running turn (closed on disk as

@@ -10,8 +10,8 @@ import (
 	"regexp"
 	"strconv"
 
-	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
 
 // # Epochs on disk
@@ -25,7 +25,7 @@ import (
 // change); after it, epoch n+1 is complete. Epoch n's files are never
 // opened for writing again.
 
-// Head, Summary and Trust are pkg/sessionlog's.
+// Head, Summary and Trust are pkg/logs/sessionlog's.
 type (
 	Head    = sessionlog.Head
 	Summary = sessionlog.Summary

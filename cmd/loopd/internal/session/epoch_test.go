@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 func base0() (Baseline, error) { return Baseline{System: "epoch 0", Tools: []chat.Tool{}}, nil }

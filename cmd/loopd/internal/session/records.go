@@ -2,7 +2,7 @@
 // the baseline snapshot beside it.
 //
 // Invariants:
-//   - the log is append-only, written only through pkg/jsonl, one typed
+//   - the log is append-only, written only through pkg/logs/jsonl, one typed
 //     record per line, decoded strictly on replay;
 //   - every assistant message is stored exactly as the server returned it
 //     (content, reasoning_content, tool_calls) and replayed unchanged;
@@ -22,9 +22,9 @@
 //     complete.
 package session
 
-import "wntrmute.dev/boxmaker/pkg/sessionlog"
+import "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
-// The records are pkg/sessionlog's, shared with memoryd, which indexes
+// The records are pkg/logs/sessionlog's, shared with memoryd, which indexes
 // the same logs.
 type (
 	User         = sessionlog.User
@@ -54,7 +54,7 @@ var Records = sessionlog.Records
 // Baseline is the fixed head of every request in an epoch.
 type Baseline = sessionlog.Baseline
 
-// Replay and ToolMessage are pkg/sessionlog's: the request is a pure
+// Replay and ToolMessage are pkg/logs/sessionlog's: the request is a pure
 // function of the files, whoever reads them.
 var (
 	Replay      = sessionlog.Replay

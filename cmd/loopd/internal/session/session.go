@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"sync"
 
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Session is one open epoch of a session log (epoch.go): the current
@@ -206,7 +206,7 @@ func slotOf(u *Usage) llama.SlotState {
 
 // Messages is [Replay](s.Baseline, s.Records(), upTo), the request's
 // messages for turn upTo, kept up to date as records are appended
-// (pkg/sessionlog.Replayer) instead of rebuilt from the whole log. The
+// (pkg/logs/sessionlog.Replayer) instead of rebuilt from the whole log. The
 // messages it returns must not be modified; later calls never change
 // them.
 func (s *Session) Messages(upTo int64) []chat.Message {

@@ -11,8 +11,8 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/jsonl"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
 )
 
 // TestGolden: each record type's golden file decodes strictly and

@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/chat"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // spec is how a tool is described to the model.

@@ -7,8 +7,8 @@ import (
 	"wntrmute.dev/boxmaker/checks/llamaserver"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestThinkingCapReal: against a real llama-server router (skipped with

@@ -11,9 +11,9 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/llama"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/model/llama"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // fullStop checks that ev ends with the one-line session_full stop and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // TestWhatIsWritten: a clean turn is its two messages (the speaker's

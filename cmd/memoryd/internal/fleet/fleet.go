@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // IdentitySession is the Honcho session that holds entries consolidate

@@ -9,7 +9,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // FuzzFleetHit: whatever a Honcho message's metadata says, a hit from

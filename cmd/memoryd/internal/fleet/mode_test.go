@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/layout"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // TestOutboxFilesMode: under the umask daemon.Main gives memoryd

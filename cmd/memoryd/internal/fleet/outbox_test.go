@@ -18,8 +18,8 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // someTurns writes n sessions of one turn each and files them.

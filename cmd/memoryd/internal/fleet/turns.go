@@ -1,7 +1,7 @@
 package fleet
 
 import (
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
 
 // Turn is what fleet memory takes from one ended turn of a session log:

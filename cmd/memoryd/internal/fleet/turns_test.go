@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // TestReadTurnsStartsFromHead: fleet memory labels a turn of an epoch

@@ -14,8 +14,8 @@ import (
 	"slices"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/secret"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // MaxResponse caps a response body: a full batch of [MaxBatch] messages of

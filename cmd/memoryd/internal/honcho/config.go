@@ -1,6 +1,6 @@
 package honcho
 
-import "wntrmute.dev/boxmaker/pkg/roleconf/memoryd/honchoconf"
+import "wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 
 // The [honcho] table and Honcho's ids are package honchoconf's, which
 // `bxctl doctor` runs too; these names keep this package's callers as

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/config"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 const base = `

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
-	"wntrmute.dev/boxmaker/pkg/secret"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
 )
 
 // target is a Honcho the suite runs against.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // The response shapes, field for field as FastAPI serialises Honcho's

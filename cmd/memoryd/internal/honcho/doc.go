@@ -16,7 +16,7 @@
 //     batch of messages is split at Honcho's limit ([MaxBatch]) with each
 //     message's content checked against [MaxContent] before anything is
 //     sent;
-//   - every 2xx response is decoded with pkg/strict into the exact shape
+//   - every 2xx response is decoded with pkg/socket/strict into the exact shape
 //     Honcho's schemas serialise: a body that does not decode (an unknown
 //     or missing field, a wrong type, trailing data, more than
 //     [MaxResponse] bytes) is an error, and the caller gets no data from it;

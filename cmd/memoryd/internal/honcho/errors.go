@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // Sentinels an [*APIError] matches with errors.Is, by status. The

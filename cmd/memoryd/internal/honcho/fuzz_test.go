@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // Each decoder of a Honcho answer is fuzzed with the round-trip property:

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
 // MaxPageSize is the largest page of a paginated route

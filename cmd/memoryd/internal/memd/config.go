@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // Config is memoryd.toml as package roleconf/memoryd loads and checks

@@ -14,8 +14,8 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // benchMemd is a memoryd (no sockets) over a fake Honcho, its index

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // A tainted note whose text holds a line shaped like another hit's label

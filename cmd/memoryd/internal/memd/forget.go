@@ -8,10 +8,10 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // forget answers `bxctl memory forget [--undo] ID`: a tombstone (or its

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // TestForgetFleet: forgetting a session record memoryd filed to Honcho

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func writeConfig(t *testing.T, extra string) string {

@@ -26,10 +26,10 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
-	"wntrmute.dev/boxmaker/pkg/daemon"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/sockets"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 )
 
 // Memd is the running daemon.

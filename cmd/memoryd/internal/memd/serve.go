@@ -9,13 +9,13 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/escape"
-	"wntrmute.dev/boxmaker/pkg/rpc"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolset"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/rpc"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // memoryServer is memory.sock: loopd's identity requests, ended turns

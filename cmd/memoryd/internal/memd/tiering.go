@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
-	"wntrmute.dev/boxmaker/pkg/sockets"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/sockets"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // countIdentity counts a recall against the identity entries (package

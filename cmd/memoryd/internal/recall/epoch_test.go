@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // TestReadLogStartsFromHead: an epoch after 0 starts from its head's

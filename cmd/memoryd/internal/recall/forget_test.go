@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // TestForgetIndex: a forgotten document leaves the index, is not indexed

@@ -3,12 +3,12 @@ package recall
 import (
 	"fmt"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // memoryd reads loopd's session logs (sessions/<id>/<epoch>.jsonl) with
-// the record types loopd writes them with (pkg/sessionlog), strictly: a
+// the record types loopd writes them with (pkg/logs/sessionlog), strictly: a
 // record type or field it does not know stops the indexing of that log
 // loudly, rather than being skipped.
 

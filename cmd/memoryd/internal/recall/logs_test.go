@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
 
 // memoryd reads sessions/ without following symlinks and only regular

@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/truncate"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/truncate"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )

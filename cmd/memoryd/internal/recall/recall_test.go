@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 func openIndex(t testing.TB, dir string, max dataclass.Class) *Index {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 var untrusted = Caller{Session: "s9", Taint: dataclass.Private, Untrusted: true}

@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"strconv"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
 // Forgetting appends, never deletes: a tombstone is a note of kind

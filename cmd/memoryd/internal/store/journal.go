@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // JournalName is the journal's file name in edits/.

@@ -3,9 +3,9 @@ package store
 import (
 	"fmt"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/sanitize"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/sanitize"
 )
 
 // reviewable reports whether a note waits for the owner: a staged

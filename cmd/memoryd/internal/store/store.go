@@ -35,10 +35,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/jsonl"
-	"wntrmute.dev/boxmaker/pkg/ownership"
-	"wntrmute.dev/boxmaker/pkg/sanitize"
-	"wntrmute.dev/boxmaker/pkg/wire"
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/text/sanitize"
 )
 
 //go:embed soul.md

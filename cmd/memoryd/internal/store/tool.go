@@ -5,9 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/dataclass"
-	"wntrmute.dev/boxmaker/pkg/sanitize"
-	"wntrmute.dev/boxmaker/pkg/strict"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/text/sanitize"
 )
 
 // MaxText caps the text of one write, in bytes.

@@ -23,8 +23,8 @@ import (
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/egress"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nsprobe"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/tools"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
-	"wntrmute.dev/boxmaker/pkg/netpolicy"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/netpolicy"
 )
 
 // Main runs the toolkit with args (without the program name) and returns

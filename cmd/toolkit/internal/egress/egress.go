@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/socks5"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
-	"wntrmute.dev/boxmaker/pkg/netpolicy"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/netpolicy"
 )
 
 // Resolver looks names up; *net.Resolver is one.

@@ -16,7 +16,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/socks5"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 )
 
 type syncBuf struct {

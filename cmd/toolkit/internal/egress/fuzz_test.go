@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 )
 
 // refusingDialer records what it was asked to dial and connects nothing.

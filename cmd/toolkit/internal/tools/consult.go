@@ -5,11 +5,11 @@ import (
 	"crypto/x509"
 	"net/http"
 
-	"wntrmute.dev/boxmaker/pkg/consult"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
-	"wntrmute.dev/boxmaker/pkg/toolinput"
-	"wntrmute.dev/boxmaker/pkg/truncate"
+	"wntrmute.dev/boxmaker/pkg/model/consult"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/text/truncate"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
 )
 
 // maxConsultOutput keeps the printed result under the runner's default

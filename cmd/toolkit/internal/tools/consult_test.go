@@ -11,9 +11,9 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/fake/chatapi"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
-	"wntrmute.dev/boxmaker/pkg/consult"
-	"wntrmute.dev/boxmaker/pkg/strict"
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/model/consult"
+	"wntrmute.dev/boxmaker/pkg/socket/strict"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // TestConsult: consult sends the body it was given, byte for byte, with

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // Fetch limits.

@@ -16,7 +16,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/egress"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
-	"wntrmute.dev/boxmaker/pkg/hostrule"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 )
 
 // fetchEnv starts an in-process egress proxy granted hosts, and returns a

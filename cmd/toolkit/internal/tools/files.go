@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // private reports whether p lies in the call's private runtime

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
 // shellEnv is a shell command's whole environment: nothing is inherited.

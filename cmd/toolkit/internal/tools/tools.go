@@ -36,9 +36,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"wntrmute.dev/boxmaker/pkg/toolargs"
-	"wntrmute.dev/boxmaker/pkg/toolinput"
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // Exit codes, part of the contract with brokerd's runner.

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"wntrmute.dev/boxmaker/pkg/toolset"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // testEnv is an Env whose secret directory is a private temporary one
@@ -71,6 +71,7 @@ func TestMisuse(t *testing.T) {
 }
 
 func TestShell(t *testing.T) {
+	shellTools(t)
 	dir := t.TempDir()
 	tests := []struct {
 		name, cmd, workdir string
@@ -100,6 +101,7 @@ func TestShell(t *testing.T) {
 // the command's environment holds only its path, and the value is in no
 // environment variable or argument.
 func TestShellSecret(t *testing.T) {
+	shellTools(t)
 	env, out, errb := testEnv(t)
 	const value = "hunter2-secret-value"
 	cmd := `env | sort; echo ---; cat "$BOXMAKER_SECRET_FILE"; echo; echo ---; cat /proc/$$/cmdline | tr '\0' ' '`

@@ -1,0 +1,159 @@
+// Package config is the one loader for every TOML file Boxmaker reads:
+// each role's config and the owner's grant files. [Load] reads a config
+// only if package ownership's rule holds for it.
+//
+// Invariant: [Decode] fills v only from a file in which every key is one
+// that v's type declares, spelled exactly as declared (BurntSushi/toml
+// would otherwise match keys case-insensitively), with values of the
+// declared types. Duplicate keys and type mismatches are refused by the
+// TOML parser itself; undecoded keys and case mismatches are refused here;
+// float fields are refused, as on the wire, because every quantity in
+// Boxmaker is a whole number (durations are in milliseconds). An error
+// names the file and the key, and v is untouched on error.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"wntrmute.dev/boxmaker/pkg/host/ownership"
+)
+
+// MaxSize caps a config or grant file; nothing the owner writes by hand
+// comes close.
+const MaxSize = 1 << 20
+
+// Load reads and decodes the TOML file at path into v (a pointer). The
+// file, each link's target and every directory on its path must be owned
+// by root or by this process's uid and writable by no one else
+// ([ownership.Self]): a config shapes what a daemon trusts, and a daemon
+// cannot yet know any other owner when it reads its own config.
+func Load(path string, v any) error {
+	data, err := ownership.Self().ReadFile(path, MaxSize)
+	if err != nil {
+		var ue *ownership.UnsafeError
+		if errors.As(err, &ue) {
+			return fmt.Errorf("config %s: %s: only root and this daemon's user may write a config or a directory above it; see docs/runbook.md#owner-file-unsafe", path, ue.Explain())
+		}
+		return fmt.Errorf("config: %w", err)
+	}
+	return Decode(data, path, v)
+}
+
+// Decode decodes TOML text into v (a pointer); name labels errors.
+func Decode(data []byte, name string, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("config %s: need a non-nil pointer, got %T", name, v)
+	}
+	if err := noFloats(rv.Type().Elem(), ""); err != nil {
+		return fmt.Errorf("config %s: %w", name, err)
+	}
+	// Decode into a fresh value so that v is untouched on error.
+	fresh := reflect.New(rv.Type().Elem())
+	md, err := toml.Decode(string(data), fresh.Interface())
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("config %s: line %d: %s", name, pe.Position.Line, pe.Message)
+		}
+		return fmt.Errorf("config %s: %w", name, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("config %s: unknown key %s", name, strings.Join(keys, ", "))
+	}
+	for _, k := range md.Keys() {
+		if err := exactKey(rv.Type().Elem(), k); err != nil {
+			return fmt.Errorf("config %s: key %s: %w", name, k, err)
+		}
+	}
+	rv.Elem().Set(fresh.Elem())
+	return nil
+}
+
+// tomlName is the key BurntSushi/toml writes for a struct field.
+func tomlName(f reflect.StructField) (string, bool) {
+	tag := f.Tag.Get("toml")
+	if tag == "-" || !f.IsExported() {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, true
+}
+
+// exactKey checks that every part of a decoded key names a field exactly.
+func exactKey(t reflect.Type, key toml.Key) error {
+	for _, part := range key {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Map:
+			t = t.Elem()
+			continue
+		case reflect.Struct:
+		default:
+			// A scalar or text value has no sub-keys; toml has
+			// already reported any mismatch in its type.
+			return nil
+		}
+		found := false
+		for j := range t.NumField() {
+			f := t.Field(j)
+			name, ok := tomlName(f)
+			if !ok {
+				continue
+			}
+			if name == part {
+				t, found = f.Type, true
+				break
+			}
+			if strings.EqualFold(name, part) {
+				return fmt.Errorf("case differs from the declared key %q", name)
+			}
+		}
+		if !found {
+			return errors.New("unknown key")
+		}
+	}
+	return nil
+}
+
+// noFloats refuses a target type with a float anywhere in it.
+func noFloats(t reflect.Type, path string) error {
+	return walkType(t, path, map[reflect.Type]bool{})
+}
+
+func walkType(t reflect.Type, path string, seen map[reflect.Type]bool) error {
+	if seen[t] {
+		return nil
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return fmt.Errorf("field %s is a float; use an integer", path)
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return walkType(t.Elem(), path, seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name, ok := tomlName(f); ok {
+				if err := walkType(f.Type, strings.TrimPrefix(path+"."+name, "."), seen); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

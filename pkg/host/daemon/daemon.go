@@ -1,0 +1,206 @@
+// Package daemon is the shared shape of every Boxmaker daemon's main: the
+// same flags with the same names and defaults, a JSON logger on stderr for
+// journald, a context cancelled by SIGINT or SIGTERM, and exit codes with
+// documented meanings.
+//
+// Invariant: a role's body runs under the umask its layout table entries
+// give it ([layout.Umask]), so no file it makes, by any library, has a
+// bit the table denies, not even for a moment.
+//
+// Exit codes (also in docs/runbook.md#exit-codes):
+//
+//	0  stopped normally (cancellation is not an error)
+//	1  failed while running
+//	2  refused to start: bad flags or config, or a failed startup check
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitRefused = 2
+)
+
+// ErrRefused marks an error from Run that happened before the daemon was
+// serving: wrap a startup failure with [Refuse] and Main exits with
+// ExitRefused.
+var ErrRefused = errors.New("refused to start")
+
+// Refuse marks err, a startup failure, as a refusal: the result reads
+// "refused to start: <err>" and Main exits with ExitRefused. err's text is
+// kept but not its chain (%v): nothing inspects a cause across an exit.
+func Refuse(err error) error { return fmt.Errorf("%w: %v", ErrRefused, err) }
+
+// Flags are the flags every daemon takes.
+type Flags struct {
+	Config string // -config: path to the role's TOML file
+	// State is the state directory the role checks against package
+	// layout's table before it runs: -state, else the directory above
+	// the config's when the config is <state>/config/<role>.toml, else
+	// "" (a config outside any state directory: a development setup,
+	// which Main logs as unchecked).
+	State string
+	// Users are the role ids the state directory's users.toml gives, or
+	// one user for every role without one.
+	Users layout.Users
+}
+
+// Accept is the uids the listener of s takes: the table's, with a user
+// per role (configured must then be empty or the same set), else
+// configured (empty: this daemon's own uid, package sockets' default).
+func (f Flags) Accept(s *wire.Socket, configured []uint32) ([]uint32, error) {
+	if f.State == "" || f.Users.Single() {
+		return configured, nil
+	}
+	want := layout.AcceptUIDs(f.Users, s)
+	if len(configured) > 0 && !sameSet(configured, want) {
+		return nil, Refuse(fmt.Errorf("config %s: %s accepts uids %v, but the layout says %v; see docs/runbook.md#layout-accept", f.Config, s.Name, configured, want))
+	}
+	return want, nil
+}
+
+// Listener is the uids the listener of s may run as, for a client that
+// checks who it reached: the table's listener with a user per role
+// (configured must then be empty or the same), else configured.
+func (f Flags) Listener(s *wire.Socket, configured []uint32) ([]uint32, error) {
+	if f.State == "" || f.Users.Single() {
+		return configured, nil
+	}
+	want := []uint32{f.Users.Of(layout.SocketFor(s).Owner).UID}
+	if len(configured) > 0 && !sameSet(configured, want) {
+		return nil, Refuse(fmt.Errorf("config %s: %s's listener may run as uids %v, but the layout says %v; see docs/runbook.md#layout-accept", f.Config, s.Name, configured, want))
+	}
+	return want, nil
+}
+
+// OwnerUID is the uid whose files (grants, jobs) the role trusts as the
+// owner's: with a user per role, users.toml's owner (configured must then
+// be absent or the same: a daemon's uid there would let that role write
+// what runs as the owner's), else configured (nil: this daemon's own
+// uid, package ownership's Self).
+func (f Flags) OwnerUID(key string, configured *uint32) (*uint32, error) {
+	if f.State == "" || f.Users.Single() {
+		return configured, nil
+	}
+	owner := f.Users.Of(layout.Owner).UID
+	if configured != nil && *configured != owner {
+		whose := "not the owner's"
+		for _, r := range layout.Daemons {
+			if f.Users.Of(r).UID == *configured {
+				whose = r + "'s, so a file " + r + " could write would be trusted as the owner's"
+			}
+		}
+		return nil, Refuse(fmt.Errorf("config %s: %s = %d is %s; users.toml's owner is uid %d; see docs/runbook.md#layout-owner-uid", f.Config, key, *configured, whose, owner))
+	}
+	return &owner, nil
+}
+
+func sameSet(a, b []uint32) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// Run is a daemon's body. It returns nil when ctx is cancelled.
+type Run func(ctx context.Context, log *slog.Logger, f Flags) error
+
+// Main parses args, runs run and returns the exit code; a main function
+// is os.Exit(daemon.Main(...)), so that deferred calls in run still run.
+// A role with flags of its own (brokerd's -accept-break) defines them in
+// define, which runs before parsing.
+func Main(name string, args []string, stderr io.Writer, run Run, define ...func(*flag.FlagSet)) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f Flags
+	fs.StringVar(&f.Config, "config", "/etc/boxmaker/"+name+".toml", "path to the `file` holding "+name+"'s TOML config")
+	fs.StringVar(&f.State, "state", "", "the state `directory` to check against the layout (default: the one holding the config's config/ directory)")
+	for _, d := range define {
+		d(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return ExitRefused
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", name, fs.Args())
+		return ExitRefused
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("role", name)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("starting", "config", f.Config)
+	err := checkLayout(name, &f, log)
+	if err == nil {
+		// Every file the role makes gets no bit the layout table denies
+		// it, from its first byte, even one a library creates with a
+		// mode of its own choosing (memoryd's SQLite files).
+		defer syscall.Umask(syscall.Umask(int(layout.Umask(name, f.Users))))
+		err = run(ctx, log, f)
+	}
+	switch {
+	case err == nil:
+		log.Info("stopped")
+		return ExitOK
+	case errors.Is(err, ErrRefused):
+		log.Error("refused to start", "err", err.Error())
+		return ExitRefused
+	default:
+		log.Error("failed", "err", err.Error())
+		return ExitFailed
+	}
+}
+
+// checkLayout finds the state directory, checks its format, loads its
+// users and checks the role's entries (package layout); a newer format
+// or a mismatch is a refusal.
+func checkLayout(name string, f *Flags, log *slog.Logger) error {
+	if f.State == "" {
+		if cd := filepath.Dir(f.Config); filepath.Base(cd) == "config" && filepath.Base(f.Config) == name+".toml" {
+			f.State = filepath.Dir(cd)
+		}
+	}
+	var err error
+	if f.State == "" {
+		f.Users = layout.SingleUser(layout.ID{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())})
+		log.Warn("layout not checked: the config is not in a state directory and -state is not set")
+		return nil
+	}
+	if f.State, err = filepath.Abs(f.State); err != nil {
+		return Refuse(err)
+	}
+	// The format first: a newer one may have moved what the rest reads.
+	if _, err := layout.CheckFormat(f.State, name); err != nil {
+		return Refuse(err)
+	}
+	if f.Users, err = layout.LoadUsers(f.State); err != nil {
+		return Refuse(err)
+	}
+	if err := layout.Check(f.State, f.Users, name); err != nil {
+		return Refuse(err)
+	}
+	return nil
+}

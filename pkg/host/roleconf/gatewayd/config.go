@@ -1,0 +1,139 @@
+// Package gatewayd is gatewayd.toml: its keys, defaults and checks, the
+// one loader both gatewayd and `bxctl doctor` run, so a config gatewayd
+// refuses is never "ok" to the doctor.
+//
+// Invariant: a Config that [Load] or [Parse] returns has every key
+// checked (the token a secret ref, never a token pasted in; every id a
+// Mattermost id; every approver heard) and every default filled.
+package gatewayd
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/secret"
+)
+
+// Config is gatewayd.toml; deploy/gatewayd.toml is the documented
+// example. The bot token is not in it: Token names where the secret
+// store finds it.
+type Config struct {
+	URL    string     `toml:"url"`     // the Mattermost server, https:// (http:// only if written so)
+	CAFile string     `toml:"ca_file"` // extra trusted roots, PEM; optional
+	Token  secret.Ref `toml:"token"`   // the bot token's secret ref, e.g. "credential:mattermost-token"
+
+	StateDir   string `toml:"state_dir"`   // gateway/approvals.jsonl lives under it
+	LoopSocket string `toml:"loop_socket"` // loopd's loop.sock
+
+	SocketDir string   `toml:"socket_dir"` // holds gateway.sock (brokerd connects)
+	AllowUIDs []uint32 `toml:"allow_uids"` // peers allowed on gateway.sock; empty: gatewayd's own user
+
+	// MaxApprovalParts: an approval needing more posts than this is
+	// posted as a pointer to bxctl approvals, not answerable in the chat.
+	MaxApprovalParts int `toml:"max_approval_parts"`
+
+	Allow     Allow     `toml:"allow"`
+	Approvals Approvals `toml:"approvals"`
+}
+
+// Allow is who is heard.
+type Allow struct {
+	Users    []string `toml:"users"`    // Mattermost user ids; bots are heard only if listed
+	Channels []string `toml:"channels"` // channel ids (open, private or group) where posts may be heard
+}
+
+// Approvals is who may answer approvals.
+type Approvals struct {
+	Users []string `toml:"users"` // empty: allow.users
+}
+
+// DefaultMaxApprovalParts is four parts (decision row of 2026-09-23).
+const DefaultMaxApprovalParts = 4
+
+// IDPattern is a Mattermost id: 26 characters of lower-case base32
+// (model.NewId, mattermost/mattermost server/public/model/utils.go).
+var IDPattern = regexp.MustCompile(`^[a-z0-9]{26}$`)
+
+// ValidID reports whether s is a Mattermost id.
+func ValidID(s string) bool { return IDPattern.MatchString(s) }
+
+// Load reads and checks gatewayd.toml.
+func Load(path string) (Config, error) {
+	var c Config
+	if err := config.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	return c.check(path)
+}
+
+// Parse checks the config's text, named name in errors, as [Load] does
+// once the file is read.
+func Parse(data []byte, name string) (Config, error) {
+	var c Config
+	if err := config.Decode(data, name, &c); err != nil {
+		return Config{}, err
+	}
+	return c.check(name)
+}
+
+func (c Config) check(path string) (Config, error) {
+	bad := func(format string, a ...any) (Config, error) {
+		return Config{}, fmt.Errorf("config %s: "+format, append([]any{path}, a...)...)
+	}
+	if c.URL == "" {
+		return bad("url is required")
+	}
+	if c.Token.Backend() == 0 {
+		return bad("token is required: a secret ref such as \"credential:mattermost-token\", never the token itself")
+	}
+	if _, name, _ := strings.Cut(c.Token.String(), ":"); ValidID(name) {
+		// A Mattermost token is 26 base32 characters: this is the token
+		// pasted in, not a ref. Refused without echoing it.
+		return bad("token looks like a Mattermost token itself; name where it is kept instead, e.g. \"credential:mattermost-token\"")
+	}
+	for name, p := range map[string]string{"state_dir": c.StateDir, "loop_socket": c.LoopSocket, "socket_dir": c.SocketDir} {
+		if !filepath.IsAbs(p) {
+			return bad("%s must be an absolute path, got %q", name, p)
+		}
+	}
+	if len(c.Allow.Users) == 0 {
+		return bad("allow.users is empty: nobody would be heard")
+	}
+	for _, list := range [][]string{c.Allow.Users, c.Allow.Channels, c.Approvals.Users} {
+		for _, id := range list {
+			if !ValidID(id) {
+				return bad("%q is not a Mattermost id (26 lower-case letters and digits)", id)
+			}
+		}
+	}
+	allowed := map[string]bool{}
+	for _, id := range c.Allow.Users {
+		allowed[id] = true
+	}
+	for _, id := range c.Approvals.Users {
+		if !allowed[id] {
+			// An approver who is not heard could never answer: their
+			// !approve would be ignored. Say so now, not in the chat.
+			return bad("approvals.users lists %q, who is not in allow.users: gatewayd would never hear their answers; add them to allow.users or remove them; see docs/runbook.md#gateway-approver-not-allowed", id)
+		}
+	}
+	if c.MaxApprovalParts < 0 || c.MaxApprovalParts > 50 {
+		return bad("max_approval_parts must be between 0 (the default, %d) and 50", DefaultMaxApprovalParts)
+	}
+	if c.MaxApprovalParts == 0 {
+		c.MaxApprovalParts = DefaultMaxApprovalParts
+	}
+	return c, nil
+}
+
+// Approvers are who may answer approvals: approvals.users, else
+// allow.users.
+func (c Config) Approvers() []string {
+	if len(c.Approvals.Users) > 0 {
+		return c.Approvals.Users
+	}
+	return c.Allow.Users
+}

@@ -1,0 +1,108 @@
+// Package inferproxy is inferproxy.toml: its keys, defaults and checks,
+// the one loader both inferproxy and `bxctl doctor` run, so a config
+// inferproxy refuses is never "ok" to the doctor.
+//
+// Invariant: a Config that [Load] or [Parse] returns has every key
+// checked and every default filled; inferproxy starts on nothing else.
+package inferproxy
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/host/config"
+)
+
+// Config is inferproxy.toml. deploy/inferproxy.toml is the documented
+// example.
+type Config struct {
+	SocketDir string   `toml:"socket_dir"` // holds infer.sock; 0700, or 0750 shared with loopd's group
+	AllowUIDs []uint32 `toml:"allow_uids"` // peers allowed on infer.sock; empty = this user only
+	AllowGIDs []uint32 `toml:"allow_gids"` // if set, the peer's gid must be in it too
+	Upstream  string   `toml:"upstream"`   // llama-server's host:port; the only address this role dials
+
+	MaxConns      int   `toml:"max_conns"`       // concurrent proxied connections
+	AcceptsPerSec int   `toml:"accepts_per_sec"` // sustained new connections per second
+	AcceptBurst   int   `toml:"accept_burst"`    // new connections allowed at once
+	IdleTimeoutMS int64 `toml:"idle_timeout_ms"` // close when neither direction moved a byte for this long
+	DialTimeoutMS int64 `toml:"dial_timeout_ms"` // connecting to the upstream
+}
+
+// Defaults. The idle timeout must outlast loopd's wait for a first byte
+// (10 min for a busy slot) plus a model load, because llama-server sends
+// nothing at all while a request is queued.
+const (
+	DefaultMaxConns      = 8
+	DefaultAcceptsPerSec = 10
+	DefaultAcceptBurst   = 20
+	DefaultIdleTimeout   = 15 * time.Minute
+	DefaultDialTimeout   = 10 * time.Second
+)
+
+// Load reads and checks the config file.
+func Load(path string) (Config, error) {
+	var c Config
+	if err := config.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	return c.WithDefaults()
+}
+
+// Parse checks the config's text, named name in errors, as [Load] does
+// once the file is read.
+func Parse(data []byte, name string) (Config, error) {
+	var c Config
+	if err := config.Decode(data, name, &c); err != nil {
+		return Config{}, err
+	}
+	return c.WithDefaults()
+}
+
+// WithDefaults checks c and fills its defaults.
+func (c Config) WithDefaults() (Config, error) {
+	if c.SocketDir == "" || !filepath.IsAbs(c.SocketDir) {
+		return Config{}, fmt.Errorf("config: socket_dir must be an absolute path, got %q", c.SocketDir)
+	}
+	host, port, err := net.SplitHostPort(c.Upstream)
+	if err != nil || host == "" {
+		return Config{}, fmt.Errorf("config: upstream must be host:port, got %q", c.Upstream)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return Config{}, fmt.Errorf("config: upstream port %q is not 1..65535", port)
+	}
+	for _, f := range []struct {
+		v    *int
+		def  int
+		name string
+	}{{&c.MaxConns, DefaultMaxConns, "max_conns"}, {&c.AcceptsPerSec, DefaultAcceptsPerSec, "accepts_per_sec"}, {&c.AcceptBurst, DefaultAcceptBurst, "accept_burst"}} {
+		if *f.v < 0 {
+			return Config{}, fmt.Errorf("config: %s must not be negative", f.name)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.IdleTimeoutMS < 0 || c.DialTimeoutMS < 0 {
+		return Config{}, fmt.Errorf("config: timeouts must not be negative")
+	}
+	return c, nil
+}
+
+// Idle is the idle timeout.
+func (c Config) Idle() time.Duration {
+	if c.IdleTimeoutMS == 0 {
+		return DefaultIdleTimeout
+	}
+	return time.Duration(c.IdleTimeoutMS) * time.Millisecond
+}
+
+// DialTimeout bounds connecting to the upstream.
+func (c Config) DialTimeout() time.Duration {
+	if c.DialTimeoutMS == 0 {
+		return DefaultDialTimeout
+	}
+	return time.Duration(c.DialTimeoutMS) * time.Millisecond
+}

@@ -1,0 +1,126 @@
+// Package memoryd is memoryd.toml: its keys, defaults and checks (the
+// [honcho] table's in package honchoconf), the one loader both memoryd
+// and `bxctl doctor` run, so a config memoryd refuses is never "ok" to
+// the doctor.
+//
+// Invariant: a Config that [Load] or [Parse] returns has every path
+// absolute, its three socket directories distinct, and its [honcho]
+// table, if any, parsed ([Config.Fleet]).
+package memoryd
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+)
+
+// Config is memoryd.toml; deploy/memoryd.toml is the documented example.
+type Config struct {
+	// StateDir holds memory/ and index/ (memoryd's) and sessions/ (loopd's,
+	// read-only here).
+	StateDir string `toml:"state_dir"`
+
+	MemorySocketDir  string   `toml:"memory_socket_dir"` // holds memory.sock (loopd connects)
+	MemoryAllowUIDs  []uint32 `toml:"memory_allow_uids"`
+	MemtoolSocketDir string   `toml:"memtool_socket_dir"` // holds memtool.sock (brokerd connects)
+	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
+	AdminSocketDir   string   `toml:"admin_socket_dir"` // holds memadmin.sock (bxctl connects)
+	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
+	// GateSocket is brokerd's gate.sock, asked each session's state when
+	// a turn ends (the clean-turn gate); GateListenerUIDs are the users
+	// its listener may run as (empty: memoryd's own). Without it no turn
+	// is written to Honcho (none is filed by loopd's labels alone).
+	GateSocket       string   `toml:"gate_socket"`
+	GateListenerUIDs []uint32 `toml:"gate_listener_uids"`
+	// GateTimeoutMS bounds one gate query; default 2000, at most 10000.
+	GateTimeoutMS int64 `toml:"gate_timeout_ms"`
+
+	// IndexMaxClass: sessions (and notes) above this class are not
+	// indexed. Default "private".
+	IndexMaxClass string `toml:"index_max_class"`
+	// StageIdentityWrites stages identity adds for the owner's review
+	// (bxctl memory review) instead of applying them. Default off.
+	StageIdentityWrites bool `toml:"stage_identity_writes"`
+
+	// Honcho is the optional [honcho] table: fleet memory (package
+	// fleet); absent, memoryd has no network.
+	Honcho *honchoconf.Config `toml:"honcho"`
+
+	maxClass dataclass.Class
+	fleet    *honchoconf.Settings
+}
+
+// MaxClass is index_max_class, checked (default private).
+func (c Config) MaxClass() dataclass.Class { return c.maxClass }
+
+// Fleet is the checked [honcho] table, if the config has one.
+func (c Config) Fleet() (honchoconf.Settings, bool) {
+	if c.fleet == nil {
+		return honchoconf.Settings{}, false
+	}
+	return *c.fleet, true
+}
+
+// Load reads and checks memoryd.toml.
+func Load(path string) (Config, error) {
+	var c Config
+	if err := config.Load(path, &c); err != nil {
+		return Config{}, err
+	}
+	return c.check(path)
+}
+
+// Parse checks the config's text, named name in errors, as [Load] does
+// once the file is read.
+func Parse(data []byte, name string) (Config, error) {
+	var c Config
+	if err := config.Decode(data, name, &c); err != nil {
+		return Config{}, err
+	}
+	return c.check(name)
+}
+
+func (c Config) check(path string) (Config, error) {
+	dirs := map[string]string{"state_dir": c.StateDir, "memory_socket_dir": c.MemorySocketDir,
+		"memtool_socket_dir": c.MemtoolSocketDir, "admin_socket_dir": c.AdminSocketDir}
+	for name, p := range dirs {
+		if !filepath.IsAbs(p) {
+			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
+		}
+	}
+	seen := map[string]string{}
+	for _, name := range []string{"memory_socket_dir", "memtool_socket_dir", "admin_socket_dir"} {
+		d := filepath.Clean(dirs[name])
+		if other, ok := seen[d]; ok {
+			// One directory would let whoever reaches one socket reach
+			// the other: a session's tool call could undo an edit.
+			return Config{}, fmt.Errorf("config %s: %s and %s must differ", path, other, name)
+		}
+		seen[d] = name
+	}
+	if c.GateSocket != "" && !filepath.IsAbs(c.GateSocket) {
+		return Config{}, fmt.Errorf("config %s: gate_socket must be an absolute path, got %q", path, c.GateSocket)
+	}
+	if c.GateTimeoutMS < 0 || c.GateTimeoutMS > 10000 {
+		return Config{}, fmt.Errorf("config %s: gate_timeout_ms must be 0 (the default, 2000) to 10000", path)
+	}
+	c.maxClass = dataclass.Private
+	if c.IndexMaxClass != "" {
+		mc, err := dataclass.Parse(c.IndexMaxClass)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: index_max_class: %v", path, err)
+		}
+		c.maxClass = mc
+	}
+	if c.Honcho != nil {
+		s, err := honchoconf.Parse(*c.Honcho)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		c.fleet = &s
+	}
+	return c, nil
+}

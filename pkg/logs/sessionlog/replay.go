@@ -1,0 +1,75 @@
+package sessionlog
+
+import (
+	"sort"
+
+	"wntrmute.dev/boxmaker/pkg/model/chat"
+)
+
+// Baseline is the fixed head of every request in an epoch: the system
+// message (system prompt, then the identity block) and the tools array.
+// It is snapshotted when the epoch starts (sessions/<id>/<epoch>.baseline.json);
+// later edits apply to later epochs only.
+type Baseline struct {
+	System string      `json:"system"`
+	Tools  []chat.Tool `json:"tools"`
+}
+
+// Replay rebuilds the request messages for turn upTo from the baseline and
+// the records: the system message, then the messages of turns up to upTo,
+// ordered by turn (stably, so log order holds within a turn). Messages
+// already queued for a later turn are left out: they join the prompt when
+// their turn runs, after everything of this one. A summary (the first
+// message of an epoch after 0) is a user message. Records that are not
+// messages (heads, usage, cache loss, approvals, stops, turn ends)
+// contribute nothing.
+func Replay(b Baseline, recs []Record, upTo int64) []chat.Message {
+	ordered := make([]Record, 0, len(recs))
+	for _, r := range recs {
+		if r.TurnOf() <= upTo {
+			ordered = append(ordered, r)
+		}
+	}
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].TurnOf() < ordered[j].TurnOf() })
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: b.System}}
+	for _, r := range ordered {
+		switch r.(type) {
+		case *User, *Assistant, *ToolResult, *Summary:
+			msgs = append(msgs, message(r))
+		}
+	}
+	return msgs
+}
+
+// message is the chat message of a user, assistant, tool result or
+// summary record.
+func message(r Record) chat.Message {
+	switch r := r.(type) {
+	case *User:
+		return chat.Message{Role: chat.RoleUser, Content: r.Text}
+	case *Assistant:
+		return r.Message
+	case *ToolResult:
+		return chat.Message{Role: chat.RoleTool, ToolCallID: r.CallID, Content: ToolMessage(r)}
+	case *Summary:
+		return chat.Message{Role: chat.RoleUser, Content: SummaryMessage(r)}
+	}
+	panic("sessionlog: message of a record that is not a message")
+}
+
+// ToolMessage is what the model reads for a tool result: the output for a
+// call that ran, a one-line explanation otherwise.
+func ToolMessage(r *ToolResult) string {
+	switch r.Status {
+	case StatusOK:
+		return r.Content
+	case StatusError:
+		return "error: " + r.Content
+	case StatusDenied:
+		return "denied: " + r.Content
+	case StatusNotRun:
+		return "not run: " + r.Content
+	default:
+		return "interrupted: " + r.Content
+	}
+}
