@@ -189,7 +189,7 @@ func (t *turns) seen(n int64) {
 	}
 }
 
-// OtherTool is the key every tool name outside pkg/toolset's list is
+// OtherTool is the key every tool name outside pkg/tool/toolset's list is
 // counted under: the model chooses the names it calls, so a name taken
 // as it is would be model-written text on the owner's terminal and a
 // label with no bound on how many values it takes.
