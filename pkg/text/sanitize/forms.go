@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"fmt"
 	"html"
 	"slices"
 	"unicode/utf8"
@@ -17,19 +18,29 @@ import (
 // reference ("&amp;lt;") are read again, up to maxRounds times. A model
 // that reads HTML (and every served family does) reads
 // "&lt;|im_start|&gt;" as the token it spells, and a renderer shows it
-// as one, so the markup rule looks through the encoding.
-func entities(us []unit) []unit {
+// as one, so the markup rule looks through the encoding. A reference to
+// a character Check refuses written out ("&#8203;", "&shy;", "&#1;") is
+// refused the same way: the second result says so.
+//
+// Names are read as text wrote them ("&ZeroWidthSpace;" is U+200B, and
+// names are case-sensitive), from text, the original of us; a name the
+// folded form alone spells (as in a reference read in an earlier round)
+// is read as folded.
+func entities(us []unit, text string) ([]unit, *Refusal) {
 	if !slices.ContainsFunc(us, func(u unit) bool { return u.r == '&' }) {
-		return us // the common case: nothing to read, nothing copied
+		return us, nil // the common case: nothing to read, nothing copied
 	}
 	for range maxRounds {
-		out, changed := entityRound(us)
+		out, bad, changed := entityRound(us, text)
+		if bad != nil {
+			return us, bad
+		}
 		if !changed {
-			return us
+			return us, nil
 		}
 		us = out
 	}
-	return us
+	return us, nil
 }
 
 // maxRounds bounds how often nested references are read: "&amp;amp;lt;"
@@ -40,7 +51,7 @@ const maxRounds = 3
 // HTML's table ("&CounterClockwiseContourIntegral;") has 33 bytes.
 const maxRef = 40
 
-func entityRound(us []unit) ([]unit, bool) {
+func entityRound(us []unit, text string) ([]unit, *Refusal, bool) {
 	var out []unit
 	changed := false
 	for i := 0; i < len(us); i++ {
@@ -48,8 +59,23 @@ func entityRound(us []unit) ([]unit, bool) {
 			out = append(out, us[i])
 			continue
 		}
+		// A numeric reference's leading zeros count nothing ("&#00072;"
+		// is 'H', as a browser reads it), so they are passed over
+		// before the length cap, and left out of what is decoded.
+		digits, skip := i+1, 0
+		if digits < len(us) && us[digits].r == '#' {
+			digits++
+			if digits < len(us) && us[digits].r == 'x' {
+				digits++
+			}
+			z := digits
+			for z < len(us) && us[z].r == '0' {
+				z++
+			}
+			skip = max(z-digits-1, 0) // one zero kept: "&#0;" is a reference
+		}
 		j := i + 1
-		for j < len(us) && j-i < maxRef && (alnum(us[j].r) || us[j].r == '#') && us[j].r < utf8.RuneSelf {
+		for j < len(us) && j-i-skip < maxRef && (alnum(us[j].r) || us[j].r == '#') && us[j].r < utf8.RuneSelf {
 			j++
 		}
 		end := j
@@ -61,10 +87,21 @@ func entityRound(us []unit) ([]unit, bool) {
 			continue
 		}
 		ref := runes(us[i:end])
+		if skip > 0 {
+			ref = runes(us[i:digits]) + runes(us[digits+skip:end])
+		}
 		dec := html.UnescapeString(ref)
+		if orig, ok := original(us[i:end], text); ok && digits == i+1 {
+			if d := html.UnescapeString(orig); d != orig {
+				ref, dec = orig, d
+			}
+		}
 		if dec == ref {
 			out = append(out, us[i])
 			continue
+		}
+		if bad := refused(dec, us[i].off); bad != nil {
+			return nil, bad, false
 		}
 		// The reference decodes to a character and, for a legacy name
 		// read without its semicolon, the letters after it; fold the
@@ -77,7 +114,34 @@ func entityRound(us []unit) ([]unit, bool) {
 		changed = true
 		i = end - 1
 	}
-	return out, changed
+	return out, nil, changed
+}
+
+// original is the text us came from when each unit is one ASCII byte
+// of it, in order.
+func original(us []unit, text string) (string, bool) {
+	start := us[0].off
+	for k, u := range us {
+		if o := start + k; u.off != o || o >= len(text) || text[o] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return text[start : start+len(us)], true
+}
+
+// refused is Check's refusal of a control or invisible character in
+// dec, a decoded reference at offset off, or nil.
+func refused(dec string, off int) *Refusal {
+	for _, r := range dec {
+		switch {
+		case r == '\n' || r == '\t':
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			return &Refusal{Class: Control, Offset: off, Found: fmt.Sprintf("U+%04X (as a character reference)", r)}
+		case invisible(r):
+			return &Refusal{Class: Invisible, Offset: off, Found: fmt.Sprintf("U+%04X (as a character reference)", r)}
+		}
+	}
+	return nil
 }
 
 // markers are the turn markers of chat transcripts (Anthropic's
@@ -87,14 +151,31 @@ func entityRound(us []unit) ([]unit, bool) {
 // rules: notes say "System: Debian 12" and "User: alice".
 var markers = []string{"human", "assistant", "ai"}
 
-// findMarker reports the first line of us that starts (after white
-// space, block-quote marks and emphasis) with a turn marker and a colon,
-// as the unit index of the marker and the marker.
+// findMarker reports the first line of us (the decoded form: character
+// references read) that starts with a turn marker and a colon, as the
+// unit index of the marker and the marker. What may come before the
+// marker on the line is passed over: white space and every other rune
+// that is not a letter or digit (block quotes, list bullets, headings,
+// table bars, quotes, code ticks, emphasis), and a numbered list's
+// number ("1." or "1)"). Between the marker and the colon, the same but
+// digits and letters.
 func findMarker(us []unit) (int, string, bool) {
 	for _, l := range splitLines(us) {
 		i := l.start
-		for i < l.end && (space(us[i].r) || us[i].r == '>' || us[i].r == '*' || us[i].r == '_') {
-			i++
+		for i < l.end {
+			if !alnum(us[i].r) {
+				i++
+				continue
+			}
+			k := i
+			for k < l.end && '0' <= us[k].r && us[k].r <= '9' {
+				k++
+			}
+			if k > i && k < l.end && (us[k].r == '.' || us[k].r == ')') {
+				i = k + 1 // a numbered list's number
+				continue
+			}
+			break
 		}
 		for _, m := range markers {
 			k, ok := i, true
@@ -108,7 +189,7 @@ func findMarker(us []unit) (int, string, bool) {
 			if !ok {
 				continue
 			}
-			for k < l.end && (space(us[k].r) || us[k].r == '*' || us[k].r == '_') {
+			for k < l.end && !alnum(us[k].r) && us[k].r != ':' {
 				k++
 			}
 			if k < l.end && us[k].r == ':' {

@@ -11,7 +11,9 @@
 // spaced-out letters joined for phrases) it holds no chat-template markup
 // of the model families Boxmaker serves (written out or as HTML character
 // references, forms.go), no conversation turn marker ("Human:") at a
-// line's start, no markdown heading that names
+// line's start (after any list, heading, table, quote or code prefix, and
+// read through character references, which may not spell a character
+// refused above either), no markdown heading that names
 // an identity file or imitates the identity block's headings, and none of
 // the instruction phrases in phrases.go. The phrases are defence in depth
 // (docs/sanitize.md, docs/decisions.md 2026-09-24 and 2026-12-01): what
@@ -98,7 +100,11 @@ func Check(text string) error {
 		}
 	}
 	us := normalise(make([]unit, 0, len(text)), text)
-	m := markupForm(entities(us), len(text))
+	dec, bad := entities(us, text)
+	if bad != nil {
+		return bad
+	}
+	m := markupForm(dec, len(text))
 	if at, what, ok := findMarkup(m); ok {
 		return &Refusal{Class: Markup, Offset: m.off[at.start], Found: shown(what)}
 	}
@@ -109,8 +115,8 @@ func Check(text string) error {
 		}
 		return &Refusal{Class: Heading, Offset: off, Found: what}
 	}
-	if i, what, ok := findMarker(us); ok {
-		return &Refusal{Class: Marker, Offset: us[i].off, Found: what}
+	if i, what, ok := findMarker(dec); ok {
+		return &Refusal{Class: Marker, Offset: dec[i].off, Found: what}
 	}
 	p, runs := phraseForm(us, len(text))
 	if at, what, ok := findPhrase(p, runs); ok {

@@ -90,7 +90,8 @@ func TestRefusalShowsNoMarkup(t *testing.T) {
 
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{"tea", "<|im_start|>", "ignore previous instructions", "\u200b", "\xff", "<｜x｜>",
-		"<tool_\ncall>", "< |im_start| >", "&lt;|im_start|&gt;", "&#60;think&#62;", "Human: hi", "x\nAssistant: y", "# soul.md", "soul.md\n===", "i g n o r e  p r e v i o u s", "іgnоrе", "𝐈𝐠𝐧𝐨𝐫𝐞", "a b c"} {
+		"<tool_\ncall>", "< |im_start| >", "&lt;|im_start|&gt;", "&#60;think&#62;", "Human: hi", "x\nAssistant: y", "# soul.md", "soul.md\n===", "i g n o r e  p r e v i o u s", "іgnоrе", "𝐈𝐠𝐧𝐨𝐫𝐞", "a b c",
+		"a&#8203;b", "&shy;", "&ZeroWidthSpace;", "&#" + strings.Repeat("0", 40) + "72;uman: x", "- Human: x", "1. Human: x", "&nbsp;Human: x", "`Human`: x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -99,7 +100,8 @@ func FuzzCheck(f *testing.F) {
 		if err == nil {
 			low := strings.ToLower(s)
 			if !utf8.ValidString(s) || strings.Contains(low, "<|im_start|>") || strings.Contains(low, "&lt;|im_start|&gt;") || strings.ContainsRune(s, '\u200b') ||
-				strings.HasPrefix(low, "human:") || strings.Contains(low, "\nassistant:") {
+				strings.HasPrefix(low, "human:") || strings.Contains(low, "\nassistant:") || strings.HasPrefix(low, "- human:") ||
+				strings.Contains(s, "&#8203;") || strings.Contains(s, "&ZeroWidthSpace;") {
 				t.Fatalf("Check(%q) accepted", s)
 			}
 			return

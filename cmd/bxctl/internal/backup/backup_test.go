@@ -76,6 +76,11 @@ func appendCall(t *testing.T, w *audit.Writer) {
 
 func noAnchors(string) ([]audit.Anchor, error) { return nil, nil }
 
+// unanchored restores a backup of from whose owner never anchored it.
+func unanchored(from string) Options {
+	return Options{Anchors: noAnchors, From: from, NoAnchors: true}
+}
+
 // TestBackupUnderLoadRestores: a backup taken while the audit log is
 // appended to restores into an empty directory and verifies; it holds
 // no secret and names the credentials; the part of a line under way is
@@ -125,7 +130,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := filepath.Join(t.TempDir(), "restored")
-	r, err := Restore(dest, target, noAnchors)
+	r, err := Restore(dest, target, unanchored(state))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +162,7 @@ func TestRestoreRefusesNonEmpty(t *testing.T) {
 	if _, err := Take(state, dest, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Restore(dest, state, noAnchors); err == nil || !strings.Contains(err.Error(), "#restore-not-empty") {
+	if _, err := Restore(dest, state, unanchored(state)); err == nil || !strings.Contains(err.Error(), "#restore-not-empty") {
 		t.Errorf("restore over a state: %v", err)
 	}
 	if _, err := Take(state, dest, time.Now()); err == nil || !strings.Contains(err.Error(), "not empty") {
@@ -197,7 +202,7 @@ func TestRestoreRefusesCorrupt(t *testing.T) {
 			}
 			c.damage(dest)
 			target := filepath.Join(t.TempDir(), "restored")
-			_, err := Restore(dest, target, noAnchors)
+			_, err := Restore(dest, target, unanchored(state))
 			var ce *CorruptError
 			if !errors.As(err, &ce) || ce.File != c.file || !strings.Contains(err.Error(), "#restore-corrupt") {
 				t.Fatalf("restore = %v; want it refused naming %s", err, c.file)
@@ -226,7 +231,7 @@ func TestRestoreVerifies(t *testing.T) {
 		}
 		return []audit.Anchor{{Log: log, Seq: m.AuditSeq + 5, Hash: strings.Repeat("ab", 32), Time: "2026-12-01T00:00:00.000000000Z"}}, nil
 	}
-	if _, err := Restore(dest, target, past); err == nil || !strings.Contains(err.Error(), "audit log does not verify") {
+	if _, err := Restore(dest, target, Options{Anchors: past, From: state}); err == nil || !strings.Contains(err.Error(), "audit log does not verify") {
 		t.Errorf("an anchor past the backup's end: %v", err)
 	}
 	// Re-hash a session log that does not decode into the manifest.
@@ -240,7 +245,7 @@ func TestRestoreVerifies(t *testing.T) {
 		}
 	}
 	must(t, writeManifest(dest, m))
-	if _, err := Restore(dest, target, noAnchors); err == nil || !strings.Contains(err.Error(), "does not decode") || !strings.Contains(err.Error(), "#restore-verify") {
+	if _, err := Restore(dest, target, unanchored(state)); err == nil || !strings.Contains(err.Error(), "does not decode") || !strings.Contains(err.Error(), "#restore-verify") {
 		t.Errorf("a session log that does not decode: %v", err)
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(target)); len(ents) != 0 {

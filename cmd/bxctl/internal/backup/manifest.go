@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
@@ -102,7 +103,7 @@ func ReadManifest(src string) (*Manifest, error) {
 	if !fi.Mode().IsRegular() || fi.Size() > maxManifest {
 		return nil, corrupt(ManifestName, "is not a regular file under %d bytes", maxManifest)
 	}
-	b, err := os.ReadFile(p)
+	b, err := readFile(p, maxManifest)
 	if err != nil {
 		return nil, corrupt(ManifestName, "cannot be read: %v", err)
 	}
@@ -112,6 +113,9 @@ func ReadManifest(src string) (*Manifest, error) {
 	}
 	if m.Kind != Kind || m.Version != Version {
 		return nil, corrupt(ManifestName, "is %q version %d, not %q version %d", m.Kind, m.Version, Kind, Version)
+	}
+	if _, err := time.Parse(time.RFC3339, m.Taken); err != nil {
+		return nil, corrupt(ManifestName, "says it was taken at %q, not an RFC 3339 time", m.Taken)
 	}
 	seen := map[string]bool{}
 	for _, d := range m.Dirs {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -26,6 +27,21 @@ const noFollow = syscall.O_NOFOLLOW
 // Anchors gives the owner's anchors of the log whose directory (as the
 // anchors name it) is log.
 type Anchors func(log string) ([]audit.Anchor, error)
+
+// Options are what a restore checks the backup against, none of it
+// taken from the backup.
+type Options struct {
+	// Anchors gives the owner's anchors of a log.
+	Anchors Anchors
+	// From is the state directory the backup is of, as the one
+	// restoring knows it: its logs' anchors are the ones checked. The
+	// manifest's own idea of its source is never used for this, since
+	// anyone who can edit a backup can edit its manifest.
+	From string
+	// NoAnchors allows a restore that checks no anchor: the owner has
+	// none of the logs under From. It never skips an anchor there is.
+	NoAnchors bool
+}
 
 // Restored is what a restore verified.
 type Restored struct {
@@ -49,7 +65,7 @@ var identity = []string{"soul.md", "memory.md", "user.md"}
 // them into a new directory beside state, verifies what it wrote, gives
 // each entry the table's owner (as root, with a user per role), and only
 // then renames it into place. Nothing is left at state on a failure.
-func Restore(src, state string, anchors Anchors) (*Restored, error) {
+func Restore(src, state string, o Options) (*Restored, error) {
 	state = filepath.Clean(state)
 	if ents, err := os.ReadDir(state); err == nil && len(ents) > 0 {
 		return nil, fmt.Errorf("restore: %s is not empty: restore goes only into a new or empty directory, never over a state; see docs/runbook.md#restore-not-empty", state)
@@ -83,7 +99,7 @@ func Restore(src, state string, anchors Anchors) (*Restored, error) {
 	if r.Moved, err = moveConfigs(tmp, m.Source, state); err != nil {
 		return nil, err
 	}
-	if err := r.verify(tmp, anchors); err != nil {
+	if err := r.verify(tmp, o); err != nil {
 		return nil, err
 	}
 	if err := give(tmp, m); err != nil {
@@ -100,7 +116,8 @@ func Restore(src, state string, anchors Anchors) (*Restored, error) {
 }
 
 // write copies the backup's files into dir (checking each hash again as
-// it is read), with their modes.
+// it is read), private to the one restoring: their modes are the layout
+// table's, set by give, never the manifest's.
 func (m *Manifest) write(src, dir string) error {
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
@@ -112,34 +129,54 @@ func (m *Manifest) write(src, dir string) error {
 	}
 	for _, f := range m.Files {
 		name := path.Join(FilesDir, f.Path)
-		b, err := os.ReadFile(filepath.Join(src, name))
+		b, err := readFile(filepath.Join(src, name), f.Size)
 		if err != nil {
 			return corrupt(name, "cannot be read: %v", err)
 		}
 		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != f.SHA256 {
 			return corrupt(name, "changed while it was restored")
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.Path), b, fs.FileMode(f.Mode)); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		if err := os.Chmod(filepath.Join(dir, f.Path), fs.FileMode(f.Mode)); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-	}
-	for _, d := range m.Dirs {
-		if err := os.Chmod(filepath.Join(dir, d.Path), modeOf(d.Mode)); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.Path), b, 0o600); err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
 	}
 	return nil
 }
 
-func modeOf(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	if m&0o2000 != 0 {
-		mode |= fs.ModeSetgid
+// readFile reads the regular file at p, never through a link and without
+// waiting on a FIFO, and refuses it if it holds more than size bytes: a
+// backup's file may have been swapped since it was checked.
+func readFile(p string, size int64) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
 	}
-	return mode
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > size {
+		return nil, fmt.Errorf("%s holds more than its %d bytes", p, size)
+	}
+	return b, nil
+}
+
+// tableMode is the layout table's mode under u for the restored path p:
+// an entry's own mode for the entry (and for a directory below a
+// directory entry), the entry's files' mode for a file in it.
+func tableMode(p string, dir bool, u layout.Users) fs.FileMode {
+	e := entryOf(p)
+	switch {
+	case dir || p == e.Path:
+		return e.ModeFor(u)
+	case e.Files != 0:
+		return e.FilesFor(u)
+	}
+	return 0o600
 }
 
 // moveConfigs rewrites the backup's state directory to the restored one
@@ -171,34 +208,46 @@ func moveConfigs(dir, from, to string) ([]string, error) {
 }
 
 // verify checks the restored directory dir: the audit and consult logs
-// (chains, heads, links, and the owner's anchors of the backup's logs),
-// every session log decoded strictly, the identity files against the
-// write check, and the grants loaded.
-func (r *Restored) verify(dir string, anchors Anchors) error {
-	m := r.Manifest
+// (chains, heads, links, and the owner's anchors of the logs under
+// o.From), every session log decoded strictly, the identity files
+// against the write check, and the grants loaded.
+func (r *Restored) verify(dir string, o Options) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("restore: "+format+"; nothing was restored; see docs/runbook.md#restore-verify", args...)
 	}
-	aa, err := anchors(m.AuditLog)
+	from, err := filepath.Abs(o.From)
+	if err != nil || o.From == "" {
+		return fmt.Errorf("restore: no source state directory to check the owner's anchors against (%v); see docs/runbook.md#restore-anchors", err)
+	}
+	auditKey, consultKey := resolved(layout.Audit.In(from)), resolved(layout.ConsultLog.In(from))
+	aa, err := o.Anchors(auditKey)
 	if err != nil {
 		return fail("the owner's anchors: %v", err)
 	}
-	ae := audit.VerifyEnd(layout.Audit.In(dir), aa)
-	if _, statErr := os.Stat(layout.Audit.In(dir)); statErr == nil && !ae.OK() {
-		why := fmt.Sprintf("%d of the owner's anchors fail", len(ae.AnchorProblems))
-		if ae.Report.Problem != nil {
-			why = ae.Report.Problem.Error()
-		} else if ae.HeadProblem != nil {
-			why = ae.HeadProblem.Error()
+	ca, err := o.Anchors(consultKey)
+	if err != nil {
+		return fail("the owner's anchors: %v", err)
+	}
+	if err := heldIfAnchored(dir, &layout.Audit, auditKey, len(aa)); err != nil {
+		return err
+	}
+	if err := heldIfAnchored(dir, &layout.ConsultLog, consultKey, len(ca)); err != nil {
+		return err
+	}
+	if _, statErr := os.Lstat(layout.Audit.In(dir)); statErr == nil {
+		ae := audit.VerifyEnd(layout.Audit.In(dir), aa)
+		if !ae.OK() {
+			why := fmt.Sprintf("%d of the owner's anchors fail", len(ae.AnchorProblems))
+			if ae.Report.Problem != nil {
+				why = ae.Report.Problem.Error()
+			} else if ae.HeadProblem != nil {
+				why = ae.HeadProblem.Error()
+			}
+			return fail("the audit log does not verify: %s", why)
 		}
-		return fail("the audit log does not verify: %s", why)
+		r.AuditSeq, r.Anchors = ae.LastSeq, ae.Anchors
 	}
-	r.AuditSeq, r.Anchors = ae.LastSeq, ae.Anchors
-	ca, err := anchors(m.ConsultLog)
-	if err != nil {
-		return fail("the owner's anchors: %v", err)
-	}
-	if _, statErr := os.Stat(layout.ConsultLog.In(dir)); statErr == nil {
+	if _, statErr := os.Lstat(layout.ConsultLog.In(dir)); statErr == nil {
 		ce := consultlog.VerifyEnd(layout.ConsultLog.In(dir), layout.Audit.In(dir), ca)
 		if !ce.OK() {
 			why := fmt.Sprintf("%d of the owner's anchors fail", len(ce.AnchorProblems))
@@ -210,6 +259,9 @@ func (r *Restored) verify(dir string, anchors Anchors) error {
 			return fail("the consult log does not verify: %s", why)
 		}
 		r.ConsultLines, r.Anchors = ce.Lines, r.Anchors+ce.Anchors
+	}
+	if r.Anchors == 0 && !o.NoAnchors {
+		return fmt.Errorf("restore: none of your anchors name %s or %s, the logs of %s this backup is to be of, so nothing ties the backup to the logs you anchored: give --from with the state directory it was taken of, or --no-anchors if you never anchored that state; nothing was restored; see docs/runbook.md#restore-anchors", auditKey, consultKey, from)
 	}
 	files, err := sessionlog.Files(layout.Sessions.In(dir))
 	if err != nil {
@@ -243,9 +295,22 @@ func (r *Restored) verify(dir string, anchors Anchors) error {
 	return nil
 }
 
+// heldIfAnchored refuses a backup without the log of entry e when the
+// owner has n anchors of it (key): a log left out of a backup would
+// otherwise be verified against nothing.
+func heldIfAnchored(dir string, e *layout.Entry, key string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	if _, err := os.Lstat(e.In(dir)); err != nil {
+		return fmt.Errorf("restore: you have %d anchor(s) of %s, but the backup holds no %s: a backup of that state without its log is refused; nothing was restored; see docs/runbook.md#restore-anchors", n, key, e.Path)
+	}
+	return nil
+}
+
 // give gives every restored entry the table's owner and group, as root
-// with a user per role (the restored users.toml), then makes the rest of
-// the tree as bxctl up does.
+// with a user per role (the restored users.toml), and the table's mode,
+// then makes the rest of the tree as bxctl up does.
 func give(dir string, m *Manifest) error {
 	users, err := layout.LoadUsers(dir)
 	if err != nil {
@@ -262,6 +327,17 @@ func give(dir string, m *Manifest) error {
 			if err := os.Lchown(filepath.Join(dir, p), int(uid), int(gid)); err != nil {
 				return fmt.Errorf("restore: %w", err)
 			}
+		}
+	}
+	// After the owners: a change of owner may clear setgid.
+	for _, d := range m.Dirs {
+		if err := os.Chmod(filepath.Join(dir, d.Path), tableMode(d.Path, true, users)); err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+	}
+	for _, f := range m.Files {
+		if err := os.Chmod(filepath.Join(dir, f.Path), tableMode(f.Path, false, users)); err != nil {
+			return fmt.Errorf("restore: %w", err)
 		}
 	}
 	if err := layout.Make(dir, users); err != nil {

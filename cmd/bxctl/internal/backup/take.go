@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
@@ -60,7 +61,10 @@ func Take(state, dest string, now time.Time) (*Manifest, error) {
 	if format > layout.Format {
 		return nil, fmt.Errorf("backup: state %s has format %d, newer than the %d this bxctl knows: back it up with the Boxmaker that wrote it; see docs/runbook.md#state-newer", state, format, layout.Format)
 	}
-	if err := os.MkdirAll(filepath.Join(dest, FilesDir), 0o700); err != nil {
+	if err := makeDest(dest); err != nil {
+		return nil, fmt.Errorf("backup: %w; see docs/runbook.md#backup-failed", err)
+	}
+	if err := os.Mkdir(filepath.Join(dest, FilesDir), 0o700); err != nil {
 		return nil, fmt.Errorf("backup: %w; see docs/runbook.md#backup-failed", err)
 	}
 	auditDir, consultDir := layout.Audit.In(state), layout.ConsultLog.In(state)
@@ -196,7 +200,7 @@ func (t *taker) write(rel string, b []byte, mode uint32) error {
 	if err := t.mkdir(path.Dir(rel)); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(t.dest, rel), b, 0o600); err != nil {
+	if err := create(filepath.Join(t.dest, rel), b); err != nil {
 		return err
 	}
 	sum := sha256.Sum256(b)
@@ -389,10 +393,47 @@ func writeManifest(dest string, m *Manifest) error {
 		return err
 	}
 	tmp := filepath.Join(dest, "."+ManifestName)
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	if err := create(tmp, append(b, '\n')); err != nil {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dest, ManifestName))
+}
+
+// makeDest makes dest, a backup's directory, the caller's and private
+// (0700): a directory that already exists is taken only if it is that
+// already and empty, since whoever else can write into it could swap a
+// file of the backup or read it.
+func makeDest(dest string) error {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+		return err
+	}
+	err := os.Mkdir(dest, 0o700)
+	if err == nil || !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(dest)
+	if err != nil {
+		return err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || st == nil || int(st.Uid) != os.Geteuid() || fi.Mode().Perm() != 0o700 {
+		return fmt.Errorf("%s exists and is not a directory of yours with mode 0700 (it is %s, mode %s): give a new path, or empty it and chmod 700 it", dest, fi.Mode().Type(), fi.Mode().Perm())
+	}
+	if ents, err := os.ReadDir(dest); err != nil || len(ents) > 0 {
+		return fmt.Errorf("%s is not empty: a backup goes into a new directory", dest)
+	}
+	return nil
+}
+
+// create writes a new file of the backup (0600): never over a file or
+// through a link that is already there.
+func create(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return errors.Join(err, f.Close())
 }
 
 // hashFile is the SHA-256 and size of the file at p.

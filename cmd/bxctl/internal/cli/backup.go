@@ -9,6 +9,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // runBackup is `bxctl backup [--state DIR] DEST`: a consistent snapshot
@@ -41,14 +42,19 @@ func runBackup(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-// runRestore is `bxctl restore [--anchors FILE] SRC STATE`: the backup
-// in SRC into STATE, which must be new or empty, verified before it is
-// put in place.
+// runRestore is `bxctl restore [--anchors FILE] [--from DIR]
+// [--no-anchors] SRC STATE`: the backup in SRC into STATE, which must be
+// new or empty, verified before it is put in place against the owner's
+// anchors of the logs under DIR (default STATE: a restore puts back the
+// state that was lost). Every string the manifest holds is the backup's
+// word, so it is escaped before it is printed.
 func runRestore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("restore", stderr)
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
+	from := fs.String("from", "", "the state `directory` the backup was taken of, whose anchors are checked (default STATE)")
+	noAnchors := fs.Bool("no-anchors", false, "restore although none of your anchors name the logs of --from (you never anchored that state)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: bxctl restore [--anchors FILE] SRC STATE\nRestores the backup in SRC into STATE (new or empty), after verifying it: the audit and consult chains against their heads and your anchors, every session log, the identity files and the grants.")
+		fmt.Fprintln(stderr, "usage: bxctl restore [--anchors FILE] [--from DIR] [--no-anchors] SRC STATE\nRestores the backup in SRC into STATE (new or empty), after verifying it: the audit and consult chains against their heads and your anchors of the logs under DIR (default STATE), every session log, the identity files and the grants.")
 		return ExitUsage
 	}
 	path := *anchors
@@ -64,21 +70,34 @@ func runRestore(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "bxctl restore: %v\n", err)
 		return ExitUsage
 	}
-	r, err := backup.Restore(fs.Arg(0), state, func(log string) ([]audit.Anchor, error) { return readAnchors(path, log) })
+	source := state
+	if *from != "" {
+		if source, err = resolveState(*from); err != nil {
+			fmt.Fprintf(stderr, "bxctl restore: %v\n", err)
+			return ExitUsage
+		}
+	}
+	r, err := backup.Restore(fs.Arg(0), state, backup.Options{
+		Anchors:   func(log string) ([]audit.Anchor, error) { return readAnchors(path, log) },
+		From:      source,
+		NoAnchors: *noAnchors,
+	})
 	if err != nil {
-		fmt.Fprintf(stderr, "bxctl %v\n", err)
+		fmt.Fprintf(stderr, "bxctl %s\n", escape.Line(err.Error()))
 		return ExitFailed
 	}
 	m := r.Manifest
-	fmt.Fprintf(stdout, "restored the backup of %s taken %s into %s: audit log to seq %d and consult log (%d lines) verified against their heads and %d anchor(s); %d session log(s) decode; %d grant(s) load\n",
-		m.Source, m.Taken, state, r.AuditSeq, r.ConsultLines, r.Anchors, r.SessionLogs, r.Grants)
+	fmt.Fprintf(stdout, "restored the backup of %s taken %s into %s: audit log to seq %d and consult log (%d lines) verified against their heads and %d anchor(s) of %s; %d session log(s) decode; %d grant(s) load\n",
+		escape.Line(m.Source), escape.Line(m.Taken), escape.Line(state), r.AuditSeq, r.ConsultLines, r.Anchors, escape.Line(source), r.SessionLogs, r.Grants)
 	if len(r.Moved) > 0 {
-		fmt.Fprintf(stdout, "paths moved from %s to %s in: %s\n", m.Source, state, strings.Join(r.Moved, ", "))
-		fmt.Fprintf(stdout, "your anchors name %s; anchor the restored log with: bxctl audit anchor %s/broker/audit\n", m.AuditLog, state)
+		fmt.Fprintf(stdout, "paths moved from %s to %s in: %s\n", escape.Line(m.Source), escape.Line(state), escape.Line(strings.Join(r.Moved, ", ")))
+	}
+	if source != state {
+		fmt.Fprintf(stdout, "your anchors name the logs under %s; anchor the restored log with: bxctl audit anchor %s/broker/audit\n", escape.Line(source), escape.Line(state))
 	}
 	fmt.Fprintln(stdout, "memoryd rebuilds the recall index and the fleet outbox (index/) at its first start")
 	for _, c := range m.Credentials {
-		fmt.Fprintf(stdout, "put back before starting: %s\n", c)
+		fmt.Fprintf(stdout, "put back before starting: %s\n", escape.Line(c))
 	}
 	return ExitOK
 }

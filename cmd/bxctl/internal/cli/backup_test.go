@@ -59,7 +59,12 @@ func TestBackupRestoreCommands(t *testing.T) {
 	if code != ExitFailed || !strings.Contains(stderr, "#restore-not-empty") {
 		t.Errorf("restore over the state = %d, %q", code, stderr)
 	}
-	code, out, stderr = run("restore", dest, filepath.Join(dir, "new"))
+	anchors := filepath.Join(dir, "anchors.jsonl")
+	code, _, stderr = run("restore", "--anchors", anchors, dest, filepath.Join(dir, "new"))
+	if code != ExitFailed || !strings.Contains(stderr, "#restore-anchors") {
+		t.Errorf("restore with no anchor of the state = %d, %q", code, stderr)
+	}
+	code, out, stderr = run("restore", "--anchors", anchors, "--from", state, "--no-anchors", dest, filepath.Join(dir, "new"))
 	if code != ExitOK || !strings.Contains(out, "paths moved") || !strings.Contains(out, "index/") {
 		t.Errorf("restore = %d, %q, %q", code, out, stderr)
 	}

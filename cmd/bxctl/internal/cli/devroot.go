@@ -34,10 +34,12 @@ func reachable(dir string) (string, bool) {
 }
 
 // roleBinaries returns the directory the roles are run from. Not as
-// root, or when the role users can run what is in bin, it is bin.
-// Otherwise a --bin the owner named is refused, and bxctl's own
-// directory is copied, role by role, into DevRoot/bin (root's, 0755).
-func roleBinaries(bin string, named bool, names []string, stdout io.Writer) (string, error) {
+// root, it is bin. As root, bin is used in place only when the role users
+// can run what is in it and nobody but root can change it (trusted);
+// otherwise a --bin the owner named that the role users cannot reach is
+// refused, and any other is copied, role by role, into dev/bin (root's,
+// 0755; dev is DevRoot).
+func roleBinaries(bin string, named bool, names []string, dev string, stdout io.Writer) (string, error) {
 	if os.Geteuid() != 0 {
 		return bin, nil
 	}
@@ -47,14 +49,17 @@ func roleBinaries(bin string, named bool, names []string, stdout io.Writer) (str
 			stop, ok = filepath.Join(bin, n), false
 		}
 	}
+	why := "the role users cannot reach"
 	if ok {
-		return bin, nil
+		if stop, ok = trusted(bin, names, "/"); ok {
+			return bin, nil
+		}
+		why = "someone other than root can change"
+	} else if named {
+		return "", fmt.Errorf("the role users cannot run the role binaries in %s (%s stops them); put them where they can, or leave --bin out and bxctl up copies them into %s; see docs/runbook.md#up-bin-unreachable", bin, stop, filepath.Join(dev, "bin"))
 	}
-	if named {
-		return "", fmt.Errorf("the role users cannot run the role binaries in %s (%s stops them); put them where they can, or leave --bin out and bxctl up copies them into %s; see docs/runbook.md#up-bin-unreachable", bin, stop, filepath.Join(DevRoot, "bin"))
-	}
-	dst := filepath.Join(DevRoot, "bin")
-	if err := rootDir(DevRoot); err != nil {
+	dst := filepath.Join(dev, "bin")
+	if err := rootDir(dev); err != nil {
 		return "", err
 	}
 	if err := rootDir(dst); err != nil {
@@ -62,11 +67,56 @@ func roleBinaries(bin string, named bool, names []string, stdout io.Writer) (str
 	}
 	for _, n := range names {
 		if err := copyBinary(filepath.Join(bin, n), filepath.Join(dst, n)); err != nil {
-			return "", err
+			return "", fmt.Errorf("copy %s into %s: %w; see docs/runbook.md#up-bin-unreachable", n, dst, err)
 		}
 	}
-	fmt.Fprintf(stdout, "bxctl up: the role users cannot reach %s (%s stops them), so the roles run from copies in %s\n", bin, stop, dst)
+	fmt.Fprintf(stdout, "bxctl up: %s %s (%s), so the roles run from copies in %s\n", why, bin, stop, dst)
 	return dst, nil
+}
+
+// trusted reports whether nobody but root can change what runs from bin:
+// bin (links resolved), each directory above it up to top, and each of
+// the names in it that exists must be root's and writable by neither
+// group nor others (a sticky /tmp included: a directory a user may write
+// is one a user may fill). If not, it returns the first that fails.
+func trusted(bin string, names []string, top string) (string, bool) {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return bin, false
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return bin, false
+	}
+	rootOnly := func(p string, dir bool) bool {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return false
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		kind := fi.Mode().IsRegular()
+		if dir {
+			kind = fi.IsDir()
+		}
+		return kind && st != nil && st.Uid == 0 && fi.Mode().Perm()&0o022 == 0
+	}
+	for _, n := range names {
+		p := filepath.Join(real, n)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if !rootOnly(p, false) {
+			return p, false
+		}
+	}
+	for d := real; ; d = filepath.Dir(d) {
+		if !rootOnly(d, true) {
+			return d, false
+		}
+		if d == top || d == filepath.Dir(d) {
+			return "", true
+		}
+	}
 }
 
 // rootDir makes dir (0755) or accepts it only as a directory of root's
@@ -88,17 +138,26 @@ func rootDir(dir string) error {
 }
 
 // copyBinary copies src to dst (0755) through a new file renamed into
-// place, so a role never runs half a binary. A role that does not exist
-// in the build (gatewayd before its config) is passed over.
+// place, so a role never runs half a binary. src must be a regular file,
+// not reached through a link (its directory may be a user's, and root
+// must not copy a file that user names into a world-readable binary). A
+// role that does not exist in the build (gatewayd before its config) is
+// passed over, and an older copy of it removed, so that it does not run.
 func copyBinary(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+"-*")
 	if err != nil {
 		return err

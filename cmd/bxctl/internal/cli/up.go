@@ -100,7 +100,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}
-	if bin, err = roleBinaries(bin, *binDir != "", []string{"inferproxy", "memoryd", "brokerd", "loopd", "gatewayd"}, stdout); err != nil {
+	if bin, err = roleBinaries(bin, *binDir != "", []string{"inferproxy", "memoryd", "brokerd", "loopd", "gatewayd"}, DevRoot, stdout); err != nil {
 		fmt.Fprintf(stderr, "bxctl up: %v\n", err)
 		return ExitFailed
 	}

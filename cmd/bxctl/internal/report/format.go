@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
 
 // Dist is a distribution of whole numbers: its count, sum and
@@ -89,7 +91,7 @@ func table(w io.Writer, title string, m map[string]map[string]int) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "  %-32s %s\n", k, pairs(m[k]))
+		fmt.Fprintf(w, "  %-32s %s\n", escape.Line(k), pairs(m[k]))
 	}
 }
 
@@ -99,7 +101,7 @@ func pairs(m map[string]int) string {
 	}
 	var ps []string
 	for k, v := range m {
-		ps = append(ps, fmt.Sprintf("%s %d", k, v))
+		ps = append(ps, fmt.Sprintf("%s %d", escape.Line(k), v))
 	}
 	slices.Sort(ps)
 	return strings.Join(ps, ", ")

@@ -15,12 +15,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
 // The decision log's rule (2026-09-26, the thinking cap): revisit once
@@ -140,7 +142,7 @@ func Collect(state string, since time.Time) (*Report, error) {
 				r.CacheLosses++
 				r.CacheLost += int64(v.Tokens)
 			case *sessionlog.ToolResult:
-				add(r.Results, v.Tool, string(v.Status))
+				add(r.Results, toolKey(v.Tool), string(v.Status))
 			}
 			return nil
 		})
@@ -187,6 +189,20 @@ func (t *turns) seen(n int64) {
 	}
 }
 
+// OtherTool is the key every tool name outside pkg/tool/toolset's list is
+// counted under: the model chooses the names it calls, so a name taken
+// as it is would be model-written text on the owner's terminal and a
+// label with no bound on how many values it takes.
+const OtherTool = "other"
+
+// toolKey is name if it is one of the tools, else OtherTool.
+func toolKey(name string) string {
+	if _, ok := toolset.Lookup(name); ok {
+		return name
+	}
+	return OtherTool
+}
+
 func add(m map[string]map[string]int, k1, k2 string) {
 	if m[k1] == nil {
 		m[k1] = map[string]int{}
@@ -220,12 +236,18 @@ func (r *Report) audit(dir string, since time.Time) error {
 	return nil
 }
 
+// auditFile reads one day's file: never through a link, and only a
+// regular file (opened without blocking, so a FIFO put in its place
+// cannot hold bxctl report or status).
 func (r *Report) auditFile(path, from string, consult map[int64]bool) error {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("report: audit log: %w; see docs/runbook.md#audit-unreadable", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("report: audit log: %s is not a regular file; see docs/runbook.md#audit-unreadable", path)
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), audit.MaxLine+1)
 	for n := 1; sc.Scan(); n++ {
@@ -247,7 +269,7 @@ func (r *Report) auditFile(path, from string, consult map[int64]bool) error {
 		case *audit.AllowanceEnd:
 			r.AllowancesEnded++
 		case *audit.Decision:
-			add(r.Decisions, v.Record.Tool, string(v.Record.Outcome))
+			add(r.Decisions, toolKey(v.Record.Tool), string(v.Record.Outcome))
 			if v.Record.Allowance > 0 {
 				r.AllowedByAllowance++
 			}
