@@ -42,7 +42,7 @@ staticcheck:
 #
 # RACE_TIMEOUT is every package's time limit (go test -timeout), set here
 # rather than left at go test's 10 minutes: the slowest packages
-# (checks/stack, brokerd's runner against real Podman) must take at most
+# (checks/stack, checks/roleimage, checks/arch, cmd/brokerd) must take at most
 # half of it here (2 cores, cold caches, another gate running beside);
 # docs/test-times.md lists what each took.
 RACE_TIMEOUT ?= 30m
