@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/ledger"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/pending"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -86,25 +87,6 @@ func (b *Broker) pastCalls(scope audit.Scope) ([]string, int, error) {
 	return out, total, err
 }
 
-// tomlString is s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, c := range s {
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, c)
-		default:
-			b.WriteRune(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 func proposalText(seq int64, approver string, scope audit.Scope, winner, maxTaint string, dec policy.Decision, past []string, total int) string {
 	var b strings.Builder
 	comment := func(format string, a ...any) {
@@ -128,14 +110,14 @@ func proposalText(seq int64, approver string, scope audit.Scope, winner, maxTain
 	if total > len(past) {
 		comment("  ... and %d more", total-len(past))
 	}
-	fmt.Fprintf(&b, "[[grant]]\nid = %s\ntool = %s\n", tomlString("always-"+strconv.FormatInt(seq, 10)), tomlString(scope.Tool))
+	fmt.Fprintf(&b, "[[grant]]\nid = %s\ntool = %s\n", config.Quote("always-"+strconv.FormatInt(seq, 10)), config.Quote(scope.Tool))
 	if scope.Tool == toolset.HTTPFetch {
-		fmt.Fprintf(&b, "hosts = [%s]\n", tomlString(scope.Host))
+		fmt.Fprintf(&b, "hosts = [%s]\n", config.Quote(scope.Host))
 	} else {
-		fmt.Fprintf(&b, "paths = [%s]\n", tomlString(scope.Path))
+		fmt.Fprintf(&b, "paths = [%s]\n", config.Quote(scope.Path))
 	}
 	fmt.Fprintf(&b, "max_taint = %s\nresult_class = %s\nuntrusted = %t\nmode = \"auto\"\nstanding = true\n",
-		tomlString(maxTaint), tomlString(dec.Class().String()), dec.Untrusted())
+		config.Quote(maxTaint), config.Quote(dec.Class().String()), dec.Untrusted())
 	return b.String()
 }
 

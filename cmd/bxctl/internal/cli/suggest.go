@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
@@ -161,9 +162,9 @@ func suggestion(c candidate, set *grant.Set) (string, string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[[grant]]\nid = %q\ntool = %q\n", "suggest-"+hex.EncodeToString(sum[:4]), c.tool)
 	if c.tool == toolset.HTTPFetch {
-		fmt.Fprintf(&b, "hosts = [%s]\n", tomlQuote(c.target))
+		fmt.Fprintf(&b, "hosts = [%s]\n", config.Quote(c.target))
 	} else {
-		fmt.Fprintf(&b, "paths = [%s]\n", tomlQuote(c.target))
+		fmt.Fprintf(&b, "paths = [%s]\n", config.Quote(c.target))
 	}
 	fmt.Fprintf(&b, "max_taint = %q\nresult_class = %q\nuntrusted = %t\nmode = \"auto\"\nstanding = true\n",
 		ask.MaxTaint().String(), ask.ResultClass().String(), ask.Untrusted())
@@ -205,25 +206,6 @@ func interpreter(target string) bool {
 		return true
 	}
 	return false
-}
-
-// tomlQuote is s as a TOML basic string.
-func tomlQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, c := range s {
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		case c < 0x20 || c == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, c)
-		default:
-			b.WriteRune(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // approvedTargets reads the audit log: every ask decision the owner

@@ -1,0 +1,17 @@
+package config
+
+import "testing"
+
+// TestQuoteRoundTrips: whatever Quote writes, Decode reads back as the
+// same string, control characters, quotes and backslashes included.
+func TestQuoteRoundTrips(t *testing.T) {
+	for _, s := range []string{"", "plain", `a "quoted" \ path`, "tab\there\nnewline", "\x7f\x00\x1b[2J", "ünïcode ✓"} {
+		var v struct{ K string }
+		if err := Decode([]byte("K = "+Quote(s)+"\n"), "t.toml", &v); err != nil {
+			t.Fatalf("Quote(%q) = %s does not decode: %v", s, Quote(s), err)
+		}
+		if v.K != s {
+			t.Errorf("Quote(%q) read back as %q", s, v.K)
+		}
+	}
+}
