@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite modules/deployment.json and dep
 // repo is the repository's root, two levels above this package.
 func repo(t *testing.T) string {
 	t.Helper()
-	d, err := filepath.Abs("../..")
+	d, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

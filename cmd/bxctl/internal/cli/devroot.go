@@ -77,8 +77,10 @@ func roleBinaries(bin string, named bool, names []string, dev string, stdout io.
 // trusted reports whether nobody but root can change what runs from bin:
 // bin (links resolved), each directory above it up to top, and each of
 // the names in it that exists must be root's and writable by neither
-// group nor others (a sticky /tmp included: a directory a user may write
-// is one a user may fill). If not, it returns the first that fails.
+// group nor others; above bin, a root-owned sticky directory (/tmp) is
+// accepted too, bin itself never (a directory a user may write is one a
+// user may fill with a missing role's binary). If not, it returns the
+// first that fails.
 func trusted(bin string, names []string, top string) (string, bool) {
 	real, err := filepath.EvalSymlinks(bin)
 	if err != nil {
@@ -109,8 +111,19 @@ func trusted(bin string, names []string, top string) (string, bool) {
 			return p, false
 		}
 	}
+	// Above the binaries' own directory, a root-owned sticky directory
+	// (/tmp) is as safe as a root-only one: its sticky bit keeps anyone
+	// else from renaming or removing the root-owned entry below it.
+	sticky := func(p string) bool {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return false
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		return fi.IsDir() && st != nil && st.Uid == 0 && fi.Mode()&fs.ModeSticky != 0
+	}
 	for d := real; ; d = filepath.Dir(d) {
-		if !rootOnly(d, true) {
+		if !rootOnly(d, true) && (d == real || !sticky(d)) {
 			return d, false
 		}
 		if d == top || d == filepath.Dir(d) {

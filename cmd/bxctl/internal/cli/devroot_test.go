@@ -38,6 +38,16 @@ func TestTrusted(t *testing.T) {
 			return bin
 		}, "p/bin/loopd"},
 		{"a parent a user's", func(_, parent, bin string) string { os.Chown(parent, user, user); return bin }, "p"},
+		// A root-owned sticky parent (as /tmp) cannot lose its root-owned
+		// entries to anyone else; a sticky bin could gain a missing role.
+		{"a parent root's sticky", func(_, parent, bin string) string { os.Chmod(parent, 0o777|os.ModeSticky); return bin }, ""},
+		{"a parent a user's sticky", func(_, parent, bin string) string {
+			os.Chmod(parent, 0o777|os.ModeSticky)
+			os.Chown(parent, user, user)
+			return bin
+		}, "p"},
+		{"a parent others may write, not sticky", func(_, parent, bin string) string { os.Chmod(parent, 0o777); return bin }, "p"},
+		{"bin itself sticky", func(_, _, bin string) string { os.Chmod(bin, 0o777|os.ModeSticky); return bin }, "p/bin"},
 		{"a link to a user's directory", func(top, _, bin string) string {
 			u := filepath.Join(top, "u")
 			os.Mkdir(u, 0o755)
