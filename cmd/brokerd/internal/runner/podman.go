@@ -305,6 +305,9 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerator) error {
 	c, err := containers.Inspect(conn, id, nil)
 	if err != nil {
+		if conn.Err() != nil { // brokerd stopping, not Podman failing
+			return fail(ErrPodman, fmt.Sprintf("the call was cancelled: inspect: %v", conn.Err()))
+		}
 		return fail(ErrPodman, fmt.Sprintf("inspect: %v", err))
 	}
 	var bad []string
