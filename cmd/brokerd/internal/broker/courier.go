@@ -24,6 +24,11 @@ import (
 // courierPoll is how often the courier looks for new pending approvals.
 var courierPoll = 100 * time.Millisecond
 
+// afterAnswer, when set (by tests), runs between taking an answer and
+// sending its outcome: the window in which the courier loop once closed
+// the connection (TestCourierConfirmsAfterSlowAnswer).
+var afterAnswer func()
+
 // approverPattern is what gatewayd may name as the approver.
 var approverPattern = regexp.MustCompile(`^mattermost:[a-z0-9]{26}$`)
 
@@ -131,18 +136,20 @@ func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
 		c.Send(&wire.Error{Op: "owner_answer", Kind: wire.Invalid, Msg: "an answer names the approval it was sent for and a mattermost:<user id> approver"})
 		return true, errors.New("malformed answer")
 	}
+	// Held before the answer is taken: once it is, the approval stops
+	// pending, and the courier loop must not close this connection
+	// before gatewayd hears the outcome (nor after, while a session
+	// allowance made from it lives).
+	b.holding.Store(e.ID, true)
+	defer b.holding.Delete(e.ID)
 	var out strict.Variant
 	if ans.Approve {
-		// Held before the answer is taken: the courier loop must not
-		// close this connection once the approval stops pending, if a
-		// session allowance is made from it.
-		if ans.Scope != wire.ScopeCall {
-			b.holding.Store(e.ID, true)
-			defer b.holding.Delete(e.ID)
-		}
 		out = b.approve(e.ID, ans.Code, ans.Approver, ans.Scope, "approved in the chat", "approver", ans.Approver)
 	} else {
 		out = b.refuse(e.ID, ans.Code, ans.Reason, ans.Approver, "refused in the chat", "approver", ans.Approver)
+	}
+	if afterAnswer != nil {
+		afterAnswer()
 	}
 	c.Send(out)
 	if _, ok := out.(*wire.Answered); ok {

@@ -178,3 +178,35 @@ func TestGatewayUIDsDefault(t *testing.T) {
 		t.Errorf("default gateway uids = %v", got)
 	}
 }
+
+// TestCourierConfirmsAfterSlowAnswer: an answer taken just before the
+// courier loop looks again (the approval no longer pending) is still
+// confirmed to gatewayd, for a yes and a no. Before the connection was
+// held for every answer, the loop closed it first and the chat showed
+// "brokerd did not confirm the answer" (seen once in CI's race run).
+func TestCourierConfirmsAfterSlowAnswer(t *testing.T) {
+	afterAnswer = func() { time.Sleep(3 * courierPoll) }
+	t.Cleanup(func() { afterAnswer = nil })
+	gw, conns := fakeGateway(t)
+	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	owner := "mattermost:" + strings.Repeat("o", 26)
+	for _, approve := range []bool{true, false} {
+		call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
+		p := call.Recv().(*wire.ToolPending)
+		g := next(t, conns)
+		post := g.Recv().(*wire.PostApproval)
+		g.Send(&wire.ApprovalPosted{ID: p.ID, Parts: 1, Answerable: true})
+		g.Send(&wire.OwnerAnswer{ID: p.ID, Code: post.Call.Code, Approve: approve, Approver: owner, Reason: "no"})
+		g.C.SetDeadline(time.Now().Add(10 * time.Second))
+		v, err := g.C.Recv()
+		if err != nil {
+			t.Fatalf("approve=%v: the outcome never came: %v", approve, err)
+		}
+		if a, ok := v.(*wire.Answered); !ok {
+			t.Fatalf("approve=%v: answer = %s", approve, v.Tag())
+		} else if want := map[bool]string{true: "approved", false: "refused"}[approve]; a.Outcome != want {
+			t.Errorf("approve=%v: outcome %q, want %q", approve, a.Outcome, want)
+		}
+		result(t, call)
+	}
+}
