@@ -20,7 +20,9 @@ import (
 // result untrusted) ends the allowance made before, and the same file
 // asks again in the next turn; an allowance made then covers it again;
 // `bxctl compact` (a new epoch) ends that one, and the same file asks
-// again. Each end is in the audit log with its reason.
+// again. Each end is in the audit log with its reason. Then `bxctl
+// grants suggest --write` over the real audit log has the real brokerd
+// write a.txt's proposal, which bxctl grants apply takes.
 func TestStackSessionAllowanceEnds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
@@ -85,6 +87,28 @@ func TestStackSessionAllowanceEnds(t *testing.T) {
 	}
 	if out, err := bxctl(t, r.bin, "allowances", "--state", r.state); err != nil || strings.Contains(out, "mm-"+root) {
 		t.Errorf("bxctl allowances after the epoch ended: %v\n%s", err, out)
+	}
+	// bxctl grants suggest --write over this audit log: a.txt, approved
+	// three times and decided twice by allowances, becomes a proposal
+	// brokerd writes, named after its latest call (approval id3), in
+	// proposals/ only; bxctl grants apply takes it.
+	grantsBefore, _ := os.ReadDir(filepath.Join(r.state, "grants"))
+	out, err := bxctl(t, r.bin, "grants", "suggest", "--state", r.state, "--write")
+	if err != nil || !strings.Contains(out, "# written: grant proposal "+id3+" written") || strings.Count(out, "[[grant]]") != 1 {
+		t.Fatalf("bxctl grants suggest --write: %v\n%s", err, out)
+	}
+	prop, err := os.ReadFile(filepath.Join(r.state, "proposals", id3+".toml"))
+	if err != nil || !strings.Contains(string(prop), "Grant proposal from bxctl grants suggest: read_file "+filepath.Join(r.files, "a.txt")+", approved 5 times") {
+		t.Fatalf("proposals/%s.toml: %v\n%s", id3, err, prop)
+	}
+	if after, _ := os.ReadDir(filepath.Join(r.state, "grants")); len(after) != len(grantsBefore) {
+		t.Errorf("grants/ went from %d to %d entries on suggest --write", len(grantsBefore), len(after))
+	}
+	if out, err := bxctl(t, r.bin, "grants", "apply", "--state", r.state, id3); err != nil || !strings.Contains(out, "applied:") {
+		t.Errorf("bxctl grants apply %s: %v\n%s", id3, err, out)
+	}
+	if out, err := bxctl(t, r.bin, "grants", "check", filepath.Join(r.state, "grants")); err != nil {
+		t.Errorf("bxctl grants check after apply: %v\n%s", err, out)
 	}
 	if out, err := bxctl(t, r.bin, "audit", "verify", filepath.Join(r.state, "broker", "audit")); err != nil {
 		t.Errorf("bxctl audit verify: %v %s", err, out)
