@@ -37,6 +37,12 @@ const MaxMessage = 64 << 10
 type Send struct {
 	Session string `json:"session"`
 	Text    string `json:"text"`
+	// Channel is the Mattermost channel the thread is in, as gatewayd
+	// heard the post ("" for a terminal session). loopd keeps a session's
+	// first channel in its baseline and refuses a later message from
+	// another; memoryd maps channels to the owner's projects (its
+	// [[project]] tables), so a project is never the model's choice.
+	Channel string `json:"channel,omitempty"`
 }
 
 // Tag implements strict.Variant.

@@ -27,6 +27,11 @@ type Config struct {
 	Sessions string // loopd's sessions/, read only
 	// Backoff bounds the wait between failed sends (doubling from Min).
 	BackoffMin, BackoffMax time.Duration
+	// Local reports whether a session's turns stay on the host: a
+	// project's session (memoryd's [[project]]) is never filed to this
+	// agent's workspaces, which every thread's recall searches. nil:
+	// none does.
+	Local func(session string) bool
 }
 
 // Defaults.
@@ -142,6 +147,9 @@ type pendingTurns struct {
 // at start, when brokerd may not be listening yet, waits for an answer
 // that is its first.
 func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, mark bool) (map[Filing]int, error) {
+	if f.cfg.Local != nil && f.cfg.Local(session) {
+		return map[Filing]int{}, nil
+	}
 	f.fileMu.Lock()
 	defer f.fileMu.Unlock()
 	var todo []Turn

@@ -48,7 +48,7 @@ func (m *Memd) openFleet() error {
 	}
 	gate := fleet.Gate{Socket: m.cfg.GateSocket, Listeners: listeners, Wait: time.Duration(m.cfg.GateTimeoutMS) * time.Millisecond}
 	f, err := fleet.Open(m.log, fleet.Config{Honcho: s, Gate: gate, Sessions: filepath.Join(m.cfg.StateDir, "sessions"),
-		BackoffMin: m.cfg.backoffMin}, client, filepath.Join(m.cfg.StateDir, "index", "fleet.db"))
+		BackoffMin: m.cfg.backoffMin, Local: func(s string) bool { return m.projectOf(s) != "" }}, client, filepath.Join(m.cfg.StateDir, "index", "fleet.db"))
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (m *Memd) fleetTurn(ctx context.Context, r *wire.TurnDone) {
 // fleetRecall is recall with fleet memory: the local hits and Honcho's,
 // merged, asked at once; Honcho is waited on no longer than the read
 // bound, and a result says when it was not reached.
-func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolResult {
+func (m *Memd) fleetRecall(ctx context.Context, session, query string, k int) *wire.ToolResult {
 	if k == 0 {
 		k = recall.DefaultK
 	}
@@ -169,13 +169,13 @@ func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolR
 			fc <- fleetAnswer{h, r}
 		}()
 	}
-	local, err := m.retriever.Recall(ctx, query, k)
+	local, err := m.retriever.Recall(ctx, query, k, m.projectOf(session))
 	fa := <-fc
 	if err != nil {
 		m.log.Error("recall", "err", err.Error())
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Class: dataclass.Public}
 	}
-	r := Format(query, fleet.Merge(local, m.dropForgotten(fa.hits), k))
+	r := Format(query, fleet.Merge(m.trustHits(local), m.dropForgotten(fa.hits), k))
 	if !fa.reach.Reached() {
 		r.Output += fmt.Sprintf("\nfleet memory (Honcho) was not reached for %d of %d workspaces (%s): these hits may be local only; see docs/runbook.md#fleet-memory-unreached\n",
 			fa.reach.Asked-fa.reach.Answered, fa.reach.Asked, strings.Join(fa.reach.Failed, ", "))

@@ -30,7 +30,7 @@ func TestForgetIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := func() []string {
-		hits, err := x.Recall(context.Background(), "rooibos", 10)
+		hits, err := x.Recall(context.Background(), "rooibos", 10, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func BenchmarkRecall100kTombstones(b *testing.B) {
 			q += " " + c.vocab[c.zipf.Uint64()]
 		}
 		start := time.Now()
-		_, err := x.Recall(context.Background(), q, 5)
+		_, err := x.Recall(context.Background(), q, 5, "")
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			b.Fatal(err)

@@ -51,7 +51,7 @@ func TestQueryIsQuoted(t *testing.T) {
 	}
 	x := openIndex(t, t.TempDir(), dataclass.Private)
 	for _, q := range []string{`"`, `a AND`, `NEAR(`, `col:x`, `^x`, `'); DROP TABLE docs; --`} {
-		if _, err := x.Recall(context.Background(), q, 3); err != nil {
+		if _, err := x.Recall(context.Background(), q, 3, ""); err != nil {
 			t.Errorf("Recall(%q) = %v, want no FTS5 syntax error", q, err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestClassLimit(t *testing.T) {
 	if n, err := x.AddTurns(turns); err != nil || n != 1 {
 		t.Errorf("AddTurns = %d, %v; want only the private turn", n, err)
 	}
-	if hits, _ := x.Recall(context.Background(), "matter", 5); len(hits) != 1 || hits[0].Class != dataclass.Private {
+	if hits, _ := x.Recall(context.Background(), "matter", 5, ""); len(hits) != 1 || hits[0].Class != dataclass.Private {
 		t.Errorf("hits = %+v", hits)
 	}
 }
@@ -184,7 +184,7 @@ func BenchmarkRecall100k(b *testing.B) {
 			q += " " + c.vocab[c.zipf.Uint64()]
 		}
 		start := time.Now()
-		hits, err := x.Recall(context.Background(), q, 5)
+		hits, err := x.Recall(context.Background(), q, 5, "")
 		lat = append(lat, time.Since(start))
 		if err != nil {
 			b.Fatalf("Recall(%q) = %d hits, %v", q, len(hits), err)
@@ -235,11 +235,11 @@ func TestCommonAndRareWords(t *testing.T) {
 	if _, err := x.AddTurns(turns); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := x.Recall(context.Background(), "kettle", 2)
+	hits, err := x.Recall(context.Background(), "kettle", 2, "")
 	if err != nil || len(hits) != 2 || hits[0].Turn != commonDocs+10 || hits[1].Turn != commonDocs+9 {
 		t.Errorf("common word: %+v, %v; want the two most recent", hits, err)
 	}
-	hits, err = x.Recall(context.Background(), "the kettle called Ferrous", 3)
+	hits, err = x.Recall(context.Background(), "the kettle called Ferrous", 3, "")
 	if err != nil || len(hits) != 1 || hits[0].Turn != 8 {
 		t.Errorf("rare word: %+v, %v; want the one record", hits, err)
 	}
@@ -259,7 +259,7 @@ func TestSnippetCap(t *testing.T) {
 	if _, err := x.AddTurns(turns); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := x.Recall(context.Background(), "tea", 1)
+	hits, err := x.Recall(context.Background(), "tea", 1, "")
 	if err != nil || len(hits) != 1 {
 		t.Fatalf("Recall = %+v, %v", hits, err)
 	}

@@ -1,0 +1,115 @@
+package memd
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
+)
+
+// Projects (memoryd.toml's [[project]] tables; decision row "Projects in
+// memory, built"): a session belongs to the project of its channel, which
+// loopd keeps in the session's baseline (from gatewayd's word on where
+// the thread is) and names in each identity request. Every document of
+// the index carries its session's project ("" for none, the agent's own
+// memory); recall in a session searches the agent's own memory and its
+// project's, and a session of no project only the agent's own. Nothing
+// the model says picks a project.
+
+// noteChannel records session's channel as loopd named it, for the
+// session's later tool calls (a restart of memoryd reads it again from
+// the baseline).
+func (m *Memd) noteChannel(session, channel string) {
+	m.chanMu.Lock()
+	defer m.chanMu.Unlock()
+	if m.channels == nil {
+		m.channels = map[string]string{}
+	}
+	m.channels[session] = channel
+}
+
+// channelOf is session's channel: as loopd last named it, else as the
+// session's epoch 0 baseline holds it ("" for none, or an unreadable
+// baseline, which is logged).
+func (m *Memd) channelOf(session string) string {
+	if session == "" || session == wire.OwnerSession {
+		return ""
+	}
+	m.chanMu.Lock()
+	ch, ok := m.channels[session]
+	m.chanMu.Unlock()
+	if ok {
+		return ch
+	}
+	b, err := sessionlog.ReadBaseline(filepath.Join(m.cfg.StateDir, "sessions", session, "0.baseline.json"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		m.log.Warn("session baseline unreadable: the session is taken to be in no project; see docs/runbook.md#memoryd-unavailable", "session", session, "err", err.Error())
+	default:
+		ch = b.Channel
+	}
+	m.noteChannel(session, ch)
+	return ch
+}
+
+// projectOf is the name of session's project, "" for none.
+func (m *Memd) projectOf(session string) string {
+	p, ok := m.cfg.ProjectOf(m.channelOf(session))
+	if !ok {
+		return ""
+	}
+	return p.Name
+}
+
+// projectDocs labels docs with their sessions' projects.
+func (m *Memd) projectDocs(docs []recall.Doc) []recall.Doc {
+	for i := range docs {
+		docs[i].Project = m.projectOf(docs[i].Session)
+	}
+	return docs
+}
+
+// projectTurns labels the documents of turns with their sessions'
+// projects.
+func (m *Memd) projectTurns(turns []recall.Turn) []recall.Turn {
+	for i := range turns {
+		m.projectDocs(turns[i].Docs)
+	}
+	return turns
+}
+
+// trustHits marks the hits of an untrusted project memory-tainted: the
+// owner's trust in a project is its config's, not the writing session's.
+func (m *Memd) trustHits(hits []recall.Hit) []recall.Hit {
+	for i, h := range hits {
+		if h.Project == "" {
+			continue
+		}
+		if p, ok := m.cfg.Project(h.Project); !ok || !p.Trusted() {
+			hits[i].Source = recall.SourceTainted
+		}
+	}
+	return hits
+}
+
+// validChannel reports whether ch is "" or a Mattermost id (26 lower-case
+// base32 characters, model.NewId in mattermost/mattermost
+// server/public/model/utils.go).
+func validChannel(ch string) bool {
+	if ch == "" {
+		return true
+	}
+	if len(ch) != 26 {
+		return false
+	}
+	for _, c := range ch {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
