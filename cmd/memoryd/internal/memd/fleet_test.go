@@ -32,8 +32,9 @@ func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honcho
 	})
 }
 
-// startFleetGate is startFleet with a gate that answers with answer.
-func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant) (*harness, *fake.Server, honcho.Settings) {
+// startFleetGate is startFleet with a gate that answers with answer;
+// edit, if given, changes the config first.
+func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant, edit ...func(*Config)) (*harness, *fake.Server, honcho.Settings) {
 	t.Helper()
 	srv := fake.New(t, opts)
 	s, err := honcho.Parse(honcho.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
@@ -51,6 +52,9 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
 		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), GateSocket: gate},
 		maxClass: dataclass.Private, fleet: &s, backoffMin: 5 * time.Millisecond}
+	for _, e := range edit {
+		e(&cfg)
+	}
 	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -112,4 +114,32 @@ func validChannel(ch string) bool {
 		}
 	}
 	return true
+}
+
+// place is where fleet memory files session's turns: the agent's pair
+// for a session of no project, the project's pair for a project's
+// session, and nowhere (false) for a project without one.
+func (m *Memd) place(session string) (fleet.Pair, bool) {
+	p, in := m.cfg.ProjectOf(m.channelOf(session))
+	if !in {
+		s, _ := m.cfg.Fleet()
+		return fleet.Pair{Trusted: s.Trusted, Untrusted: s.Untrusted}, true
+	}
+	t, u, ok := p.Pair()
+	return fleet.Pair{Trusted: t, Untrusted: u}, ok
+}
+
+// projectSources are the Honcho workspaces session's project adds to
+// what recall and ask_memory read: its pair, the trusted one trusted only
+// when the project is.
+func (m *Memd) projectSources(session string) []honcho.Source {
+	p, in := m.cfg.ProjectOf(m.channelOf(session))
+	if !in {
+		return nil
+	}
+	t, u, ok := p.Pair()
+	if !ok {
+		return nil
+	}
+	return []honcho.Source{{ID: t, Trusted: p.Trusted()}, {ID: u}}
 }

@@ -95,6 +95,10 @@ func TestProjectConfigRefusals(t *testing.T) {
 		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\n[[project]]\nname = \"b\"\nchannels = [\"" + chanA + "\"]\n", "in projects a and b"},
 		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\n[[project]]\nname = \"a\"\nchannels = [\"" + chanB + "\"]\n", "used twice"},
 		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrust = \"yes\"\n", "trust is \"yes\""},
+		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrusted_workspace = \"a-t\"\n", "give both trusted_workspace and untrusted_workspace"},
+		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrusted_workspace = \"a-t\"\nuntrusted_workspace = \"a-u\"\n", "has no [honcho] table"},
+		{"[honcho]\nurl = \"http://127.0.0.1:8000\"\npeer = \"agent\"\ntrusted_workspace = \"h-t\"\nuntrusted_workspace = \"h-u\"\n\n[[project]]\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrusted_workspace = \"a-t\"\nuntrusted_workspace = \"h-u\"\n", "workspace h-u is also this agent's"},
+		{"[honcho]\nurl = \"http://127.0.0.1:8000\"\npeer = \"agent\"\ntrusted_workspace = \"h-t\"\nuntrusted_workspace = \"h-u\"\n\n[[project]]\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrusted_workspace = \"a-t\"\nuntrusted_workspace = \"a-u\"\n[[project]]\nname = \"b\"\nchannels = [\"" + chanB + "\"]\ntrusted_workspace = \"b-t\"\nuntrusted_workspace = \"a-u\"\n", "workspace a-u is also a's"},
 	} {
 		_, err := memoryd.Parse([]byte(base+tt.toml), "memoryd.toml")
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "docs/runbook.md#memory-project-refused") {

@@ -95,7 +95,7 @@ func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResul
 		}
 		return &wire.ToolResult{Status: wire.StatusRan, Output: out, Class: dataclass.Public}
 	case toolset.AskMemory:
-		return m.askMemory(ctx, call.Arguments)
+		return m.askMemory(ctx, call.Session, call.Arguments)
 	}
 	return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("there is no memory tool %q", call.Tool), Class: dataclass.Public}
 }

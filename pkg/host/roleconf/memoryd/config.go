@@ -128,15 +128,17 @@ func (c Config) check(path string) (Config, error) {
 		}
 		c.maxClass = mc
 	}
-	if err := checkProjects(c.Projects); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
-	}
 	if c.Honcho != nil {
 		s, err := honchoconf.Parse(*c.Honcho)
 		if err != nil {
 			return Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
 		c.fleet = &s
+	}
+	// The pairs are checked against the agent's workspaces: after [honcho].
+	c.Projects = append([]Project(nil), c.Projects...)
+	if err := checkProjects(c.Projects, c.fleet); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }

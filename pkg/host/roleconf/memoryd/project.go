@@ -3,6 +3,8 @@ package memoryd
 import (
 	"fmt"
 	"regexp"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // Project is one [[project]] table: a set of Mattermost channels whose
@@ -18,6 +20,25 @@ type Project struct {
 	// default: memory-tainted, so a session that recalls them is
 	// untrusted) or "trusted".
 	Trust string `toml:"trust"`
+	// TrustedWorkspace and UntrustedWorkspace are the project's Honcho
+	// workspace pair (both or neither; decision row "Projects in memory"):
+	// its sessions' clean turns go to the first, every other written turn
+	// to the second, and its threads' recall and ask_memory read both
+	// besides the agent's. Without them a project's turns stay on the
+	// host. Shared with the project's other agents, never with another
+	// project's.
+	TrustedWorkspace   string `toml:"trusted_workspace"`
+	UntrustedWorkspace string `toml:"untrusted_workspace"`
+
+	pair *[2]honchoconf.ID
+}
+
+// Pair is the project's Honcho workspace pair, if it has one.
+func (p Project) Pair() (trusted, untrusted honchoconf.ID, ok bool) {
+	if p.pair == nil {
+		return honchoconf.ID{}, honchoconf.ID{}, false
+	}
+	return p.pair[0], p.pair[1], true
 }
 
 // Trusted reports whether the project's hits are trusted.
@@ -31,12 +52,22 @@ var (
 )
 
 // checkProjects refuses a project without a usable name or channel, a
-// name used twice and a channel in two projects (its threads' memory
-// would belong to both, and so to neither's wall).
-func checkProjects(ps []Project) error {
+// name used twice, a channel in two projects (its threads' memory would
+// belong to both, and so to neither's wall), and a workspace pair that
+// is half given, not Honcho ids, or shared with the agent (fleet, if
+// any) or another project. It parses each pair.
+func checkProjects(ps []Project, fleet *honchoconf.Settings) error {
 	names := map[string]bool{}
 	channels := map[string]string{}
-	for i, p := range ps {
+	workspaces := map[honchoconf.ID]string{}
+	if fleet != nil {
+		workspaces[fleet.Trusted], workspaces[fleet.Untrusted] = "this agent", "this agent"
+		for _, o := range fleet.Others {
+			workspaces[o.ID] = "[honcho] workspaces"
+		}
+	}
+	for i := range ps {
+		p := &ps[i]
 		bad := func(format string, a ...any) error {
 			return fmt.Errorf("project[%d]: "+format+"; see docs/runbook.md#memory-project-refused", append([]any{i}, a...)...)
 		}
@@ -64,6 +95,28 @@ func checkProjects(ps []Project) error {
 		default:
 			return bad("%s: trust is %q, want \"trusted\" or \"untrusted\"", p.Name, p.Trust)
 		}
+		if (p.TrustedWorkspace == "") != (p.UntrustedWorkspace == "") {
+			return bad("%s: give both trusted_workspace and untrusted_workspace, or neither", p.Name)
+		}
+		if p.TrustedWorkspace == "" {
+			continue
+		}
+		if fleet == nil {
+			return bad("%s names Honcho workspaces, but memoryd.toml has no [honcho] table", p.Name)
+		}
+		var pair [2]honchoconf.ID
+		for j, w := range []string{p.TrustedWorkspace, p.UntrustedWorkspace} {
+			id, err := honchoconf.ParseID(w)
+			if err != nil {
+				return bad("%s: workspace %q: %v", p.Name, w, err)
+			}
+			if other, ok := workspaces[id]; ok {
+				return bad("%s: workspace %s is also %s's; a project's pair is its own", p.Name, w, other)
+			}
+			workspaces[id] = p.Name
+			pair[j] = id
+		}
+		p.pair = &pair
 	}
 	return nil
 }
