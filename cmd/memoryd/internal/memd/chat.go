@@ -128,6 +128,9 @@ func (m *Memd) chatWhy(_ context.Context, _ sockets.Peer, r *wire.ChatWhy) stric
 	if err := m.inThread(id, r.Channel); err != nil {
 		return chatRefused("why", err.Error())
 	}
+	if err := chatClass(m, id); err != nil {
+		return chatRefused("why", err.Error())
+	}
 	c, err := m.Why(id)
 	var rr *store.Refused
 	switch {
@@ -211,15 +214,28 @@ func (m *Memd) inThread(id, channel string) error {
 // private is not shown in the chat at all: the owner forgets it on the
 // host.
 func (m *Memd) chatWhat(id string) (string, error) {
+	if err := chatClass(m, id); err != nil {
+		return "", err
+	}
 	if store.NoteID.MatchString(id) {
 		n, _ := m.store.Note(id)
-		if !n.Class.AtMost(dataclass.Private) {
-			return "", fmt.Errorf("%s is of class %s, which never goes to the chat; run bxctl memory forget %s on the host", id, n.Class, id)
-		}
 		return fmt.Sprintf("note %s (%s, class %s): %s", n.ID, n.Kind, n.Class, quote(truncate.Ellipsis(n.Text, 300))), nil
 	}
 	if _, _, _, _, ok := store.ParseRecordKey(id); ok {
 		return escape.Line(id) + " (a record of a session log)", nil
 	}
 	return "", fmt.Errorf("%q is not a note id (n12) or a session record as recall shows it; identity entries are removed with the memory tool or bxctl memory undo", id)
+}
+
+// chatClass refuses a note above private: its text (which the chain and
+// the confirmation quote) never goes to the chat; the owner asks on the
+// host.
+func chatClass(m *Memd, id string) error {
+	if !store.NoteID.MatchString(id) {
+		return nil
+	}
+	if n, ok := m.store.Note(id); ok && !n.Class.AtMost(dataclass.Private) {
+		return fmt.Errorf("%s is of class %s, which never goes to the chat; run bxctl memory why %s or bxctl memory forget %s on the host", id, n.Class, id, id)
+	}
+	return nil
 }

@@ -75,13 +75,23 @@ func TestChatWhyAndForget(t *testing.T) {
 	if !ok || n.Kind != store.KindForget || n.Ref != "n1" || !strings.Contains(n.Text, "asked in the chat by Mattermost user "+owner+" in thread "+threadA) {
 		t.Errorf("tombstone = %+v", n)
 	}
+	// A secret note never goes to the chat, neither its chain nor its
+	// confirmation.
+	if r := h.tool(t, "sa", "memory", `{"action":"note","text":"The vault PIN is 4471."}`, dataclass.Secret, false); !strings.Contains(r.Output, "noted as n3") {
+		t.Fatalf("secret note = %q", r.Output)
+	}
+	for _, v := range []strict.Variant{&wire.ChatWhy{ID: "n3", Channel: chanA, User: owner}, &wire.ChatForget{ID: "n3", Thread: threadA, Channel: chanA, User: owner}} {
+		if e, ok := h.chat(t, v).(*wire.Error); !ok || !strings.Contains(e.Msg, "class secret, which never goes to the chat") || strings.Contains(e.Msg, "4471") {
+			t.Errorf("%s of a secret note = %v", v.Tag(), e)
+		}
+	}
 	// Three wrong codes end the wait.
 	h.tool(t, "sa", "memory", `{"action":"note","text":"The alpha gate word is plover."}`, dataclass.Private, false)
-	fc, _ = h.chat(t, &wire.ChatForget{ID: "n3", Thread: threadA, Channel: chanA, User: owner}).(*wire.ForgetCode)
+	fc, _ = h.chat(t, &wire.ChatForget{ID: "n4", Thread: threadA, Channel: chanA, User: owner}).(*wire.ForgetCode)
 	for range 3 {
-		h.chat(t, &wire.ChatForget{ID: "n3", Thread: threadA, Channel: chanA, User: owner, Code: wrong})
+		h.chat(t, &wire.ChatForget{ID: "n4", Thread: threadA, Channel: chanA, User: owner, Code: wrong})
 	}
-	if e, ok := h.chat(t, &wire.ChatForget{ID: "n3", Thread: threadA, Channel: chanA, User: owner, Code: fc.Code}).(*wire.Error); !ok || !strings.Contains(e.Msg, "no forget of n3 is waiting") {
+	if e, ok := h.chat(t, &wire.ChatForget{ID: "n4", Thread: threadA, Channel: chanA, User: owner, Code: fc.Code}).(*wire.Error); !ok || !strings.Contains(e.Msg, "no forget of n4 is waiting") {
 		t.Errorf("the right code after three wrong = %v", e)
 	}
 }
