@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	honchofake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
@@ -125,18 +126,25 @@ func (r *memRig) recall(t *testing.T, channel, root, query string) string {
 }
 
 // TestStackMemoryProjects is issue 30's projects over real processes:
-// two projects over two channels (memoryd.toml's [[project]]). A fact
-// noted in a thread of project A's channel is recalled in another thread
-// of A, not in a thread of project B's channel, not in a direct message
-// (a thread outside both); the session's baseline holds its channel,
-// which gatewayd sent and loopd kept.
+// two projects over two channels (memoryd.toml's [[project]]), under the
+// chosen design, with fleet memory on a fake Honcho: project alpha has
+// a workspace pair of its own, beta none. A fact noted in a thread of
+// alpha's channel is recalled in another thread of alpha, not in a
+// thread of beta's channel, not in a direct message (a thread outside
+// both); the session's baseline holds its channel, which gatewayd sent
+// and loopd kept. In Honcho, alpha's turns are in alpha's pair only,
+// beta's nowhere, the direct message's in the agent's pair, and only
+// alpha's threads search alpha's pair.
 func TestStackMemoryProjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
 	t.Parallel()
+	hon := honchofake.New(t, honchofake.Options{})
 	r := newMemRig(t, func(a, b string) string {
-		return fmt.Sprintf("\n[[project]]\nname = \"alpha\"\nchannels = [%q]\ntrust = \"trusted\"\n\n[[project]]\nname = \"beta\"\nchannels = [%q]\n", a, b)
+		return fmt.Sprintf("\n[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\nread_bound_ms = 2000\n"+
+			"\n[[project]]\nname = \"alpha\"\nchannels = [%q]\ntrust = \"trusted\"\ntrusted_workspace = \"alpha-trusted\"\nuntrusted_workspace = \"alpha-untrusted\"\n"+
+			"\n[[project]]\nname = \"beta\"\nchannels = [%q]\n", hon.URL, a, b)
 	})
 	root := r.note(t, r.a, "The alpha boiler code is kestrel.")
 	if res := toolResults(t, r.state, "mm-"+root.ID); len(res) != 1 || !strings.Contains(res[0].Content, "noted as n1") {
@@ -145,14 +153,64 @@ func TestStackMemoryProjects(t *testing.T) {
 	base := readFile(t, filepath.Join(r.state, "sessions", "mm-"+root.ID, "0.baseline.json"))
 	require.Contains(t, base, `"channel":"`+r.a+`"`, "the session's baseline lacks its channel")
 
-	if got := r.recall(t, r.a, "", "kestrel"); !strings.Contains(got, "kestrel") || !strings.Contains(got, "(project alpha)") {
-		t.Errorf("recall in another thread of project alpha:\n%s", got)
+	// The note's turn reaches alpha's pair before the other threads ask.
+	inHoncho := func(session string) map[string]int {
+		ws := map[string]int{}
+		for _, m := range hon.Messages() {
+			if m.Session == session {
+				ws[m.Workspace]++
+			}
+		}
+		return ws
 	}
-	if got := r.recall(t, r.b, "", "kestrel"); strings.Contains(got, "kestrel.") || !strings.Contains(got, ": 0 hits") {
-		t.Errorf("recall in project beta's thread found alpha's note:\n%s", got)
+	for i := 0; inHoncho("mm-"+root.ID)["alpha-trusted"] < 2; i++ {
+		if i > 1500 {
+			t.Fatalf("alpha's note turn never reached alpha-trusted: %+v\n%s", hon.Messages(), r.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if got := r.recall(t, r.dm, "", "kestrel"); strings.Contains(got, "kestrel.") || !strings.Contains(got, ": 0 hits") {
-		t.Errorf("recall in a thread outside both projects found alpha's note:\n%s", got)
+	searched := func(f func() string) (string, string) {
+		n := len(hon.Requests())
+		got := f()
+		var paths []string
+		for _, q := range hon.Requests()[n:] {
+			if strings.HasSuffix(q.Path, "/search") {
+				paths = append(paths, q.Path)
+			}
+		}
+		return got, strings.Join(paths, " ")
+	}
+
+	got, paths := searched(func() string { return r.recall(t, r.a, "", "kestrel") })
+	if !strings.Contains(got, "kestrel") || !strings.Contains(got, "(project alpha)") || !strings.Contains(paths, "/alpha-trusted/search") {
+		t.Errorf("recall in another thread of project alpha (searched %s):\n%s", paths, got)
+	}
+	got, paths = searched(func() string { return r.recall(t, r.b, "", "kestrel") })
+	if strings.Contains(got, "kestrel.") || !strings.Contains(got, ": 0 hits") || strings.Contains(paths, "alpha-") {
+		t.Errorf("recall in project beta's thread found alpha's note or searched alpha's pair (%s):\n%s", paths, got)
+	}
+	got, paths = searched(func() string { return r.recall(t, r.dm, "", "kestrel") })
+	if strings.Contains(got, "kestrel.") || !strings.Contains(got, ": 0 hits") || strings.Contains(paths, "alpha-") || !strings.Contains(paths, "/host1-trusted/search") {
+		t.Errorf("recall in a thread outside both projects found alpha's note or searched alpha's pair (%s):\n%s", paths, got)
+	}
+	// Every filed turn is where its thread's project puts it.
+	for i := 0; len(hon.Messages()) < 6; i++ {
+		if i > 1500 {
+			t.Fatalf("Honcho holds %d messages, want 6 (alpha's two turns and the direct message's):\n%+v", len(hon.Messages()), hon.Messages())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // anything filed late would show now
+	for _, m := range hon.Messages() {
+		if !strings.HasPrefix(m.Workspace, "alpha-") && !strings.HasPrefix(m.Workspace, "host1-") {
+			t.Errorf("Honcho holds a message in %s: %+v", m.Workspace, m)
+		}
+		if strings.Contains(m.Content, "kestrel") && strings.HasPrefix(m.Workspace, "host1-") && !strings.Contains(m.Content, "what do you know") {
+			t.Errorf("alpha's fact is in the agent's workspace: %+v", m)
+		}
+	}
+	if len(hon.Messages()) != 6 {
+		t.Errorf("Honcho holds %d messages, want 6 (beta's thread files nothing): %+v", len(hon.Messages()), hon.Messages())
 	}
 }
 
