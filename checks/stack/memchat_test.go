@@ -163,7 +163,7 @@ func TestStackMemoryProjects(t *testing.T) {
 		}
 		return ws
 	}
-	for i := 0; inHoncho("mm-"+root.ID)["alpha-trusted"] < 2; i++ {
+	for i := 0; inHoncho("mm-" + root.ID)["alpha-trusted"] < 2; i++ {
 		if i > 1500 {
 			t.Fatalf("alpha's note turn never reached alpha-trusted: %+v\n%s", hon.Messages(), r.logs())
 		}
