@@ -182,13 +182,21 @@ func (m *Memd) chatForget(ctx context.Context, _ sockets.Peer, r *wire.ChatForge
 }
 
 // inThread refuses an entry that a thread of channel could not recall:
-// another project's note or session record (said as if it did not
-// exist, so a thread learns nothing of another project). Identity
-// entries are in every prompt, and a Honcho hit's workspace is the
-// agent's own or one memoryd.toml names.
+// another project's note, session record or Honcho workspace (said
+// plainly, never with the entry's text). Identity entries are in every
+// prompt.
 func (m *Memd) inThread(id, channel string) error {
+	here, _ := m.cfg.ProjectOf(channel)
 	var session string
 	switch {
+	case honchoHit.MatchString(id):
+		ws := honchoHit.FindStringSubmatch(id)[1]
+		for _, p := range m.cfg.Projects {
+			if t, u, ok := p.Pair(); ok && p.Name != here.Name && (ws == t.String() || ws == u.String()) {
+				return fmt.Errorf("%s is not in this thread's memory", id)
+			}
+		}
+		return nil
 	case store.NoteID.MatchString(id):
 		n, ok := m.store.Note(id)
 		if !ok {
@@ -202,7 +210,6 @@ func (m *Memd) inThread(id, channel string) error {
 		}
 		session = s
 	}
-	here, _ := m.cfg.ProjectOf(channel)
 	if p := m.projectOf(session); p != "" && p != here.Name {
 		return fmt.Errorf("%s is not in this thread's memory", id)
 	}

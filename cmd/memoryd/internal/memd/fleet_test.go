@@ -50,12 +50,12 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 	gate := sockettest.Serve(t, filepath.Join(root, "g"), &wire.Gate, rpc.NewServer(&wire.Gate, slog.New(slog.DiscardHandler),
 		rpc.On(func(_ context.Context, _ sockets.Peer, q *wire.SessionQuery) strict.Variant { return answer(q) })).Serve)
 	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
-		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), GateSocket: gate},
+		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), ChatSocketDir: filepath.Join(root, "c"), GateSocket: gate},
 		maxClass: dataclass.Private, fleet: &s, backoffMin: 5 * time.Millisecond}
 	for _, e := range edit {
 		e(&cfg)
 	}
-	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
+	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir, cfg.ChatSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}

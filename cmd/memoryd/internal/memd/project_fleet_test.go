@@ -112,6 +112,16 @@ func TestProjectWorkspacePairs(t *testing.T) {
 	if c, ok := h.admin(t, &wire.MemoryWhy{ID: "honcho workspace alpha-trusted session sa peer agent"}).(*wire.WhyChain); !ok || !strings.Contains(strings.Join(c.Steps, "\n"), "project alpha's trusted workspace (the project is trusted)") {
 		t.Errorf("why of an alpha hit = %+v", c)
 	}
+	// In the chat, only alpha's threads may ask about alpha's workspaces.
+	hit := "honcho workspace alpha-untrusted session sa peer agent"
+	if c, ok := h.ask(t, h.cfg.ChatSocketDir, &wire.Memchat, &wire.ChatWhy{ID: hit, Channel: chanA}).(*wire.WhyChain); !ok || !strings.Contains(strings.Join(c.Steps, "\n"), "project alpha's untrusted workspace") {
+		t.Errorf("!why of an alpha hit in alpha = %+v", c)
+	}
+	for _, ch := range []string{chanB, chanX} {
+		if e, ok := h.ask(t, h.cfg.ChatSocketDir, &wire.Memchat, &wire.ChatWhy{ID: hit, Channel: ch}).(*wire.Error); !ok || !strings.Contains(e.Msg, "not in this thread's memory") {
+			t.Errorf("!why of an alpha hit in %s = %v", ch, e)
+		}
+	}
 }
 
 // TestProjectDesignOneWorkspace runs the design not chosen (issue 30: one
