@@ -2,12 +2,14 @@ package memd
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
+	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -126,7 +128,26 @@ func (m *Memd) place(session string) (fleet.Pair, bool) {
 		return fleet.Pair{Trusted: s.Trusted, Untrusted: s.Untrusted}, true
 	}
 	t, u, ok := p.Pair()
-	return fleet.Pair{Trusted: t, Untrusted: u}, ok
+	return fleet.Pair{Trusted: t, Untrusted: u}, ok && !p.ReadOnly
+}
+
+// projectWrite refuses a memory tool call in a project's thread that
+// would write outside the project's memory, or any in a read-only
+// project: identity (memory.md, user.md) is in every thread's prompt, so
+// a project's thread may only note (a note of a project's session is
+// the project's). "" lets the call through.
+func (m *Memd) projectWrite(session string, raw []byte) string {
+	p, in := m.cfg.ProjectOf(m.channelOf(session))
+	if !in {
+		return ""
+	}
+	if p.ReadOnly {
+		return fmt.Sprintf("memory: this thread is in project %s, which this agent only reads (read_only in memoryd.toml); nothing was written; see docs/runbook.md#memory-project-write", p.Name)
+	}
+	if a, err := store.ParseArgs(raw); err == nil && a.Action != "note" {
+		return fmt.Sprintf("memory: this thread is in project %s; memory.md and user.md are in every thread's prompt, so a project's thread writes only notes (action note: the project's memory); nothing was written; see docs/runbook.md#memory-project-write", p.Name)
+	}
+	return ""
 }
 
 // projectSources are the Honcho workspaces session's project adds to

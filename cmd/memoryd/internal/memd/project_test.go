@@ -85,6 +85,31 @@ func TestProjectsWallRecall(t *testing.T) {
 	check()
 }
 
+// TestProjectThreadWrites: a project's thread notes (the project's
+// memory) but never edits identity, which is in every thread's prompt;
+// a read-only project's thread writes nothing; a thread outside every
+// project edits identity as before.
+func TestProjectThreadWrites(t *testing.T) {
+	h := startWith(t, []memoryd.Project{{Name: "alpha", Channels: []string{chanA}}, {Name: "gamma", Channels: []string{chanB}, ReadOnly: true}})
+	for s, ch := range map[string]string{"sa": chanA, "sg": chanB, "sx": ""} {
+		h.epoch(t, s, ch)
+	}
+	for _, tt := range []struct{ session, args, want string }{
+		{"sa", `{"action":"add","file":"user","text":"The owner works on alpha."}`, "a project's thread writes only notes"},
+		{"sa", `{"action":"note","text":"alpha ships in May"}`, "noted as n1"},
+		{"sg", `{"action":"note","text":"gamma ships in June"}`, "project gamma, which this agent only reads"},
+		{"sx", `{"action":"add","file":"user","text":"The owner likes tea."}`, "user.md: add done"},
+	} {
+		r := h.tool(t, tt.session, "memory", tt.args, dataclass.Private, false)
+		if !strings.Contains(r.Output, tt.want) {
+			t.Errorf("%s %s = %q, want %q", tt.session, tt.args, r.Output, tt.want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.cfg.StateDir, "memory", "user.md")); strings.Contains(string(b), "alpha") {
+		t.Errorf("a project's thread edited user.md:\n%s", b)
+	}
+}
+
 // TestProjectConfigRefusals: memoryd.toml's [[project]] tables.
 func TestProjectConfigRefusals(t *testing.T) {
 	base := "state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n"

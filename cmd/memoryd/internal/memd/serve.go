@@ -78,6 +78,9 @@ func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResul
 	case toolset.Recall:
 		return m.recall(ctx, call.Session, call.Arguments)
 	case toolset.Memory:
+		if msg := m.projectWrite(call.Session, call.Arguments); msg != "" {
+			return &wire.ToolResult{Status: wire.StatusDenied, Output: msg, Class: dataclass.Public}
+		}
 		out, err := m.store.Do(store.Caller{Session: call.Session, Taint: call.Taint, Untrusted: call.Untrusted}, call.Arguments)
 		var r *store.Refused
 		switch {

@@ -29,6 +29,11 @@ type Project struct {
 	// project's.
 	TrustedWorkspace   string `toml:"trusted_workspace"`
 	UntrustedWorkspace string `toml:"untrusted_workspace"`
+	// ReadOnly: this agent reads the project's memory but writes none of
+	// it: the memory tool is refused in the project's threads, and their
+	// turns are not filed to the project's pair (the session logs stay
+	// this agent's own, recalled in the project's threads).
+	ReadOnly bool `toml:"read_only"`
 
 	pair *[2]honchoconf.ID
 }
