@@ -163,9 +163,11 @@ func TestStackMemoryProjects(t *testing.T) {
 		}
 		return ws
 	}
-	for i := 0; inHoncho("mm-" + root.ID)["alpha-trusted"] < 2; i++ {
+	// (Trusted if brokerd's gate answered in time, else untrusted: under
+	// load either is right; the agent's pair never is.)
+	for i := 0; inHoncho("mm-" + root.ID)["alpha-trusted"]+inHoncho("mm-" + root.ID)["alpha-untrusted"] < 2; i++ {
 		if i > 1500 {
-			t.Fatalf("alpha's note turn never reached alpha-trusted: %+v\n%s", hon.Messages(), r.logs())
+			t.Fatalf("alpha's note turn never reached alpha's pair: %+v\n%s", hon.Messages(), r.logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
