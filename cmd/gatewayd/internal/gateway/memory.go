@@ -61,6 +61,11 @@ func (g *Gateway) memoryCommand(ctx context.Context, post *mattermost.Post, verb
 		b.WriteString("\nThe audit log's links (the memory call's decision, the untrusted result's seq and hash) are on the host: `bxctl memory why " + render.Plain(a.ID) + "`.")
 		g.replyParts(ctx, post, b.String())
 	case *wire.ForgetCode:
+		if c, err := wire.ParseApprovalCode(a.Code); err != nil || c != a.Code {
+			g.log.Error("memory command: memoryd sent a code that is not one", "command", verb)
+			g.reply(ctx, post.ChannelID, post.Thread(), "Nothing was done: memoryd's answer was malformed; see docs/runbook.md#memoryd-unavailable")
+			return
+		}
 		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("Forget %s? %s\nTo forget it, answer in this thread within %d minutes: `!forget %s %s`",
 			render.Plain(a.ID), render.Plain(a.What), a.Minutes, render.Plain(a.ID), a.Code))
 	case *wire.MemoryDone:
