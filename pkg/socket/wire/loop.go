@@ -29,6 +29,11 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
+// ChatSessionPrefix starts the id of every session gatewayd makes: the
+// prefix and the thread's root post id. memoryd reads a project's
+// threads (memoryd.toml's [[project]] threads) by it.
+const ChatSessionPrefix = "mm-"
+
 // MaxMessage caps one user message, in bytes.
 const MaxMessage = 64 << 10
 

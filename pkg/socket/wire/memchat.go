@@ -22,11 +22,12 @@ package wire
 // forget that Honcho could not take back (fleet memory) is refused in the
 // chat and left to bxctl on the host.
 
-// ChatWhy is the owner's `!why ID`, gatewayd to memoryd. Channel is the
-// thread's channel (memoryd's projects are sets of channels); User is the
-// approver's Mattermost id, for memoryd's log.
+// ChatWhy is the owner's `!why ID`, gatewayd to memoryd. Thread (the
+// root post id) and Channel place the thread in memoryd's projects;
+// User is the approver's Mattermost id, for memoryd's log.
 type ChatWhy struct {
 	ID      string `json:"id"`
+	Thread  string `json:"thread"`
 	Channel string `json:"channel"`
 	User    string `json:"user"`
 }

@@ -160,7 +160,7 @@ func testMemoryCommands(t *testing.T, served bool) {
 			&wire.ChatForget{ID: "n1", Thread: root.ID, Channel: ch, User: r.owner.ID},
 			&wire.ChatForget{ID: "n1", Thread: root.ID, Channel: ch, User: r.owner.ID, Code: "zzzzzz"},
 			&wire.ChatForget{ID: "n1", Thread: root.ID, Channel: ch, User: r.owner.ID, Code: "7K2MQ9"},
-			&wire.ChatWhy{ID: "n1", Channel: ch, User: r.owner.ID},
+			&wire.ChatWhy{ID: "n1", Thread: root.ID, Channel: ch, User: r.owner.ID},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("memoryd got %+v, want %+v", got, want)

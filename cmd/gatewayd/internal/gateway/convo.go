@@ -22,7 +22,7 @@ type convo struct {
 }
 
 // SessionPrefix starts every session id gatewayd makes.
-const SessionPrefix = "mm-"
+const SessionPrefix = wire.ChatSessionPrefix
 
 // handle takes one post, from the WebSocket or a gap fetch. A post is
 // marked seen only once it is judged heard, so posts nobody may send

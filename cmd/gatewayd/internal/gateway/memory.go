@@ -35,7 +35,7 @@ func (g *Gateway) memoryCommand(ctx context.Context, post *mattermost.Post, verb
 		g.reply(ctx, post.ChannelID, post.Thread(), "Usage: "+memoryUsage+".")
 		return
 	}
-	var req strict.Variant = &wire.ChatWhy{ID: id, Channel: post.ChannelID, User: post.UserID}
+	var req strict.Variant = &wire.ChatWhy{ID: id, Thread: post.Thread(), Channel: post.ChannelID, User: post.UserID}
 	if verb == "!forget" {
 		req = &wire.ChatForget{ID: id, Thread: post.Thread(), Channel: post.ChannelID, User: post.UserID, Code: code}
 	}

@@ -122,10 +122,10 @@ func chatRefused(op, msg string) *wire.Error {
 
 func (m *Memd) chatWhy(_ context.Context, _ sockets.Peer, r *wire.ChatWhy) strict.Variant {
 	id := strings.TrimSpace(r.ID)
-	if !validChannel(r.Channel) {
-		return &wire.Error{Op: "why", Kind: wire.Invalid, Msg: "bad channel"}
+	if !validChannel(r.Channel) || !validChannel(r.Thread) || r.Thread == "" {
+		return &wire.Error{Op: "why", Kind: wire.Invalid, Msg: "bad channel or thread"}
 	}
-	if err := m.inThread(id, r.Channel); err != nil {
+	if err := m.inThread(id, r.Thread, r.Channel); err != nil {
 		return chatRefused("why", err.Error())
 	}
 	if err := chatClass(m, id); err != nil {
@@ -149,7 +149,7 @@ func (m *Memd) chatForget(ctx context.Context, _ sockets.Peer, r *wire.ChatForge
 	if !validChannel(r.Channel) || !validChannel(r.Thread) || r.Thread == "" {
 		return &wire.Error{Op: "forget", Kind: wire.Invalid, Msg: "bad channel or thread"}
 	}
-	if err := m.inThread(id, r.Channel); err != nil {
+	if err := m.inThread(id, r.Thread, r.Channel); err != nil {
 		return chatRefused("forget", err.Error())
 	}
 	if r.Code == "" {
@@ -185,8 +185,8 @@ func (m *Memd) chatForget(ctx context.Context, _ sockets.Peer, r *wire.ChatForge
 // another project's note, session record or Honcho workspace (said
 // plainly, never with the entry's text). Identity entries are in every
 // prompt.
-func (m *Memd) inThread(id, channel string) error {
-	here, _ := m.cfg.ProjectOf(channel)
+func (m *Memd) inThread(id, thread, channel string) error {
+	here, _ := m.cfg.ProjectOfSession(wire.ChatSessionPrefix+thread, channel)
 	var session string
 	switch {
 	case honchoHit.MatchString(id):

@@ -30,10 +30,10 @@ func TestChatWhyAndForget(t *testing.T) {
 	h := twoProjects(t)
 	h.epoch(t, "sa", chanA)
 	h.tool(t, "sa", "memory", `{"action":"note","text":"The alpha boiler code is kestrel."}`, dataclass.Private, false)
-	if c, ok := h.chat(t, &wire.ChatWhy{ID: "n1", Channel: chanA, User: owner}).(*wire.WhyChain); !ok || !strings.Contains(strings.Join(c.Steps, "\n"), "kestrel") {
+	if c, ok := h.chat(t, &wire.ChatWhy{ID: "n1", Thread: threadA, Channel: chanA, User: owner}).(*wire.WhyChain); !ok || !strings.Contains(strings.Join(c.Steps, "\n"), "kestrel") {
 		t.Fatalf("why n1 in alpha = %+v", c)
 	}
-	for _, v := range []strict.Variant{&wire.ChatWhy{ID: "n1", Channel: chanB, User: owner}, &wire.ChatWhy{ID: "n1", Channel: chanX, User: owner},
+	for _, v := range []strict.Variant{&wire.ChatWhy{ID: "n1", Thread: threadA, Channel: chanB, User: owner}, &wire.ChatWhy{ID: "n1", Thread: threadA, Channel: chanX, User: owner},
 		&wire.ChatForget{ID: "n1", Thread: threadA, Channel: chanB, User: owner}} {
 		if e, ok := h.chat(t, v).(*wire.Error); !ok || !strings.Contains(e.Msg, "not in this thread's memory") || !strings.Contains(e.Msg, "runbook.md#memory-chat-commands") {
 			t.Errorf("%+v = %v, want not in this thread's memory", v, e)
@@ -80,7 +80,7 @@ func TestChatWhyAndForget(t *testing.T) {
 	if r := h.tool(t, "sa", "memory", `{"action":"note","text":"The vault PIN is 4471."}`, dataclass.Secret, false); !strings.Contains(r.Output, "noted as n3") {
 		t.Fatalf("secret note = %q", r.Output)
 	}
-	for _, v := range []strict.Variant{&wire.ChatWhy{ID: "n3", Channel: chanA, User: owner}, &wire.ChatForget{ID: "n3", Thread: threadA, Channel: chanA, User: owner}} {
+	for _, v := range []strict.Variant{&wire.ChatWhy{ID: "n3", Thread: threadA, Channel: chanA, User: owner}, &wire.ChatForget{ID: "n3", Thread: threadA, Channel: chanA, User: owner}} {
 		if e, ok := h.chat(t, v).(*wire.Error); !ok || !strings.Contains(e.Msg, "class secret, which never goes to the chat") || strings.Contains(e.Msg, "4471") {
 			t.Errorf("%s of a secret note = %v", v.Tag(), e)
 		}

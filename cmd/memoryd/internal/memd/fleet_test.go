@@ -61,7 +61,8 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 		}
 	}
 	h := &harness{cfg: cfg}
-	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.AdminSocketDir, wire.Memadmin.Name), func(ctx context.Context) error {
+	// memchat.sock is the last socket memoryd makes: once it is there, all are.
+	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.ChatSocketDir, wire.Memchat.Name), func(ctx context.Context) error {
 		return Run(ctx, slog.New(slog.DiscardHandler), cfg)
 	})
 	return h, srv, s

@@ -44,7 +44,8 @@ func startWith(t *testing.T, projects []memoryd.Project) *harness {
 		}
 	}
 	h := &harness{cfg: cfg}
-	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.AdminSocketDir, wire.Memadmin.Name), func(ctx context.Context) error {
+	// memchat.sock is the last socket memoryd makes: once it is there, all are.
+	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.ChatSocketDir, wire.Memchat.Name), func(ctx context.Context) error {
 		return Run(ctx, slog.New(slog.DiscardHandler), cfg)
 	})
 	return h

@@ -62,7 +62,7 @@ func (m *Memd) channelOf(session string) string {
 
 // projectOf is the name of session's project, "" for none.
 func (m *Memd) projectOf(session string) string {
-	p, ok := m.cfg.ProjectOf(m.channelOf(session))
+	p, ok := m.cfg.ProjectOfSession(session, m.channelOf(session))
 	if !ok {
 		return ""
 	}
@@ -122,7 +122,7 @@ func validChannel(ch string) bool {
 // for a session of no project, the project's pair for a project's
 // session, and nowhere (false) for a project without one.
 func (m *Memd) place(session string) (fleet.Pair, bool) {
-	p, in := m.cfg.ProjectOf(m.channelOf(session))
+	p, in := m.cfg.ProjectOfSession(session, m.channelOf(session))
 	if !in {
 		s, _ := m.cfg.Fleet()
 		return fleet.Pair{Trusted: s.Trusted, Untrusted: s.Untrusted}, true
@@ -137,7 +137,7 @@ func (m *Memd) place(session string) (fleet.Pair, bool) {
 // a project's thread may only note (a note of a project's session is
 // the project's). "" lets the call through.
 func (m *Memd) projectWrite(session string, raw []byte) string {
-	p, in := m.cfg.ProjectOf(m.channelOf(session))
+	p, in := m.cfg.ProjectOfSession(session, m.channelOf(session))
 	if !in {
 		return ""
 	}
@@ -154,7 +154,7 @@ func (m *Memd) projectWrite(session string, raw []byte) string {
 // what recall and ask_memory read: its pair, the trusted one trusted only
 // when the project is.
 func (m *Memd) projectSources(session string) []honcho.Source {
-	p, in := m.cfg.ProjectOf(m.channelOf(session))
+	p, in := m.cfg.ProjectOfSession(session, m.channelOf(session))
 	if !in {
 		return nil
 	}

@@ -114,11 +114,11 @@ func TestProjectWorkspacePairs(t *testing.T) {
 	}
 	// In the chat, only alpha's threads may ask about alpha's workspaces.
 	hit := "honcho workspace alpha-untrusted session sa peer agent"
-	if c, ok := h.ask(t, h.cfg.ChatSocketDir, &wire.Memchat, &wire.ChatWhy{ID: hit, Channel: chanA}).(*wire.WhyChain); !ok || !strings.Contains(strings.Join(c.Steps, "\n"), "project alpha's untrusted workspace") {
+	if c, ok := h.ask(t, h.cfg.ChatSocketDir, &wire.Memchat, &wire.ChatWhy{ID: hit, Thread: threadA, Channel: chanA}).(*wire.WhyChain); !ok || !strings.Contains(strings.Join(c.Steps, "\n"), "project alpha's untrusted workspace") {
 		t.Errorf("!why of an alpha hit in alpha = %+v", c)
 	}
 	for _, ch := range []string{chanB, chanX} {
-		if e, ok := h.ask(t, h.cfg.ChatSocketDir, &wire.Memchat, &wire.ChatWhy{ID: hit, Channel: ch}).(*wire.Error); !ok || !strings.Contains(e.Msg, "not in this thread's memory") {
+		if e, ok := h.ask(t, h.cfg.ChatSocketDir, &wire.Memchat, &wire.ChatWhy{ID: hit, Thread: threadA, Channel: ch}).(*wire.Error); !ok || !strings.Contains(e.Msg, "not in this thread's memory") {
 			t.Errorf("!why of an alpha hit in %s = %v", ch, e)
 		}
 	}

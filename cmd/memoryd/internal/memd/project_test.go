@@ -115,7 +115,7 @@ func TestProjectConfigRefusals(t *testing.T) {
 	base := "state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n"
 	for _, tt := range []struct{ toml, want string }{
 		{`[[project]]` + "\nname = \"Alpha\"\nchannels = [\"" + chanA + "\"]\n", "name \"Alpha\""},
-		{`[[project]]` + "\nname = \"alpha\"\nchannels = []\n", "has no channels"},
+		{`[[project]]` + "\nname = \"alpha\"\nchannels = []\n", "has no channels and no threads"},
 		{`[[project]]` + "\nname = \"alpha\"\nchannels = [\"general\"]\n", "not a Mattermost channel id"},
 		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\n[[project]]\nname = \"b\"\nchannels = [\"" + chanA + "\"]\n", "in projects a and b"},
 		{`[[project]]` + "\nname = \"a\"\nchannels = [\"" + chanA + "\"]\n[[project]]\nname = \"a\"\nchannels = [\"" + chanB + "\"]\n", "used twice"},
@@ -136,5 +136,33 @@ func TestProjectConfigRefusals(t *testing.T) {
 	}
 	if _, ok := c.ProjectOf(""); ok {
 		t.Error("no channel is in a project")
+	}
+}
+
+// TestProjectThreads: a thread a project lists is the project's whatever
+// its channel (a direct message, or another project's channel); the
+// other threads of that channel keep theirs.
+func TestProjectThreads(t *testing.T) {
+	const listed, inB = "llllllllllllllllllllllllll", "mmmmmmmmmmmmmmmmmmmmmmmmmm"
+	h := startWith(t, []memoryd.Project{{Name: "alpha", Channels: []string{chanA}, Threads: []string{listed, inB}, Trust: "trusted"}, {Name: "beta", Channels: []string{chanB}}})
+	for s, ch := range map[string]string{"mm-" + listed: "", "mm-" + inB: chanB, "sb": chanB, "sa": chanA, "sx": ""} {
+		h.epoch(t, s, ch)
+	}
+	h.tool(t, "mm-"+listed, "memory", `{"action":"note","text":"The alpha boiler code is kestrel."}`, dataclass.Private, false)
+	for _, tt := range []struct {
+		session string
+		want    bool
+	}{{"mm-" + listed, true}, {"sa", true}, {"mm-" + inB, true}, {"sb", false}, {"sx", false}} {
+		if got, r := h.recalls(t, tt.session, "kestrel", "(project alpha)"); got != tt.want {
+			t.Errorf("recall in %s found alpha's note = %v, want %v:\n%s", tt.session, got, tt.want, r.Output)
+		}
+	}
+	if r := h.tool(t, "mm-"+inB, "memory", `{"action":"add","file":"user","text":"x"}`, dataclass.Private, false); !strings.Contains(r.Output, "project alpha") {
+		t.Errorf("an identity edit in alpha's listed thread = %q", r.Output)
+	}
+	_, err := memoryd.Parse([]byte("state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n"+
+		"[[project]]\nname = \"a\"\nthreads = [\""+listed+"\"]\n[[project]]\nname = \"b\"\nthreads = [\""+listed+"\"]\n"), "memoryd.toml")
+	if err == nil || !strings.Contains(err.Error(), "in projects a and b") {
+		t.Errorf("a thread in two projects = %v", err)
 	}
 }

@@ -3,8 +3,11 @@ package memoryd
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Project is one [[project]] table: a set of Mattermost channels whose
@@ -16,6 +19,10 @@ import (
 type Project struct {
 	Name     string   `toml:"name"`     // a short name: hits and receipts show it
 	Channels []string `toml:"channels"` // Mattermost channel ids, each in one project at most
+	// Threads are Mattermost threads (root post ids) of the project in
+	// channels of no project or another one (a direct message, a shared
+	// channel): a listed thread is the project's whatever its channel.
+	Threads []string `toml:"threads"`
 	// Trust is how recall labels the project's hits: "untrusted" (the
 	// default: memory-tainted, so a session that recalls them is
 	// untrusted) or "trusted".
@@ -63,7 +70,7 @@ var (
 // any) or another project. It parses each pair.
 func checkProjects(ps []Project, fleet *honchoconf.Settings) error {
 	names := map[string]bool{}
-	channels := map[string]string{}
+	channels, threads := map[string]string{}, map[string]string{}
 	workspaces := map[honchoconf.ID]string{}
 	if fleet != nil {
 		workspaces[fleet.Trusted], workspaces[fleet.Untrusted] = "this agent", "this agent"
@@ -83,8 +90,17 @@ func checkProjects(ps []Project, fleet *honchoconf.Settings) error {
 			return bad("name %q is used twice", p.Name)
 		}
 		names[p.Name] = true
-		if len(p.Channels) == 0 {
-			return bad("%s has no channels: no thread could ever be in it", p.Name)
+		if len(p.Channels) == 0 && len(p.Threads) == 0 {
+			return bad("%s has no channels and no threads: no thread could ever be in it", p.Name)
+		}
+		for _, th := range p.Threads {
+			if !channelID.MatchString(th) {
+				return bad("%s: %q is not a Mattermost thread id (the root post's id: 26 lower-case letters and digits)", p.Name, th)
+			}
+			if other, ok := threads[th]; ok {
+				return bad("thread %s is in projects %s and %s; a thread belongs to one project", th, other, p.Name)
+			}
+			threads[th] = p.Name
 		}
 		for _, ch := range p.Channels {
 			if !channelID.MatchString(ch) {
@@ -124,6 +140,20 @@ func checkProjects(ps []Project, fleet *honchoconf.Settings) error {
 		p.pair = &pair
 	}
 	return nil
+}
+
+// ProjectOfSession is the project of session, in channel: the project
+// that lists its thread (a gatewayd session, [wire.ChatSessionPrefix]
+// and the root post id), else its channel's; ok is false for neither.
+func (c Config) ProjectOfSession(session, channel string) (Project, bool) {
+	if th, ok := strings.CutPrefix(session, wire.ChatSessionPrefix); ok {
+		for _, p := range c.Projects {
+			if slices.Contains(p.Threads, th) {
+				return p, true
+			}
+		}
+	}
+	return c.ProjectOf(channel)
 }
 
 // ProjectOf is the project channel belongs to; ok is false for a
