@@ -29,6 +29,11 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
+// ChatSessionPrefix starts the id of every session gatewayd makes: the
+// prefix and the thread's root post id. memoryd reads a project's
+// threads (memoryd.toml's [[project]] threads) by it.
+const ChatSessionPrefix = "mm-"
+
 // MaxMessage caps one user message, in bytes.
 const MaxMessage = 64 << 10
 
@@ -37,6 +42,12 @@ const MaxMessage = 64 << 10
 type Send struct {
 	Session string `json:"session"`
 	Text    string `json:"text"`
+	// Channel is the Mattermost channel the thread is in, as gatewayd
+	// heard the post ("" for a terminal session). loopd keeps a session's
+	// first channel in its baseline and refuses a later message from
+	// another; memoryd maps channels to the owner's projects (its
+	// [[project]] tables), so a project is never the model's choice.
+	Channel string `json:"channel,omitempty"`
 }
 
 // Tag implements strict.Variant.

@@ -22,7 +22,7 @@ type convo struct {
 }
 
 // SessionPrefix starts every session id gatewayd makes.
-const SessionPrefix = "mm-"
+const SessionPrefix = wire.ChatSessionPrefix
 
 // handle takes one post, from the WebSocket or a gap fetch. A post is
 // marked seen only once it is judged heard, so posts nobody may send
@@ -229,7 +229,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 		// would be lost, as before the record.
 		g.log.Error("recording the session failed; see docs/runbook.md#gateway-delivered", "session", session, "err", err.Error())
 	}
-	out, turnNo, err := g.loopTurn(ctx, session, text)
+	out, turnNo, err := g.loopTurn(ctx, session, channel, text)
 	stop()
 	if ctx.Err() != nil {
 		return
@@ -292,11 +292,12 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 	}
 }
 
-// loopTurn is one turn on loop.sock (as bxctl chat does it): it returns
+// loopTurn is one turn on loop.sock (as bxctl chat does it), naming the
+// thread's channel (memoryd's projects are sets of channels): it returns
 // the posts to make, or an error whose text is for the owner. The turn's
 // interim events show nothing in the chat.
-func (g *Gateway) loopTurn(ctx context.Context, session, text string) ([]string, int64, error) {
-	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: text}, func(strict.Variant) error { return nil })
+func (g *Gateway) loopTurn(ctx context.Context, session, channel, text string) ([]string, int64, error) {
+	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: text, Channel: channel}, func(strict.Variant) error { return nil })
 	if err != nil {
 		return nil, 0, loopFailed(err)
 	}
