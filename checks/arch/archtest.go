@@ -27,7 +27,10 @@
 //     no package but [ConvHome] reads or writes frames (wire.go);
 //   - the top level holds only [TopLevel]'s entries;
 //   - a TestOnly name is declared in a testonly.go and used only by tests
-//     ([TestOnly]).
+//     ([TestOnly]);
+//   - a role's config is decoded by one type, its own in [ConfigHome]: no
+//     other struct with TOML keys, strict load or TOML parse outside the
+//     listed schemas and readers ([ConfigSchemas]).
 package arch
 
 import (

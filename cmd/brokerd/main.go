@@ -13,13 +13,14 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/broker"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {
 	var acceptBreak, rebuild, adoptHead, adoptConsult bool
 	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := broker.Load(f.Config)
+		cfg, err := brokerd.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
 		}

@@ -319,9 +319,10 @@ func TestDoctorPlanted(t *testing.T) {
 			chmod(t, p, 0o644)
 			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "https://chat.example.ts.net", "file:"+filepath.Clean(p))))
 		}},
-		// brokerd.toml: doctor still decodes it itself (memoryd's loader would refuse the key first).
-		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `brokerd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
-			in.edit(t, "brokerd", prepend(`honcho_url = "https://honcho.example.com"`))
+		// A key loopd's loader takes as any text (an unknown key is
+		// every loader's refusal, a doctor-config problem).
+		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `loopd.toml system_prompt_file names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
+			in.edit(t, "loopd", prepend(`system_prompt_file = "https://honcho.example.com"`))
 		}},
 		{name: "Mattermost in clear", id: "doctor-egress", sev: doctor.Warn, says: "plain HTTP off this host", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "http://chat.example.com", "credential:mattermost-token")))

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 )
 
@@ -21,7 +23,8 @@ func gatewayText(state, token string) string {
 
 const honchoTable = "\n[honcho]\nurl = \"https://honcho.example.ts.net\"\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n"
 
-// TestConfigJudgedByItsRole: each daemon's config is judged by that
+// TestConfigJudgedByItsRole (issue 31: each daemon-refused config is a
+// doctor problem, a case per daemon): each daemon's config is judged by that
 // daemon's own loader (package roleconf/<role>), so a config the daemon
 // refuses to start on is a doctor-config problem naming the file, and
 // the same file with the fault removed is read. Each case is checked
@@ -40,6 +43,17 @@ func TestConfigJudgedByItsRole(t *testing.T) {
 			func(p string) error { _, err := inferproxy.Load(p); return err }},
 		{"gatewayd", "", "", "looks like a Mattermost token itself",
 			func(p string) error { _, err := gatewayd.Load(p); return err }},
+		{"loopd", "\n[jobs]\ntiering = \"off\"\n", "\n[jobs]\ntiering = \"weekly\"\n", "jobs.tiering",
+			func(p string) error { _, err := loopd.Load(p); return err }},
+		{"loopd", "\n[selftest]\nskip = [\"tool-call\"]\n", "\n[selftest]\nskip = [\"server\"]\n", `"server" is not a check that may be skipped`,
+			func(p string) error { _, err := loopd.Load(p); return err }},
+		{"brokerd", "\n[secrets]\nGITHUB = \"env:X\"\n", "\n[secrets]\ngithub = \"env:X\"\n", "uppercase",
+			func(p string) error { _, err := brokerd.Load(p); return err }},
+		{"brokerd", "\n[runner]\npodman_socket = \"/run/p.sock\"\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n",
+			"\n[runner]\npodman_socket = \"/run/p.sock\"\ntool_image = \"localhost/tool:latest\"\n", "must be an image ID",
+			func(p string) error { _, err := brokerd.Load(p); return err }},
+		{"brokerd", "\n[consult]\nendpoint = \"https://api.example.com/v1\"\n", "\n[consult]\nendpoint = \"https://api.example.com/v1\"\ntemperature_milli = 700\n", "temperature_milli 700",
+			func(p string) error { _, err := brokerd.Load(p); return err }},
 	} {
 		t.Run(c.role+" "+c.want, func(t *testing.T) {
 			state := t.TempDir()
