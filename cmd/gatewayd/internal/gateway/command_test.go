@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
 
 func TestCommands(t *testing.T) {
@@ -67,7 +69,7 @@ func TestStopCommand(t *testing.T) {
 // approver are ignored (logged, no reply, never the model's); the
 // owner's are answered with where to run them, and nothing else happens.
 func TestMemoryCommands(t *testing.T) {
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		c.Allow.Channels = []string{r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, r.other.ID)}
 		c.Allow.Users = append(c.Allow.Users, r.other.ID)
 		c.Approvals.Users = []string{r.owner.ID}

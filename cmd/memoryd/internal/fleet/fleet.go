@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -22,7 +23,7 @@ const IdentitySession = "_identity"
 
 // Config is what fleet memory runs with.
 type Config struct {
-	Honcho   honcho.Settings
+	Honcho   honchoconf.Settings
 	Gate     Gate
 	Sessions string // loopd's sessions/, read only
 	// Backoff bounds the wait between failed sends (doubling from Min).
@@ -37,12 +38,12 @@ const (
 
 // Client is the part of *honcho.Client fleet memory uses.
 type Client interface {
-	Workspace(ctx context.Context, id honcho.ID) (honcho.Workspace, error)
-	AddMessages(ctx context.Context, w, s honcho.ID, msgs []honcho.NewMessage) ([]honcho.Message, error)
-	ListMessages(ctx context.Context, w, s honcho.ID, page, size int, reverse bool) (honcho.Page, error)
+	Workspace(ctx context.Context, id honchoconf.ID) (honcho.Workspace, error)
+	AddMessages(ctx context.Context, w, s honchoconf.ID, msgs []honcho.NewMessage) ([]honcho.Message, error)
+	ListMessages(ctx context.Context, w, s honchoconf.ID, page, size int, reverse bool) (honcho.Page, error)
 	Search(ctx context.Context, scope honcho.Search, query string, limit int) ([]honcho.Message, error)
-	Chat(ctx context.Context, w, p honcho.ID, q honcho.Question) (honcho.Answer, error)
-	DeleteSession(ctx context.Context, w, s honcho.ID) error
+	Chat(ctx context.Context, w, p honchoconf.ID, q honcho.Question) (honcho.Answer, error)
+	DeleteSession(ctx context.Context, w, s honchoconf.ID) error
 }
 
 // Fleet is fleet memory.
@@ -55,7 +56,7 @@ type Fleet struct {
 	wake   chan struct{}
 
 	mu      sync.Mutex // guards ensured and pending
-	ensured map[honcho.ID]bool
+	ensured map[honchoconf.ID]bool
 	pending map[pendingTurns]bool
 
 	fileMu sync.Mutex // orders filing: one turn's decision at a time
@@ -76,7 +77,7 @@ func Open(log *slog.Logger, cfg Config, client Client, path string) (*Fleet, err
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honcho.ID]bool{},
+	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honchoconf.ID]bool{},
 		pending: map[pendingTurns]bool{}}, nil
 }
 
@@ -239,7 +240,7 @@ func (f *Fleet) items(t Turn, filing Filing) []Item {
 		ws, source = s.Untrusted, "memory-tainted"
 	}
 	class := dataclass.Join(t.Labels.Taint, dataclass.Floor)
-	one := func(l Line, peer honcho.ID) Item {
+	one := func(l Line, peer honchoconf.ID) Item {
 		return Item{ID: MessageID(t.Session, t.Epoch, l.Record), Workspace: ws.String(), Session: t.Session, Peer: peer.String(),
 			Content: content(l.Text), Metadata: map[string]string{
 				"boxmaker_id": MessageID(t.Session, t.Epoch, l.Record), "class": class.String(), "source": source,

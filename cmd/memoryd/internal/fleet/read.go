@@ -10,15 +10,16 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/text/truncate"
 )
 
 // Source is a workspace read, with the owner's trust in it: the agent's
 // two and the others configured.
-func (f *Fleet) sources() []honcho.Source {
+func (f *Fleet) sources() []honchoconf.Source {
 	s := f.cfg.Honcho
-	return append([]honcho.Source{{ID: s.Trusted, Trusted: true}, {ID: s.Untrusted}}, s.Others...)
+	return append([]honchoconf.Source{{ID: s.Trusted, Trusted: true}, {ID: s.Untrusted}}, s.Others...)
 }
 
 // ReadBound is how long a read waits on Honcho.
@@ -89,7 +90,7 @@ func (f *Fleet) Search(ctx context.Context, query string, k int) ([]recall.Hit, 
 	return out, r
 }
 
-func fleetHit(src honcho.Source, m honcho.Message) recall.Hit {
+func fleetHit(src honchoconf.Source, m honcho.Message) recall.Hit {
 	var md map[string]json.RawMessage
 	json.Unmarshal(m.Metadata, &md)
 	str := func(k string) string {

@@ -13,6 +13,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -24,7 +25,7 @@ import (
 
 // testOnlyClient replaces the Honcho client (a test puts a failing or
 // lossy one in its place).
-var testOnlyClient func(honcho.Settings) fleet.Client
+var testOnlyClient func(honchoconf.Settings) fleet.Client
 
 // openFleet opens fleet memory if memoryd.toml has a [honcho] table.
 func (m *Memd) openFleet() error {

@@ -60,24 +60,14 @@ var IDPattern = regexp.MustCompile(`^[a-z0-9]{26}$`)
 // ValidID reports whether s is a Mattermost id.
 func ValidID(s string) bool { return IDPattern.MatchString(s) }
 
+var loader = config.Checked[Config](Config.check)
+
 // Load reads and checks gatewayd.toml.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(path)
-}
+func Load(path string) (Config, error) { return loader.Load(path) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) {
-	var c Config
-	if err := config.Decode(data, name, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(name)
-}
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
 
 func (c Config) check(path string) (Config, error) {
 	bad := func(format string, a ...any) (Config, error) {

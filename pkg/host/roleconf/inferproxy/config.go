@@ -42,24 +42,14 @@ const (
 	DefaultDialTimeout   = 10 * time.Second
 )
 
+var loader = config.Checked[Config](func(c Config, _ string) (Config, error) { return c.WithDefaults() })
+
 // Load reads and checks the config file.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c.WithDefaults()
-}
+func Load(path string) (Config, error) { return loader.Load(path) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) {
-	var c Config
-	if err := config.Decode(data, name, &c); err != nil {
-		return Config{}, err
-	}
-	return c.WithDefaults()
-}
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
 
 // WithDefaults checks c and fills its defaults.
 func (c Config) WithDefaults() (Config, error) {

@@ -64,24 +64,14 @@ func (c Config) Fleet() (honchoconf.Settings, bool) {
 	return *c.fleet, true
 }
 
+var loader = config.Checked[Config](Config.check)
+
 // Load reads and checks memoryd.toml.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(path)
-}
+func Load(path string) (Config, error) { return loader.Load(path) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) {
-	var c Config
-	if err := config.Decode(data, name, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(name)
-}
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
 
 func (c Config) check(path string) (Config, error) {
 	dirs := map[string]string{"state_dir": c.StateDir, "memory_socket_dir": c.MemorySocketDir,
