@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -78,7 +77,7 @@ func run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak 
 			log.Warn("accept-break: recorded the owner's acceptance of a broken chain", "file", ab.File, "line", ab.Line)
 		}
 	}
-	l, err := ledger.Open(filepath.Join(cfg.StateDir, "broker", "sessions"), auditDir, ledger.Options{})
+	l, err := ledger.Open(layout.BrokerSessions(cfg.StateDir), auditDir, ledger.Options{})
 	if err != nil {
 		return daemon.Refuse(err)
 	}
@@ -157,7 +156,7 @@ func startRunner(ctx context.Context, log *slog.Logger, cfg brokerd.Config, tune
 	if tune != nil {
 		tune(&rc)
 	}
-	p, err := runner.New(rc, runner.Instance(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "run"), cfg.Protected(), secrets, log)
+	p, err := runner.New(rc, runner.Instance(cfg.StateDir), layout.BrokerScratch(cfg.StateDir), cfg.Protected(), secrets, log)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +178,7 @@ func startRunner(ctx context.Context, log *slog.Logger, cfg brokerd.Config, tune
 // alone (brokerd -rebuild-state, with brokerd stopped: the ledger's lock
 // refuses it otherwise).
 func RebuildState(log *slog.Logger, cfg brokerd.Config) error {
-	rep, err := ledger.Rebuild(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"))
+	rep, err := ledger.Rebuild(layout.Audit.In(cfg.StateDir), layout.BrokerSessions(cfg.StateDir))
 	if err != nil {
 		return err
 	}
@@ -192,7 +191,7 @@ func RebuildState(log *slog.Logger, cfg brokerd.Config) error {
 // the audit log as it is now is the log (after restoring what could be
 // restored; see docs/runbook.md#audit-truncated). brokerd must be stopped.
 func AdoptAuditHead(log *slog.Logger, cfg brokerd.Config) error {
-	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
+	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), layout.BrokerSessions(cfg.StateDir), time.Now())
 	return adopted(log, "adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", old, head, err)
 }
 
@@ -203,7 +202,7 @@ func AdoptAuditHead(log *slog.Logger, cfg brokerd.Config) error {
 func AdoptConsultHead(log *slog.Logger, cfg brokerd.Config) error {
 	var old *audit.Head
 	var head audit.Head
-	err := ledger.WhileStopped("adopt consult head", filepath.Join(cfg.StateDir, "broker", "sessions"), func() (err error) {
+	err := ledger.WhileStopped("adopt consult head", layout.BrokerSessions(cfg.StateDir), func() (err error) {
 		old, head, err = consultlog.AdoptHead(layout.ConsultLog.In(cfg.StateDir), time.Now())
 		return err
 	})

@@ -29,12 +29,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
@@ -128,7 +128,7 @@ func New(ctx context.Context, log *slog.Logger, cfg gatewayd.Config, mm *matterm
 		}
 		g.channels[ch.ID] = true
 	}
-	dir := filepath.Join(cfg.StateDir, "gateway")
+	dir := layout.Gateway.In(cfg.StateDir)
 	if g.dead, err = openDeadLog(ctx, dir, mm, log); err != nil {
 		return nil, err
 	}

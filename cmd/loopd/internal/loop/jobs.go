@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +22,7 @@ import (
 func scheduler(c loopd.Config, log *slog.Logger, bg *turn.Engine, baseline func(string) (session.Baseline, error), mem *memory.Client) *jobs.Scheduler {
 	r := &jobs.Runner{State: c.StateDir, Engine: bg, Baseline: baseline}
 	s := &jobs.Scheduler{
-		Dir: layout.Jobs.In(c.StateDir), State: filepath.Join(layout.LoopState.In(c.StateDir), "jobs.json"),
+		Dir: layout.Jobs.In(c.StateDir), State: layout.LoopJobs(c.StateDir),
 		Owners: c.Jobs.Owners(), Limits: jobs.Limits{MaxCalls: cmp.Or(bg.Limits.MaxCalls, turn.DefaultLimits.MaxCalls), ToolResultCap: cmp.Or(bg.Limits.ResultCap, turn.DefaultLimits.ResultCap)},
 		Run: r.Run, Log: log.With("part", "jobs"), Poll: ms(c.Jobs.PollMS),
 		Interrupted: r.CloseInterrupted,

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
@@ -108,7 +109,7 @@ func MessageID(session string, epoch int64, record int) string {
 // that comes later files them untrusted, never trusted), the session is
 // retried by [Fleet.Retry], and the error wraps [ErrDeferred].
 func (f *Fleet) TurnEnded(ctx context.Context, session string, epoch int64) (map[Filing]int, error) {
-	turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, session, fmt.Sprintf("%d.jsonl", epoch)))
+	turns, err := ReadTurns(layout.EpochLog(filepath.Join(f.cfg.Sessions, session), epoch))
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (f *Fleet) Retry(ctx context.Context) (int, error) {
 	f.mu.Unlock()
 	waiting := 0
 	for _, p := range todo {
-		turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, p.session, fmt.Sprintf("%d.jsonl", p.epoch)))
+		turns, err := ReadTurns(layout.EpochLog(filepath.Join(f.cfg.Sessions, p.session), p.epoch))
 		if err == nil {
 			_, err = f.fileTurns(ctx, p.session, turns, false)
 		}
