@@ -56,7 +56,7 @@ func TestPlantedStatePaths(t *testing.T) {
 		"cmd/memoryd/internal/memd/memd_test.go": "package memd\n\nimport \"path/filepath\"\n\nfunc e(s string) string { return filepath.Join(s, \"index\") }\n",
 		"pkg/host/layout/paths.go":               "package layout\n\nimport \"path/filepath\"\n\nfunc R(s string) string { return filepath.Join(s, \"index\", \"recall.db\") }\n",
 		"checks/stack/stack.go":                  "package stack\n\nimport \"path/filepath\"\n\nfunc f(s string) string { return filepath.Join(s, \"sessions\") }\n",
-		"pkg/host/roleconf/loopd/config.go": "package loopd\n\ntype Config struct {\n\tStateDir string `toml:\"state_dir\"`\n\tJobsSocket string `toml:\"jobs_socket\"`\n\tName string `toml:\"name\"`\n}\n",
+		"pkg/host/roleconf/loopd/config.go":      "package loopd\n\ntype Config struct {\n\tStateDir string `toml:\"state_dir\"`\n\tJobsSocket string `toml:\"jobs_socket\"`\n\tName string `toml:\"name\"`\n}\n",
 	})
 	got := StatePaths(dir, []string{"index", "sessions", "loop"})
 	expect(t, got, `cmd/memoryd/internal/memd/memd.go:10: spells the state path "index"`)
