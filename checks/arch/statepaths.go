@@ -32,14 +32,12 @@ var LayoutKey = regexp.MustCompile(`^(state_dir|grants_dir|([a-z]+_)?socket(_dir
 var LayoutKeys = map[string]string{}
 
 func init() {
-	const reconciled = "a role's listener peers: with a user per role the daemon takes the table's uids and refuses a config that differs (pkg/host/daemon Flags.Accept/Listener); read only with one user, where the table has no uids to give"
+	// The peer uid lists left the configs (pkg/host/daemon gives each
+	// listener the table's; package config refuses the old keys by name).
+	const gids = "an extra lock the owner may add (the peer's group must also be listed); the table names no groups of peers, so nothing else could supply it"
+	LayoutKeys["inferproxy.allow_gids"] = gids
+	LayoutKeys["loopd.allow_gids"] = gids
 	const path = "a path the table derives from the state directory: bxctl up's first configs, deploy/*.toml, the NixOS module's settings and the stack and VM tests still write it, so moving it changes every one of those at once; bxctl doctor checks it against the table (doctor-layout)"
-	for _, k := range []string{"inferproxy.allow_uids", "inferproxy.allow_gids", "loopd.allow_uids", "loopd.allow_gids",
-		"brokerd.broker_allow_uids", "brokerd.admin_allow_uids", "brokerd.gate_allow_uids", "brokerd.gateway_allow_uids",
-		"memoryd.memory_allow_uids", "memoryd.memtool_allow_uids", "memoryd.admin_allow_uids", "memoryd.gate_listener_uids",
-		"gatewayd.allow_uids"} {
-		LayoutKeys[k] = reconciled
-	}
 	for _, k := range []string{"inferproxy.socket_dir", "loopd.state_dir", "loopd.socket_dir", "loopd.infer_socket", "loopd.broker_socket", "loopd.memory_socket",
 		"brokerd.state_dir", "brokerd.grants_dir", "brokerd.broker_socket_dir", "brokerd.admin_socket_dir", "brokerd.gate_socket_dir", "brokerd.memtool_socket", "brokerd.gateway_socket",
 		"memoryd.state_dir", "memoryd.memory_socket_dir", "memoryd.memtool_socket_dir", "memoryd.admin_socket_dir", "memoryd.gate_socket",

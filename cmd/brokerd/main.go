@@ -24,18 +24,10 @@ func main() {
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.BrokerAllowUIDs, err = f.Accept(&wire.Broker, cfg.BrokerAllowUIDs); err != nil {
-			return err
-		}
-		if cfg.AdminAllowUIDs, err = f.Accept(&wire.Admin, cfg.AdminAllowUIDs); err != nil {
-			return err
-		}
-		if cfg.GateAllowUIDs, err = f.Accept(&wire.Gate, cfg.GateAllowUIDs); err != nil {
-			return err
-		}
-		if cfg.GatewayAllowUIDs, err = f.Listener(&wire.Gateway, cfg.GatewayAllowUIDs); err != nil {
-			return err
-		}
+		cfg.BrokerAllowUIDs = f.Accept(&wire.Broker)
+		cfg.AdminAllowUIDs = f.Accept(&wire.Admin)
+		cfg.GateAllowUIDs = f.Accept(&wire.Gate)
+		cfg.GatewayAllowUIDs = f.Listener(&wire.Gateway)
 		// Grants are the owner's, never brokerd's.
 		if cfg.OwnerUID, err = f.OwnerUID("owner_uid", cfg.OwnerUID); err != nil {
 			return err

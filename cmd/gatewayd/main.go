@@ -22,9 +22,7 @@ func main() {
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.AllowUIDs, err = f.Accept(&wire.Gateway, cfg.AllowUIDs); err != nil {
-			return err
-		}
+		cfg.AllowUIDs = f.Accept(&wire.Gateway)
 		return gateway.Run(ctx, log, cfg)
 	}))
 }

@@ -20,9 +20,7 @@ func main() {
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.AllowUIDs, err = f.Accept(&wire.Infer, cfg.AllowUIDs); err != nil {
-			return err
-		}
+		cfg.AllowUIDs = f.Accept(&wire.Infer)
 		return proxy.Run(ctx, log, cfg)
 	}))
 }

@@ -21,9 +21,7 @@ func main() {
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.AllowUIDs, err = f.Accept(&wire.Loop, cfg.AllowUIDs); err != nil {
-			return err
-		}
+		cfg.AllowUIDs = f.Accept(&wire.Loop)
 		// Job files are the owner's, never loopd's.
 		if cfg.Jobs.OwnerUID, err = f.OwnerUID("[jobs] owner_uid", cfg.Jobs.OwnerUID); err != nil {
 			return err

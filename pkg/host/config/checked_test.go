@@ -14,7 +14,7 @@ type checkedConf struct {
 }
 
 // checkN refuses a negative n and fills its default, as a role's check does.
-var checkN = Checked[checkedConf](func(c checkedConf, name string) (checkedConf, error) {
+var checkN = Checked[checkedConf]{Check: func(c checkedConf, name string) (checkedConf, error) {
 	if c.N < 0 {
 		return checkedConf{}, errors.New("config " + name + ": n must not be negative")
 	}
@@ -22,7 +22,7 @@ var checkN = Checked[checkedConf](func(c checkedConf, name string) (checkedConf,
 		c.N = 7
 	}
 	return c, nil
-})
+}, Retired: map[string]string{"allow_uids": "the table decides; see docs/runbook.md#layout-accept"}}
 
 // TestChecked: Load and Parse decode strictly, then run the role's
 // check, which fills defaults and names the file in its refusal.
@@ -33,6 +33,7 @@ func TestChecked(t *testing.T) {
 		{"dir = \"/d\"\nn = -1\n", "n must not be negative"},
 		{"dir = \"/d\"\nN = 1\n", "case differs"},
 		{"dir = \"/d\"\nm = 1\n", "unknown key m"},
+		{"allow_uids = []\ndir = \"/d\"\n", "key allow_uids is no longer read; delete its line: the table decides"},
 	} {
 		os.WriteFile(p, []byte(tc.text), 0o600)
 		for how, run := range map[string]func() (checkedConf, error){

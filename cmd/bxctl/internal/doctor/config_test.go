@@ -92,3 +92,49 @@ func TestConfigJudgedByItsRole(t *testing.T) {
 		})
 	}
 }
+
+// TestRetiredPeerKeys: a config written before the peer uid lists left
+// the configs (issue 25: the layout table decides them) is refused by
+// its role's own Load and by doctor with one line naming the key to
+// delete, never read with the key ignored.
+func TestRetiredPeerKeys(t *testing.T) {
+	loads := map[string]func(string) error{
+		"inferproxy": func(p string) error { _, err := inferproxy.Load(p); return err },
+		"loopd":      func(p string) error { _, err := loopd.Load(p); return err },
+		"brokerd":    func(p string) error { _, err := brokerd.Load(p); return err },
+		"memoryd":    func(p string) error { _, err := memoryd.Load(p); return err },
+		"gatewayd":   func(p string) error { _, err := gatewayd.Load(p); return err },
+	}
+	for _, c := range []struct{ role, key string }{
+		{"inferproxy", "allow_uids"}, {"loopd", "allow_uids"}, {"gatewayd", "allow_uids"},
+		{"brokerd", "broker_allow_uids"}, {"brokerd", "admin_allow_uids"}, {"brokerd", "gate_allow_uids"}, {"brokerd", "gateway_allow_uids"},
+		{"memoryd", "memory_allow_uids"}, {"memoryd", "memtool_allow_uids"}, {"memoryd", "admin_allow_uids"}, {"memoryd", "gate_listener_uids"},
+	} {
+		state := t.TempDir()
+		os.MkdirAll(layout.Config.In(state), 0o700)
+		p := layout.Params{State: state, Llama: "127.0.0.1:8080", Model: "m"}
+		for _, fc := range layout.FirstConfigs {
+			os.WriteFile(fc.Path(state), []byte(fc.Text(p)), 0o600)
+		}
+		path := layout.ConfigPath(state, c.role)
+		base, _ := os.ReadFile(path)
+		if c.role == "gatewayd" {
+			base = []byte(gatewayText(state, `"credential:mattermost-token"`))
+		}
+		// As yesterday's deploy/*.toml wrote it: an empty list, top level.
+		os.WriteFile(path, append([]byte(c.key+" = []\n"), base...), 0o600)
+		want := "key " + c.key + " is no longer read; delete its line"
+		if err := loads[c.role](path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "see docs/runbook.md#layout-accept") {
+			t.Errorf("%s with %s: the role's Load = %v, want %q and its runbook entry", c.role, c.key, err, want)
+		}
+		in, err := readInstall(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &auditor{}
+		a.configs(in)
+		if f := a.findings[0]; f.Severity != Problem || !strings.Contains(f.Message, want) {
+			t.Errorf("%s with %s: doctor-config %s %q, want a problem saying %q", c.role, c.key, f.Severity, f.Message, want)
+		}
+	}
+}

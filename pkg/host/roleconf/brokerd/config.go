@@ -21,6 +21,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
@@ -35,16 +36,19 @@ type Config struct {
 	// grant brokerd's uid could have written is refused.
 	OwnerUID *uint32 `toml:"owner_uid"`
 
+	// The *AllowUIDs fields are each listener's peers (and the courier's
+	// listener): the layout table's, set by brokerd (pkg/host/daemon),
+	// never read from the file (retired).
 	BrokerSocketDir string   `toml:"broker_socket_dir"` // holds broker.sock (loopd connects)
-	BrokerAllowUIDs []uint32 `toml:"broker_allow_uids"`
+	BrokerAllowUIDs []uint32 `toml:"-"`
 	AdminSocketDir  string   `toml:"admin_socket_dir"` // holds admin.sock (bxctl connects)
-	AdminAllowUIDs  []uint32 `toml:"admin_allow_uids"`
+	AdminAllowUIDs  []uint32 `toml:"-"`
 
 	// GateSocketDir holds gate.sock (memoryd connects): the read-only
 	// session-state query of the clean-turn gate. Empty: no gate.sock,
 	// and memoryd writes no turn to Honcho (it files none without an answer).
 	GateSocketDir string   `toml:"gate_socket_dir"`
-	GateAllowUIDs []uint32 `toml:"gate_allow_uids"`
+	GateAllowUIDs []uint32 `toml:"-"`
 
 	// MemtoolSocket is memoryd's memtool.sock, where decided memory tool
 	// calls go. Empty: memory tools fail with a runbook pointer.
@@ -57,7 +61,7 @@ type Config struct {
 	// GatewayAllowUIDs are the users gateway.sock's listener may run as
 	// (SO_PEERCRED of the dialled socket); empty: brokerd's own user.
 	// The courier sends approvals, and takes answers, from no one else.
-	GatewayAllowUIDs []uint32 `toml:"gateway_allow_uids"`
+	GatewayAllowUIDs []uint32 `toml:"-"`
 
 	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
@@ -117,7 +121,16 @@ const (
 	DefaultResultCap   = 64 << 10
 )
 
-var loader = config.Checked[Config](Config.check)
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"broker_allow_uids":  config.RetiredPeers(wire.Broker.Name),
+	"admin_allow_uids":   config.RetiredPeers(wire.Admin.Name),
+	"gate_allow_uids":    config.RetiredPeers(wire.Gate.Name),
+	"gateway_allow_uids": "whose " + wire.Gateway.Name + " brokerd reaches is the layout table's (its listener's uid in config/users.toml, else this daemon's own); see docs/runbook.md#layout-accept",
+}
+
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
 
 // Load reads and checks brokerd.toml.
 func Load(path string) (Config, error) { return loader.Load(path) }

@@ -15,6 +15,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Config is gatewayd.toml; deploy/gatewayd.toml is the documented
@@ -29,7 +30,7 @@ type Config struct {
 	LoopSocket string `toml:"loop_socket"` // loopd's loop.sock
 
 	SocketDir string   `toml:"socket_dir"` // holds gateway.sock (brokerd connects)
-	AllowUIDs []uint32 `toml:"allow_uids"` // peers allowed on gateway.sock; empty: gatewayd's own user
+	AllowUIDs []uint32 `toml:"-"`          // gateway.sock's peers: the layout table's, set by gatewayd (pkg/host/daemon); no key
 
 	// MaxApprovalParts: an approval needing more posts than this is
 	// posted as a pointer to bxctl approvals, not answerable in the chat.
@@ -60,7 +61,13 @@ var IDPattern = regexp.MustCompile(`^[a-z0-9]{26}$`)
 // ValidID reports whether s is a Mattermost id.
 func ValidID(s string) bool { return IDPattern.MatchString(s) }
 
-var loader = config.Checked[Config](Config.check)
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"allow_uids": config.RetiredPeers(wire.Gateway.Name),
+}
+
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
 
 // Load reads and checks gatewayd.toml.
 func Load(path string) (Config, error) { return loader.Load(path) }

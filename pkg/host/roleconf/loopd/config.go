@@ -18,13 +18,14 @@ import (
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd/schedule"
 	"wntrmute.dev/boxmaker/pkg/model/selftest"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Config is loopd.toml; deploy/loopd.toml is the documented example.
 type Config struct {
 	StateDir    string   `toml:"state_dir"`    // sessions/ lives here
 	SocketDir   string   `toml:"socket_dir"`   // holds loop.sock
-	AllowUIDs   []uint32 `toml:"allow_uids"`   // peers on loop.sock; empty = this user
+	AllowUIDs   []uint32 `toml:"-"`            // loop.sock's peers: the layout table's, set by loopd (pkg/host/daemon); no key
 	AllowGIDs   []uint32 `toml:"allow_gids"`   // if set, the peer's gid must be in it too
 	InferSocket string   `toml:"infer_socket"` // inferproxy's infer.sock
 	// BrokerSocket is brokerd's broker.sock. Empty means no brokerd: every
@@ -133,7 +134,13 @@ const DefaultTiering = "0 4 * * 0"
 // Skippable are the self-test checks selftest.skip may name.
 var Skippable = []string{selftest.CheckContext, selftest.CheckFit, selftest.CheckSettings, selftest.CheckToolCall, selftest.CheckCache}
 
-var loader = config.Checked[Config](Config.check)
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"allow_uids": config.RetiredPeers(wire.Loop.Name),
+}
+
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
 
 // Load reads and checks loopd.toml.
 func Load(path string) (Config, error) { return loader.Load(path) }
