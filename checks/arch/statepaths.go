@@ -37,7 +37,7 @@ func init() {
 	const gids = "an extra lock the owner may add (the peer's group must also be listed); the table names no groups of peers, so nothing else could supply it"
 	LayoutKeys["inferproxy.allow_gids"] = gids
 	LayoutKeys["loopd.allow_gids"] = gids
-	const path = "a path the table derives from the state directory: bxctl up's first configs, deploy/*.toml, the NixOS module's settings and the stack and VM tests still write it, so moving it changes every one of those at once; bxctl doctor checks it against the table (doctor-layout)"
+	const path = "a path the table derives from the state directory, but a role run outside one (its own tests, a development config: daemon.Flags.State empty) has no table to derive it from; bxctl up's first configs, and through them the NixOS module's deployment.json, write the table's value, and doctor-layout checks it"
 	for _, k := range []string{"inferproxy.socket_dir", "loopd.state_dir", "loopd.socket_dir", "loopd.infer_socket", "loopd.broker_socket", "loopd.memory_socket",
 		"brokerd.state_dir", "brokerd.grants_dir", "brokerd.broker_socket_dir", "brokerd.admin_socket_dir", "brokerd.gate_socket_dir", "brokerd.memtool_socket", "brokerd.gateway_socket",
 		"memoryd.state_dir", "memoryd.memory_socket_dir", "memoryd.memtool_socket_dir", "memoryd.admin_socket_dir", "memoryd.gate_socket",
