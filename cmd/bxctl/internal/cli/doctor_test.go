@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -300,13 +299,12 @@ func TestDoctorPlanted(t *testing.T) {
 		{name: "a role's uid as the owner's", id: "doctor-role-uids", sev: doctor.Problem, says: "is named for more than one role", plant: func(t *testing.T, in *installation) {
 			u, err := layout.LoadUsers(in.state)
 			require.NoError(t, err)
-			in.edit(t, "brokerd", func(s string) string {
-				line := fmt.Sprintf("owner_uid = %d", u.Of(layout.Loopd).UID)
-				if re := regexp.MustCompile(`(?m)^owner_uid = \d+$`); re.MatchString(s) {
-					return re.ReplaceAllString(s, line)
-				}
-				return line + "\n" + s
-			})
+			in.edit(t, "brokerd", ownerUID(u.Of(layout.Loopd).UID, ""))
+		}},
+		// loopd refuses a [jobs] owner_uid other than users.toml's owner
+		// (layout-owner-uid): so does doctor (issue 31).
+		{name: "an owner_uid that is nobody's", id: "doctor-role-uids", sev: doctor.Problem, says: "loopd.toml [jobs] owner_uid = 4242 is not config/users.toml's owner", plant: func(t *testing.T, in *installation) {
+			in.edit(t, "loopd", ownerUID(4242, "[jobs]"))
 		}},
 		// The peers' lists left the configs (issue 25): a config that still
 		// holds one is refused by its role, and so by doctor, naming the key.

@@ -43,6 +43,20 @@ func (a *auditor) roleUIDs(in *install) {
 	if in.has("loopd") && in.loop.Jobs.OwnerUID != nil {
 		add("owner", "loopd.toml [jobs] owner_uid", []uint32{*in.loop.Jobs.OwnerUID})
 	}
+	// With a user per role each daemon refuses an owner_uid other than
+	// users.toml's owner (pkg/host/daemon Flags.OwnerUID): so does doctor.
+	var problems []string
+	if !users.Single() {
+		owner := users.Of(layout.Owner).UID
+		for _, o := range []struct {
+			role, key string
+			uid       *uint32
+		}{{"brokerd", "brokerd.toml owner_uid", in.broker.OwnerUID}, {"loopd", "loopd.toml [jobs] owner_uid", in.loop.Jobs.OwnerUID}} {
+			if in.has(o.role) && o.uid != nil && *o.uid != owner {
+				problems = append(problems, fmt.Sprintf("%s = %d is not config/users.toml's owner (uid %d): %s refuses to start on it (runbook layout-owner-uid)", o.key, *o.uid, owner, o.role))
+			}
+		}
+	}
 	if len(named) == 0 {
 		a.add("doctor-role-uids", OK, "single-user mode: no config/users.toml and no owner_uid, so every listener accepts only its own user and the roles are kept apart by code and directory checks alone (bxctl up as root gives each role its own)")
 		return
@@ -52,7 +66,6 @@ func (a *auditor) roleUIDs(in *install) {
 		uids = append(uids, u)
 	}
 	slices.Sort(uids)
-	var problems []string
 	for _, u := range uids {
 		if u == 0 && !ownerOnly(named[u]) {
 			problems = append(problems, fmt.Sprintf("uid 0 is named by %s: no role runs as root", keys(named[u], func(n naming) string { return n.key })))
