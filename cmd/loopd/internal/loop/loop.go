@@ -95,7 +95,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		Policy:     cfg.policy(),
 		Jobs:       sched.List,
 		JobReports: sched.Reports,
-		Status:     cfg.statusInfo(nCtx),
+		Status:     cfg.statusInfo(nCtx, main),
 	}
 	m.Start(ctx)
 	var jobsDone sync.WaitGroup
@@ -164,9 +164,17 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Cl
 }
 
 // statusInfo is what gatewayd's !status shows of this loopd: its model,
-// slot and context, and the sockets of the roles it talks to.
-func (c *Config) statusInfo(nCtx int) server.StatusInfo {
-	si := server.StatusInfo{Model: c.Model.Name, Slot: c.Model.MainSlot, SlotContext: nCtx}
+// slot and context, the sockets of the roles it talks to, and
+// llama-server's /props through the main slot's client.
+func (c *Config) statusInfo(nCtx int, main *llama.Client) server.StatusInfo {
+	si := server.StatusInfo{Model: c.Model.Name, Slot: c.Model.MainSlot, SlotContext: nCtx,
+		Props: func(ctx context.Context) (int, error) {
+			p, err := main.Props(ctx)
+			if err != nil {
+				return 0, err
+			}
+			return p.SlotContext(), nil
+		}}
 	for _, p := range []server.StatusPeer{{Role: "inferproxy", Socket: c.InferSocket}, {Role: "brokerd", Socket: c.BrokerSocket}, {Role: "memoryd", Socket: c.MemorySocket}} {
 		if p.Socket != "" {
 			si.Peers = append(si.Peers, p)
