@@ -124,6 +124,12 @@ func TestStackSoak(t *testing.T) {
 	u, _ := url.Parse(srv.URL())
 	start := func() <-chan error { return Up(t, bin, state, u.Host, mmChat.tokenEnv()) }
 	exited := start()
+	// gatewayd's first start fetches nothing it missed (it has no
+	// cursor yet): the first post waits for its WebSocket.
+	mmChat.connected(t, 1, func() string {
+		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
+		return string(b)
+	})
 	stopOwner := make(chan struct{})
 	ownerDone := make(chan struct{})
 	go func() { defer close(ownerDone); mmChat.approve(t, stopOwner) }()
