@@ -18,7 +18,6 @@ import (
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // recallTurn scripts one turn that calls recall (through brokerd to
@@ -52,16 +51,12 @@ func lastTurn(t *testing.T, state, id string) (ended, named int64) {
 	return ended, named
 }
 
-// honchoConfigs writes brokerd.toml (gate.sock, for memoryd's clean-turn
-// gate; no runner) and memoryd.toml (a [honcho] table for the fake at
-// url) before bxctl up would write its own.
+// honchoConfigs writes memoryd.toml (a [honcho] table for the fake at
+// url) before bxctl up would write its own; bxctl up's brokerd.toml has
+// the gate socket memoryd asks.
 func honchoConfigs(t *testing.T, state, url string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(layout.Config.In(state), 0o700))
-	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "brokerd"), []byte(fmt.Sprintf(
-		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\ngate_socket_dir = %q\n",
-		state, layout.Grants.In(state), layout.BrokerRun.In(state), layout.AdminRun.In(state), layout.Socket(state, &wire.Memtool),
-		layout.GateRun.In(state))), 0o600))
 	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "memoryd"), []byte(fmt.Sprintf(
 		"state_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\ngate_socket = %q\n\n[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n",
 		state, layout.MemoryRun.In(state), layout.MemtoolRun.In(state), layout.MemadminRun.In(state), layout.GateRun.SocketIn(state), url)), 0o600))
