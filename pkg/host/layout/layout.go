@@ -154,7 +154,7 @@ var (
 	// port for a dashboard. Others may list and read it (node_exporter
 	// runs as a user of its own); it holds counts, never content.
 	Metrics = Entry{Path: "metrics", Kind: Dir, Mode: 0o755, Writer: "bxctl", Up: true, Owner: Owner, Files: 0o644,
-		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
+		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory), and " + AnchorTimeName + ", when bxctl audit anchor last anchored the audit log (loopd reads it for !status)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -223,6 +223,13 @@ var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, app
 	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &MemchatRun, &GateRun, &PodmanRun)...)
+
+// AnchorTimeName is the textfile in metrics/ that bxctl audit anchor
+// writes with the newest anchor's time (audit.WriteAnchorTime).
+const AnchorTimeName = "audit_anchor.prom"
+
+// AnchorTimeFile is its path in state directory state.
+func AnchorTimeFile(state string) string { return filepath.Join(Metrics.In(state), AnchorTimeName) }
 
 // SocketFor is the socket directory entry that holds s.
 func SocketFor(s *wire.Socket) *Entry {
