@@ -114,7 +114,9 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		go b.courier(ctx)
 	}
 	errc := make(chan error, 3)
-	go func() { errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool)).Serve) }()
+	go func() {
+		errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool), rpc.On(b.findTools)).Serve)
+	}()
 	go func() { errc <- al.Serve(ctx, b.adminServer().Serve) }()
 	n := 2
 	if gl != nil {

@@ -76,7 +76,7 @@ type Config struct {
 // connected through a read-only mount, and admin.sock would let a tool
 // approve its own calls.
 func (c Config) protected() []string {
-	list := []string{c.StateDir, c.GrantsDir, c.BrokerSocketDir, c.AdminSocketDir}
+	list := []string{c.StateDir, c.GrantsDir, c.mcpDir(), c.BrokerSocketDir, c.AdminSocketDir}
 	if c.GateSocketDir != "" {
 		list = append(list, c.GateSocketDir)
 	}

@@ -40,7 +40,7 @@ func unavailable(err error) *wire.ToolResult {
 
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
-	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: b.cfg.consultEndpoint()}
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: b.cfg.consultEndpoint(), MCP: b.mcpCatalog()}
 	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
@@ -146,6 +146,7 @@ func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolReques
 		return denied(msg)
 	}
 	gs, _ := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
+	preq.MCP = b.mcpCatalog() // read afresh, like the grants
 	var dec policy.Decision
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
