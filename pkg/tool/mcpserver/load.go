@@ -12,6 +12,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/text/escape"
+	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
@@ -27,8 +28,8 @@ func PinFile(server string) string { return server + ".pin.json" }
 // declared image.
 type Entry struct {
 	Server Server
-	Pin    *Pin   // nil: unpinned
-	Why    string // why Pin is nil: no pin file, or a pin of another image
+	Pin    *mcppin.Pin // nil: unpinned
+	Why    string      // why Pin is nil: no pin file, or a pin of another image
 }
 
 // Catalog is a loaded mcp directory. Only [LoadDir] makes a valid one.
@@ -127,7 +128,7 @@ func LoadDir(dir string, owners ownership.Owners) (*Catalog, error) {
 	}
 	var problems []string
 	servers := map[string]Server{}
-	pins := map[string]Pin{}
+	pins := map[string]mcppin.Pin{}
 	for _, d := range ents {
 		name, full := d.Name(), filepath.Join(dir, d.Name())
 		var server string
@@ -149,7 +150,7 @@ func LoadDir(dir string, owners ownership.Owners) (*Catalog, error) {
 			continue
 		}
 		if isPin {
-			p, err := ParsePin(data)
+			p, err := mcppin.ParsePin(data)
 			switch {
 			case err != nil:
 				problems = append(problems, full+": "+err.Error())

@@ -1,6 +1,6 @@
 // Package mcpserver reads the owner's MCP server declarations and their
-// pin files, and is the envelope brokerd's runner and the toolkit use to
-// make one MCP call in a fresh container (envelope.go).
+// pin files (the pin's format and the call envelope are package mcppin's,
+// which the toolkit shares).
 //
 // # Invariants
 //
@@ -9,15 +9,6 @@
 //     hex digits: never a name, which Podman could resolve or pull), a
 //     command of at most 64 arguments with no NUL and an absolute program,
 //     and at most one secret by name.
-//   - A [Pin] is made only by [NewPin] or [ParsePin], and its sums always
-//     agree with its text: ParsePin recomputes every tool's sum and the
-//     listing's and refuses a file whose sums differ, so a pin edited by
-//     hand cannot show find_tool one description and check another.
-//   - A tool's sum covers its description and its input schema in
-//     canonical form ([CanonicalSchema]); the listing's sum covers every
-//     tool's name and sum, so a rename, an added or a removed tool changes
-//     it. The same functions compute the pin (bxctl mcp pin, through
-//     brokerd and the toolkit) and the live check in the container.
 //   - Loading fails closed: [LoadDir] returns an invalid [Catalog] on any
 //     problem in the directory, and brokerd refuses every MCP call while
 //     it is invalid; a server without a pin file is declared but
@@ -34,24 +25,20 @@
 //	                  image = "sha256:<64 hex>"   # loaded into brokerd's Podman; never pulled
 //	                  command = ["/usr/bin/node", "/opt/mcp/server.js"]
 //	                  # secret = "NAME"           # from brokerd's [secrets]; the server gets it as a file
-//	NAME.pin.json   the pin, written by `bxctl mcp pin NAME` (format: [Pin])
+//	NAME.pin.json   the pin, written by `bxctl mcp pin NAME` (format: mcppin.Pin)
 //
 // and *.md files, which are documentation. Anything else is a problem.
 package mcpserver
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
-
-// MaxArgs caps a server's command line.
-const MaxArgs = 64
 
 // Server is one parsed declaration.
 type Server struct {
@@ -83,9 +70,6 @@ type Spec struct {
 	Secret  string   `toml:"secret"`
 }
 
-// ImagePattern is an image ID as brokerd.toml's tool_image writes it.
-var ImagePattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-
 var secretPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 // ParseServer parses the declaration of server name from its TOML text;
@@ -106,21 +90,11 @@ func NewServer(name string, s Spec) (Server, error) {
 	if !toolset.ServerPattern.MatchString(name) {
 		return Server{}, fmt.Errorf("server name %q must be 1 to 32 lowercase letters, digits or '-', starting with a letter", name)
 	}
-	if !ImagePattern.MatchString(s.Image) {
+	if !mcppin.ImagePattern.MatchString(s.Image) {
 		return Server{}, fmt.Errorf("image %q is not an image ID (sha256: and 64 lowercase hex digits); an image is named by ID so that it is never pulled or swapped", s.Image)
 	}
-	switch {
-	case len(s.Command) == 0:
-		return Server{}, errors.New("command is missing: the server's program and its arguments, as a list")
-	case len(s.Command) > MaxArgs:
-		return Server{}, fmt.Errorf("command has %d arguments, more than %d", len(s.Command), MaxArgs)
-	case !strings.HasPrefix(s.Command[0], "/"):
-		return Server{}, fmt.Errorf("command's program %q is not an absolute path: the container has no search path the owner chose", s.Command[0])
-	}
-	for _, a := range s.Command {
-		if strings.ContainsRune(a, 0) || len(a) > 4096 {
-			return Server{}, errors.New("command: an argument holds a NUL byte or is longer than 4096 bytes")
-		}
+	if err := mcppin.CheckCommand(s.Command); err != nil {
+		return Server{}, err
 	}
 	if s.Secret != "" && !secretPattern.MatchString(s.Secret) {
 		return Server{}, fmt.Errorf("secret %q must be 1 to 64 uppercase letters, digits or '_', starting with a letter (a name from brokerd's [secrets], not a value)", s.Secret)

@@ -186,6 +186,9 @@ func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64
 	if call, ok := d.Consult(); ok {
 		return b.runConsult(ctx, c, session, seq, d, call)
 	}
+	if m, ok := d.MCP(); ok {
+		return b.runMCP(ctx, seq, d, m)
+	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {
 		b.log.Warn("run failed", "decision", seq, "err", err.Error())
@@ -222,9 +225,15 @@ func resultText(out runner.Output) string {
 // release records a result by hash and size and only then hands it back:
 // the session's taint must rise before anything of the output is seen.
 func (b *Broker) release(seq int64, output string, exit int, status wire.ToolStatus, class dataclass.Class, untrusted bool) *wire.ToolResult {
+	return b.releasePinned(seq, output, exit, status, class, untrusted, "")
+}
+
+// releasePinned is release for an MCP call: its record also names the
+// pin (listing sum) the server's live listing was checked against.
+func (b *Broker) releasePinned(seq int64, output string, exit int, status wire.ToolStatus, class dataclass.Class, untrusted bool, pin string) *wire.ToolResult {
 	sum := sha256.Sum256([]byte(output))
 	if _, err := b.ledger.Result(audit.Result{Decision: seq, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(output)),
-		Exit: exit, Class: class, Untrusted: untrusted}); err != nil {
+		Exit: exit, Class: class, Untrusted: untrusted, MCPPin: pin}); err != nil {
 		return unavailable(err)
 	}
 	text, _ := truncate.Bytes(output, b.cfg.resultCap())

@@ -3,7 +3,9 @@ package policy
 import (
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 	"wntrmute.dev/boxmaker/pkg/tool/mcpserver"
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 	"wntrmute.dev/boxmaker/pkg/tool/toolset"
@@ -19,7 +21,7 @@ const MCPUnpinned Reason = "mcp_unpinned"
 // the live listing inside the container must match.
 type MCPCall struct {
 	Server        mcpserver.Server
-	Tool          mcpserver.Tool
+	Tool          mcppin.Tool
 	ListingSHA256 string
 }
 
@@ -63,3 +65,21 @@ func matchMCP(grants []grant.Grant, a toolargs.MCP, cat *mcpserver.Catalog, sess
 	v.secret = e.Server.Secret()
 	return v, nil
 }
+
+// ListTools is the authority to list a declared server's tools once, for
+// the owner's `bxctl mcp pin` (admin.sock, which only the owner reaches):
+// the server's container with no network, no mount and no secret, whose
+// toolkit calls nothing. It is not a tool call: no grant decides it and
+// no session's taint rises with it; its result goes to the owner's
+// terminal, escaped, never to the model.
+func ListTools(s mcpserver.Server, now time.Time) Decision {
+	if !s.Valid() {
+		return Decision{}
+	}
+	return Decision{&decision{verdict: verdict{tool: toolset.MCPName(s.Name(), "tools-list"), mode: grant.Auto,
+		class: dataclass.Private, untrusted: true, session: effective(Session{Taint: dataclass.Private}), at: now,
+		mcp: &MCPCall{Server: s}}}}
+}
+
+// Listing reports whether d is a [ListTools] authority.
+func (m MCPCall) Listing() bool { return m.Tool.Name == "" }

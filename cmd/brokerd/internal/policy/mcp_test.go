@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 	"wntrmute.dev/boxmaker/pkg/tool/mcpserver"
 )
 
@@ -20,11 +21,11 @@ func catalog(t *testing.T) *mcpserver.Catalog {
 		t.Fatal(err)
 	}
 	bare, _ := mcpserver.NewServer("bare", mcpserver.Spec{Image: mcpImage, Command: []string{"/bin/bare"}})
-	tools, err := mcpserver.NewListing([]mcpserver.Listed{{Name: "read_text_file", Description: "Reads a file.", InputSchema: []byte(`{"type":"object"}`)}})
+	tools, err := mcppin.NewListing([]mcppin.Listed{{Name: "read_text_file", Description: "Reads a file.", InputSchema: []byte(`{"type":"object"}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin, err := mcpserver.NewPin("files", mcpImage, tools)
+	pin, err := mcppin.NewPin("files", mcpImage, tools)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,10 @@
 //     [DecideAllowing] (rule 10, allowance.go), for a call inside the
 //     exact scope of a session allowance the owner made with an earlier
 //     approval, under the same grants and no higher taint.
+//   - [ListTools] (mcp.go) is the one Decision no grant makes: the
+//     owner's listing of a declared MCP server for bxctl mcp pin, asked
+//     on admin.sock, with no network, no mount and no secret, under which
+//     the toolkit lists the server's tools and calls none.
 //
 // # Rules
 //

@@ -1,4 +1,4 @@
-package mcpserver
+package mcppin
 
 import (
 	"encoding/json"
@@ -33,8 +33,11 @@ func ParseCall(raw []byte) (Call, error) {
 	if err := strict.Unmarshal(raw, &c); err != nil {
 		return Call{}, err
 	}
-	if _, err := NewServer(c.Server, Spec{Image: "sha256:" + zeros, Command: c.Command}); err != nil {
+	if err := CheckCommand(c.Command); err != nil {
 		return Call{}, err
+	}
+	if !toolset.ServerPattern.MatchString(c.Server) {
+		return Call{}, errors.New("server is not a server name")
 	}
 	if c.Listing() {
 		if c.Arguments != nil || c.ToolSHA256 != "" || c.ListingSHA256 != "" {

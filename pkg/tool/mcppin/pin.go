@@ -1,4 +1,23 @@
-package mcpserver
+// Package mcppin is the vocabulary brokerd, bxctl and the toolkit share
+// about MCP servers' tools: the pin of a server's listing (pin.go) and
+// the envelope of one MCP call between brokerd's runner and the toolkit
+// (envelope.go). It links no TOML, no file access and no secret, so the
+// toolkit can share it; package mcpserver reads the owner's files.
+//
+// # Invariants
+//
+//   - A [Pin] is made only by [NewPin] or [ParsePin], and its sums always
+//     agree with its text: ParsePin recomputes every tool's sum and the
+//     listing's and refuses a file whose sums differ, so a pin edited by
+//     hand cannot show find_tool one description and check another.
+//   - A tool's sum covers its description and its input schema in
+//     canonical form ([CanonicalSchema]); the listing's sum covers every
+//     tool's name and sum, so a rename, an added or a removed tool changes
+//     it. The same functions compute the pin (bxctl mcp pin, through
+//     brokerd and the toolkit) and the live check in the container.
+//   - [ParseResult] accepts only the toolkit's own strict, capped
+//     envelope; brokerd never reads a server's bytes.
+package mcppin
 
 import (
 	"bytes"
@@ -7,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -155,6 +175,31 @@ func NewPin(server, image string, tools []Tool) (Pin, error) {
 		return Pin{}, err
 	}
 	return p, nil
+}
+
+// ImagePattern is an image ID as brokerd.toml's tool_image writes it.
+var ImagePattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// MaxArgs caps a server's command line.
+const MaxArgs = 64
+
+// CheckCommand checks a server's argv: 1 to MaxArgs arguments, an
+// absolute program, no NUL, none over 4096 bytes.
+func CheckCommand(cmd []string) error {
+	switch {
+	case len(cmd) == 0:
+		return errors.New("command is missing: the server's program and its arguments, as a list")
+	case len(cmd) > MaxArgs:
+		return fmt.Errorf("command has %d arguments, more than %d", len(cmd), MaxArgs)
+	case !strings.HasPrefix(cmd[0], "/"):
+		return fmt.Errorf("command's program %q is not an absolute path: the container has no search path the owner chose", cmd[0])
+	}
+	for _, a := range cmd {
+		if strings.ContainsRune(a, 0) || len(a) > 4096 {
+			return errors.New("command: an argument holds a NUL byte or is longer than 4096 bytes")
+		}
+	}
+	return nil
 }
 
 // check recomputes every sum and checks every value.
