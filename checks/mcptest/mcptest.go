@@ -1,9 +1,11 @@
-// Package mcptest holds what the MCP tests share: the image of the small
-// test server (checks/mcptest/server, built with the official Go SDK) for
-// runs over real Podman.
+// Package mcptest holds what the MCP tests share over real Podman: the
+// image of the small test server (checks/mcptest/server, built with the
+// official Go SDK), and the image of the third-party servers from the npm
+// registry (images/mcp-test-image).
 //
 // Invariant: the image holds the server, statically linked, at
-// [ServerPath], /etc/passwd and /etc/group with nobody, and an empty /tmp;
+// [ServerPath], /etc/passwd and /etc/group with nobody, and an empty /tmp
+// (mode 1777: Podman gives the container's /tmp tmpfs the image's mode);
 // nothing else (no shell), so that a test of what a server can reach sees
 // only what the runner gave it.
 package mcptest
@@ -11,6 +13,7 @@ package mcptest
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,9 +58,11 @@ func ServerImage(t testing.TB, svc *podmantest.Service) string {
 	require.NoError(t, err)
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
-	for _, d := range []string{"srv/", "etc/", "tmp/"} {
+	for _, d := range []string{"srv/", "etc/"} {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755})
 	}
+	// Podman gives the container's /tmp tmpfs the image's /tmp mode.
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777})
 	file := func(name string, mode int64, data []byte) {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data))})
 		tw.Write(data)
@@ -69,5 +74,47 @@ func ServerImage(t testing.TB, svc *podmantest.Service) string {
 	id, err := svc.Import(b.Bytes(), "localhost/boxmaker-mcp-test:test")
 	require.NoError(t, err)
 	ids[svc] = id
+	return id
+}
+
+// The third-party servers in the npm image (images/mcp-test-image).
+var (
+	EverythingCommand = []string{"/usr/bin/node", "/opt/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"}
+	FilesystemCommand = []string{"/usr/bin/node", "/opt/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"}
+)
+
+var (
+	npmMu  sync.Mutex
+	npmIDs = map[*podmantest.Service]string{}
+)
+
+// NPMImage builds (images/mcp-test-image: the machine's Node and the
+// npm registry's @modelcontextprotocol/server-everything and
+// server-filesystem, cached under ~/.cache/boxmaker/mcp) and imports,
+// once per service, the third-party servers' image, and returns its ID.
+// Without node and npm the test skips, or fails when CI is set.
+func NPMImage(t testing.TB, svc *podmantest.Service) string {
+	t.Helper()
+	npmMu.Lock()
+	defer npmMu.Unlock()
+	if id, ok := npmIDs[svc]; ok {
+		return id
+	}
+	root, err := podmantest.RepoRoot()
+	require.NoError(t, err)
+	tarPath := filepath.Join(t.TempDir(), "mcp-npm.tar")
+	cmd := exec.Command(filepath.Join(root, "images", "mcp-test-image"), tarPath)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 3 && os.Getenv("CI") == "" {
+		t.Skipf("did not run: %s", bytes.TrimSpace(out))
+	}
+	require.NoError(t, err, "images/mcp-test-image: %s", out)
+	body, err := os.ReadFile(tarPath)
+	require.NoError(t, err)
+	id, err := svc.Import(body, "localhost/boxmaker-mcp-npm:test")
+	require.NoError(t, err)
+	npmIDs[svc] = id
 	return id
 }

@@ -37,10 +37,13 @@ mode = "auto"
 
 // pinOverAdmin lists server test over admin.sock (bxctl mcp pin's
 // question) and writes the pin it answers into the mcp directory.
-func pinOverAdmin(t *testing.T, h *harness) mcppin.Pin {
+func pinOverAdmin(t *testing.T, h *harness) mcppin.Pin { return pinServer(t, h, "test") }
+
+// pinServer lists server over admin.sock and writes its pin.
+func pinServer(t *testing.T, h *harness, server string) mcppin.Pin {
 	t.Helper()
 	a := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
-	a.Send(&wire.MCPList{Server: "test"})
+	a.Send(&wire.MCPList{Server: server})
 	l, ok := a.Recv().(*wire.MCPListing)
 	if !ok || len(l.Tools) == 0 {
 		t.Fatalf("mcp_list = %#v", l)
@@ -54,7 +57,7 @@ func pinOverAdmin(t *testing.T, h *harness) mcppin.Pin {
 		t.Fatal(err)
 	}
 	text, _ := pin.Encode()
-	if err := os.WriteFile(filepath.Join(h.cfg.mcpDir(), "test.pin.json"), text, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(h.cfg.mcpDir(), server+".pin.json"), text, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return pin

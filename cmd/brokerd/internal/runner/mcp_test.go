@@ -142,3 +142,43 @@ func TestMCPCallOverPodman(t *testing.T) {
 		t.Errorf("containers left behind: %v", l)
 	}
 }
+
+// TestMCPCallLeavesNothing: a server that plants a file in its /tmp and
+// starts a detached process writing into its granted directory neither
+// survives its call (the writes stop once the call is over) nor leaves
+// the file to the next call, which runs in a fresh container.
+func TestMCPCallLeavesNothing(t *testing.T) {
+	svc := podmantest.Require(t)
+	p := newRunner(t, svc, svc.ToolImage(t), nil)
+	s := mcpServer(t, mcptest.ServerImage(t, svc), "pinned")
+	pin := pinned(t, p, s)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	plant := mcpGrant("plant", `paths = ["`+dir+`"]`, "writable = true")
+	if r := mcpResult(t, p, decideMCP(t, s, pin, plant, "plant", map[string]string{"path": dir})); r.Status != mcppin.StatusOK || r.Content[0].Text != "planted" {
+		t.Fatalf("plant = %+v", r)
+	}
+	// The call is over and its container removed: whatever it started
+	// is gone with it, so the file it appended to stops growing.
+	size := func() int64 {
+		fi, err := os.Stat(filepath.Join(dir, "alive"))
+		if err != nil {
+			return -1
+		}
+		return fi.Size()
+	}
+	first := size()
+	if first <= 0 {
+		t.Fatalf("the planted process never wrote to %s/alive", dir)
+	}
+	time.Sleep(2 * time.Second)
+	if now := size(); now != first {
+		t.Errorf("the planted process outlived its call: %s/alive grew from %d to %d bytes", dir, first, now)
+	}
+	if r := mcpResult(t, p, decideMCP(t, s, pin, mcpGrant("read"), "read", map[string]string{"path": "/tmp/planted"})); r.Status != mcppin.StatusToolError {
+		t.Errorf("the next call found the planted file: %+v", r)
+	}
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
+}
