@@ -182,3 +182,22 @@ func TestMCPCallLeavesNothing(t *testing.T) {
 		t.Errorf("containers left behind: %v", l)
 	}
 }
+
+// TestMCPServerCannotForgeTheResult: the server runs as the toolkit's
+// uid in the same container, but the toolkit is not dumpable, so the
+// server cannot open the toolkit's stdout through /proc and write
+// brokerd a result of its own.
+func TestMCPServerCannotForgeTheResult(t *testing.T) {
+	svc := podmantest.Require(t)
+	p := newRunner(t, svc, svc.ToolImage(t), nil)
+	s := mcpServer(t, mcptest.ServerImage(t, svc), "pinned")
+	pin := pinned(t, p, s)
+	out := run(t, p, decideMCP(t, s, pin, mcpGrant("forge"), "forge", map[string]string{}))
+	if strings.Contains(out.Stdout, "FORGED") {
+		t.Fatalf("the server wrote the toolkit's result: %q", out.Stdout)
+	}
+	r, err := mcppin.ParseResult([]byte(out.Stdout))
+	if err != nil || len(r.Content) != 1 || !strings.Contains(r.Content[0].Text, "permission denied") {
+		t.Errorf("forge = %+v, %v; want the server's own answer that /proc refused it", r, err)
+	}
+}

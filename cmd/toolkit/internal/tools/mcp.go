@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"golang.org/x/sys/unix"
+
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/mcpcall"
 	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
@@ -35,6 +37,14 @@ func RunMCP(ctx context.Context, env Env, stdin io.Reader) int {
 	if err != nil {
 		fmt.Fprintln(env.Stderr, MisuseInput)
 		return ExitMisuse
+	}
+	// The server runs as this process's uid in the same container: not
+	// dumpable, this process's /proc entries (its stdout, where brokerd
+	// reads the result; its memory, which holds the secret) are root's,
+	// so the server can neither write brokerd a result of its own nor
+	// trace the toolkit. A child is dumpable again after its execve.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return report(env, failf("the toolkit could not make itself undumpable: %v; see docs/runbook.md#mcp-failed", err))
 	}
 	me := mcpcall.Env{Stdout: env.Stdout, Path: mcpcall.DefaultPath}
 	if in.Secret != nil {
