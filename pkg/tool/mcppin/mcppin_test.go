@@ -153,3 +153,32 @@ func FuzzParsePin(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseResult: the toolkit's envelope carries a server's words;
+// whatever ParseResult accepts is within the caps, of a known status and
+// content type, and encodes and parses back the same.
+func FuzzParseResult(f *testing.F) {
+	f.Add([]byte(`{"status":"ok","content":[{"type":"text","text":"hi"}],"truncated":false}`))
+	f.Add([]byte(`{"status":"drift","content":[],"truncated":false,"detail":"x","listing":[]}`))
+	f.Add([]byte(`{"status":"failed","content":[{"type":"described","text":"[an image]"}],"truncated":true,"detail":"d"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ParseResult(data)
+		if err != nil {
+			return
+		}
+		n := 0
+		for _, c := range r.Content {
+			n += len(c.Text)
+		}
+		if n > MaxText {
+			t.Fatalf("accepted %d bytes of text", n)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseResult(b); err != nil {
+			t.Fatalf("ParseResult(Marshal(ParseResult(x))): %v", err)
+		}
+	})
+}
