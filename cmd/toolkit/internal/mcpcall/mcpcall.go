@@ -19,8 +19,9 @@
 //     inlined; a description the server could fill is escaped.
 //   - The server's process gets an environment built from nothing (PATH,
 //     HOME=/tmp, and, when the declaration names one, the path of its one
-//     secret, which lives in the container's private tmpfs); its stderr
-//     is kept, capped, only for a failure's detail.
+//     secret, which lives in the container's private tmpfs; when the grant
+//     names hosts, HTTPS_PROXY, the bridge to the call's egress proxy,
+//     bridge.go); its stderr is kept, capped, only for a failure's detail.
 //   - The client offers the server no capability: no sampling, no
 //     elicitation, no roots. A server cannot reach the model or the owner.
 package mcpcall
@@ -47,6 +48,9 @@ type Env struct {
 	Stdout io.Writer
 	// SecretFile is the path of the written secret, or "".
 	SecretFile string
+	// EgressSocket is the call's egress proxy, or "" when the grant
+	// names no host (then the container has no network at all).
+	EgressSocket string
 	// Path is the server's PATH.
 	Path string
 }
@@ -82,6 +86,14 @@ func run(ctx context.Context, env Env, call mcppin.Call) mcppin.Result {
 		cmd.Env = append(cmd.Env, "BOXMAKER_SECRET_FILE="+env.SecretFile)
 	}
 	cmd.Dir = "/tmp"
+	if env.EgressSocket != "" {
+		b, err := startBridge(ctx, env.EgressSocket)
+		if err != nil {
+			return failed("the way out through the egress proxy could not be opened: " + err.Error())
+		}
+		defer b.close()
+		cmd.Env = append(cmd.Env, "HTTPS_PROXY="+b.URL(), "https_proxy="+b.URL(), "NODE_USE_ENV_PROXY=1")
+	}
 	stderr := &capped{max: maxStderr}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "boxmaker-toolkit", Version: "1"}, nil)

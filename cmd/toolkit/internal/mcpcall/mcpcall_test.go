@@ -4,12 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/cmd/toolkit/internal/egress"
+	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 )
 
@@ -102,5 +110,53 @@ func TestContentIsCappedAndDescribed(t *testing.T) {
 	r = do(t, mcppin.Call{Server: "test", Command: []string{"/nonexistent/server"}})
 	if r.Status != mcppin.StatusFailed || r.Detail == "" {
 		t.Errorf("missing server = %+v", r)
+	}
+}
+
+// TestEgressBridge: with the call's egress proxy present, the server
+// reaches a granted host over HTTPS through HTTPS_PROXY (the bridge turns
+// its CONNECT into the proxy's SOCKS5); a host the grant does not name is
+// refused by the proxy, and plain http:// has no way out.
+func TestEgressBridge(t *testing.T) {
+	bin := server(t)
+	site := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "from the granted host") }))
+	defer site.Close()
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := hostrule.ParseName("api.example.com")
+	d := &nettest.Dialer{To: map[string]string{"93.184.216.34:443": site.Listener.Addr().String(), "93.184.216.35:443": site.Listener.Addr().String()}}
+	r := nettest.Resolver{"api.example.com": nettest.Addrs("93.184.216.34"), "other.example.com": nettest.Addrs("93.184.216.35")}
+	p := &egress.Proxy{Hosts: []hostrule.Name{host}, Resolver: r, Dialer: d, Log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Serve(ctx, ln); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	pin := pin(t, bin, "pinned", "get")
+	get := func(url string) mcppin.Result {
+		var out bytes.Buffer
+		if err := Run(context.Background(), Env{Stdout: &out, Path: DefaultPath, EgressSocket: sock}, call(pin, bin, "pinned", "get", `{"url":"`+url+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := mcppin.ParseResult(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := get("https://api.example.com/"); r.Content[0].Text != "get: from the granted host" {
+		t.Errorf("granted host = %+v", r)
+	}
+	if r := get("https://other.example.com/"); !strings.Contains(r.Content[0].Text, "get failed") {
+		t.Errorf("another host = %+v, want refused", r)
+	}
+	if r := get("http://api.example.com/"); !strings.Contains(r.Content[0].Text, "get failed") {
+		t.Errorf("plain http = %+v, want no way out", r)
+	}
+	if dialed := d.Dialed(); len(dialed) != 1 || dialed[0] != "93.184.216.34:443" {
+		t.Errorf("the proxy dialled %v, want the granted host once", dialed)
 	}
 }

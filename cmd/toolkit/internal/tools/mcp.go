@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -47,6 +48,9 @@ func RunMCP(ctx context.Context, env Env, stdin io.Reader) int {
 		return report(env, failf("the toolkit could not make itself undumpable: %v; see docs/runbook.md#mcp-failed", err))
 	}
 	me := mcpcall.Env{Stdout: env.Stdout, Path: mcpcall.DefaultPath}
+	if fi, err := os.Stat(env.EgressSocket); err == nil && fi.Mode().Type() == os.ModeSocket {
+		me.EgressSocket = env.EgressSocket // the runner mounts it only for a grant with hosts
+	}
 	if in.Secret != nil {
 		if me.SecretFile, err = writeSecret(env.SecretDir, env.SecretTmpfs, in.Secret); err != nil {
 			return report(env, err)
