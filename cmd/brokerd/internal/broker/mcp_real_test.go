@@ -127,17 +127,26 @@ func TestMCPThroughBrokerd(t *testing.T) {
 		t.Errorf("big = status %s, %d bytes", r.Status, len(r.Output))
 	}
 
-	declareTest(t, h.cfg.mcpDir(), serverImage, "description")
-	r = result(t, h.call(t, "call_tool", echo))
-	if r.Status != wire.StatusDenied || !strings.Contains(r.Output, "mcp-drift") || !strings.Contains(r.Output, "docs/runbook.md#mcp-drift") {
-		t.Errorf("drifted = %+v", r)
-	}
-	prop, err := os.ReadFile(filepath.Join(h.cfg.StateDir, "proposals", "mcp-test.pin.json"))
-	if err != nil {
-		t.Fatalf("no re-pin proposal: %v", err)
-	}
-	if p, err := mcppin.ParsePin(prop); err != nil || p.ListingSHA256 == pin.ListingSHA256 || !strings.Contains(string(prop), "id_ed25519") {
-		t.Errorf("proposal = %v, %.200s", err, prop)
+	// Drift: the server, re-declared to change echo's description, its
+	// schema or its name, is refused each time and leaves a re-pin
+	// proposal holding what changed.
+	for _, tt := range []struct{ mode, shows string }{
+		{"description", "id_ed25519"},
+		{"schema", `\"path\"`},
+		{"rename", `"name": "echo2"`},
+	} {
+		declareTest(t, h.cfg.mcpDir(), serverImage, tt.mode)
+		r = result(t, h.call(t, "call_tool", echo))
+		if r.Status != wire.StatusDenied || !strings.Contains(r.Output, "mcp-drift") || !strings.Contains(r.Output, "docs/runbook.md#mcp-drift") {
+			t.Errorf("%s: drifted = %+v", tt.mode, r)
+		}
+		prop, err := os.ReadFile(filepath.Join(h.cfg.StateDir, "proposals", "mcp-test.pin.json"))
+		if err != nil {
+			t.Fatalf("%s: no re-pin proposal: %v", tt.mode, err)
+		}
+		if p, err := mcppin.ParsePin(prop); err != nil || p.ListingSHA256 == pin.ListingSHA256 || !strings.Contains(string(prop), tt.shows) {
+			t.Errorf("%s: proposal = %v, lacks %s", tt.mode, err, tt.shows)
+		}
 	}
 
 	h.stop()
@@ -148,7 +157,7 @@ func TestMCPThroughBrokerd(t *testing.T) {
 		}
 		return nil
 	})
-	if len(pins) != 4 || pins[0] != pin.ListingSHA256 || pins[3] != pin.ListingSHA256 {
-		t.Errorf("results' pins = %v, want 4 naming %s", pins, pin.ListingSHA256)
+	if len(pins) != 6 || pins[0] != pin.ListingSHA256 || pins[5] != pin.ListingSHA256 {
+		t.Errorf("results' pins = %v, want 6 naming %s", pins, pin.ListingSHA256)
 	}
 }
