@@ -23,6 +23,7 @@ const ConfigHome = "pkg/host/roleconf"
 // no role's config.
 var Schemas = map[string]string{
 	"pkg/tool/grant":          "the owner's grant files (grants_dir/*.toml)",
+	"pkg/tool/mcpserver":      "the owner's MCP server declarations (mcp/NAME.toml, beside the grants)",
 	"cmd/loopd/internal/jobs": "the owner's job files (jobs/*.toml)",
 	"pkg/host/layout":         "config/users.toml, each role's uid and gid: the layout table's own file",
 	"pkg/host/config":         "the strict loader itself, and its tests' own types",

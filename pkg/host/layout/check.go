@@ -138,7 +138,7 @@ func Verify(state string, u Users) []Problem {
 				continue
 			}
 			f := &Entry{Kind: File, Mode: e.Files, Owner: e.Owner, Group: e.Group}
-			if e == &Logs || e == &Grants {
+			if e == &Logs || e == &Grants || e == &MCP {
 				f.Owner = Owner
 			}
 			if p := match(f, e.In(state)+"/"+d.Name(), u, true); p != nil {

@@ -121,6 +121,11 @@ var (
 		Doc: "session logs, <id>/<epoch>.jsonl (+ baseline snapshot)", Rests: "setgid 0750, group memoryd's: memoryd reads them for reindexing, nothing writes them but loopd"}
 	Grants = Entry{Path: "grants", Kind: Dir, Mode: 0o750, Writer: "owner", Up: true, Owner: Owner, Group: Brokerd, Files: 0o640,
 		Doc: "grant files, *.toml; read-only to brokerd", Rests: "0750, group brokerd's; grant files 0640: only brokerd reads, only the owner writes"}
+	// MCP holds the owner's MCP server declarations and their pins
+	// (package mcpserver), beside grants/ and under the same rule: only
+	// the owner writes, only brokerd reads.
+	MCP = Entry{Path: "mcp", Kind: Dir, Mode: 0o750, Writer: "owner", Up: true, Owner: Owner, Group: Brokerd, Files: 0o640,
+		Doc: "MCP server declarations, NAME.toml, and their pins, NAME.pin.json (bxctl mcp pin); read-only to brokerd", Rests: "0750, group brokerd's; files 0640: only brokerd reads, only the owner writes"}
 	// Audit is inside broker/ so that its head record (pkg/logs/audit: beside
 	// the log's directory, broker/audit.head) is in a directory brokerd
 	// may write, with a user per role.
@@ -220,7 +225,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals,
+	&Logs, &Sessions, &Grants, &MCP, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &MemchatRun, &GateRun, &PodmanRun)...)
 

@@ -134,7 +134,7 @@ func (m *maker) files(e *Entry, fd int) error {
 	}
 	makeStep("listed", e.Path)
 	f := &Entry{Kind: File, Owner: e.Owner, Group: e.Group}
-	if e == &Grants || e == &Logs {
+	if e == &Grants || e == &MCP || e == &Logs {
 		f.Owner = Owner
 	}
 	// Besides regular files: in a role's directory, which the role

@@ -84,7 +84,7 @@ func Row(u Users, role string) []Cell {
 // and mode the table gives e's files.
 func SampleEntry(e *Entry) *Entry {
 	f := &Entry{Path: path.Join(e.Path, Sample), Kind: File, Mode: e.Files, Owner: e.Owner, Group: e.Group}
-	if e == &Grants || e == &Logs {
+	if e == &Grants || e == &MCP || e == &Logs {
 		f.Owner = Owner
 	}
 	return f

@@ -185,6 +185,9 @@ type Result struct {
 	Exit      int             `json:"exit"`     // the tool's exit status
 	Class     dataclass.Class `json:"class"`    // data class of the result
 	Untrusted bool            `json:"untrusted"`
+	// MCPPin is, for an MCP tool's call, the listing_sha256 of the pin
+	// the server's live listing was checked against (absent otherwise).
+	MCPPin string `json:"mcp_pin,omitempty"`
 }
 
 // Recovery describes one damaged line, the line just before it, and what

@@ -83,10 +83,13 @@ const (
 	AuditUnavailable Reason = "audit_unavailable"
 	Refused          Reason = "refused" // the owner refused the approval
 	Expired          Reason = "expired" // the approval expired unanswered
+	// MCPUnpinned: the MCP tool's server is not declared, has no pin for
+	// its image, does not list the tool, or the mcp directory is invalid.
+	MCPUnpinned Reason = "mcp_unpinned"
 )
 
 // Reasons lists every reason in the order they were added.
-var Reasons = []Reason{NoGrant, DenyGrant, GrantsInvalid, StateUnreadable, InvalidArguments, AuditUnavailable, Refused, Expired}
+var Reasons = []Reason{NoGrant, DenyGrant, GrantsInvalid, StateUnreadable, InvalidArguments, AuditUnavailable, Refused, Expired, MCPUnpinned}
 
 // Answer is how an ask decision was answered.
 type Answer string
@@ -267,6 +270,8 @@ func (r *Result) validate() error {
 		return errf("result size %d is negative", r.Size)
 	case !r.Class.Valid():
 		return errf("result class %v", r.Class)
+	case r.MCPPin != "" && !IsHash(r.MCPPin):
+		return errf("result mcp_pin %q is not a lowercase hex SHA-256", r.MCPPin)
 	}
 	return nil
 }

@@ -173,6 +173,11 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(WriteProposal) },
 	func() strict.Variant { return new(BrokerStatusQuery) },
 	func() strict.Variant { return new(BrokerStatus) },
+	// MCP tools (mcp.go)
+	func() strict.Variant { return new(FindTools) },
+	func() strict.Variant { return new(FoundTools) },
+	func() strict.Variant { return new(MCPList) },
+	func() strict.Variant { return new(MCPListing) },
 )
 
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus

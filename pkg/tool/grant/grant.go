@@ -29,7 +29,7 @@
 //
 //	[[grant]]
 //	id = "notes-read"                 # unique across the directory
-//	tool = "read_file"                # read_file, write_file, shell, http_fetch
+//	tool = "read_file"                # read_file, write_file, shell, http_fetch, consult, mcp.SERVER.TOOL (mcp.go)
 //	paths = ["/home/owner/notes"]     # read_file, write_file, shell
 //	# hosts = ["example.com"]         # http_fetch
 //	# writable = true                 # shell only: mount the workdir read-write
@@ -315,9 +315,12 @@ func (g *Grant) parseTool(s Spec) error {
 	if toolset.IsMemory(s.Tool) {
 		return fmt.Errorf("tool %q is a memory tool: its policy is built into brokerd (always auto) and no grant may name it", s.Tool)
 	}
+	if toolset.IsMCP(s.Tool) {
+		return g.parseMCP(s)
+	}
 	c, ok := ConstraintOf(s.Tool)
 	if !ok {
-		return fmt.Errorf("tool %q is not a tool grants can name (%s)", s.Tool, strings.Join(toolset.Of(toolset.ClassGranted), ", "))
+		return fmt.Errorf("tool %q is not a tool grants can name (%s, or an MCP tool as mcp.SERVER.TOOL)", s.Tool, strings.Join(toolset.Of(toolset.ClassGranted), ", "))
 	}
 	if s.Writable != nil && s.Tool != toolset.Shell {
 		return fmt.Errorf("%s does not take writable (only shell does; read_file never writes and write_file always does)", s.Tool)
@@ -417,7 +420,7 @@ type canonicalGrant struct {
 func (g *Grant) canonicalForm() canonicalGrant {
 	c := canonicalGrant{ID: g.id, Tool: g.tool, Paths: g.paths, Hosts: g.hosts, Secret: g.secret,
 		MaxTaint: g.maxTaint, ResultClass: g.resultClass, Untrusted: g.untrusted, Mode: g.mode, Standing: g.standing}
-	if g.tool == toolset.Shell {
+	if g.tool == toolset.Shell || toolset.IsMCP(g.tool) {
 		w := g.writable
 		c.Writable = &w
 	}

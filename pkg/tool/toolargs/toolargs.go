@@ -182,6 +182,9 @@ func Parse(tool string, raw []byte) (Args, error) {
 	case toolset.Consult:
 		return parseConsult(raw)
 	}
+	if toolset.IsMCP(tool) {
+		return parseMCP(tool, raw)
+	}
 	if toolset.IsMemory(tool) {
 		var obj map[string]json.RawMessage
 		if err := strict.Unmarshal(raw, &obj); err != nil {

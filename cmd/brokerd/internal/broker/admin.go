@@ -18,6 +18,7 @@ import (
 // from here, never from loopd.
 func (b *Broker) adminServer() *rpc.Server {
 	return rpc.NewServer(&wire.Admin, b.log,
+		rpc.On(func(ctx context.Context, _ sockets.Peer, m *wire.MCPList) strict.Variant { return b.mcpList(ctx, m) }),
 		rpc.On(func(_ context.Context, _ sockets.Peer, _ *wire.ListApprovals) strict.Variant {
 			calls := []wire.PendingCall{}
 			for _, e := range b.pending.List() {

@@ -121,7 +121,7 @@ func run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak 
 	}
 	errc := make(chan error, 3)
 	go func() {
-		errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool), rpc.On(b.statusSummary)).Serve)
+		errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool), rpc.On(b.statusSummary), rpc.On(b.findTools)).Serve)
 	}()
 	go func() { errc <- al.Serve(ctx, b.adminServer().Serve) }()
 	n := 2

@@ -68,6 +68,8 @@ func denialRecord(d *policy.Denial, raw json.RawMessage) audit.DecisionRecord {
 		r.Reason = audit.InvalidArguments
 	case policy.DeniedByGrant:
 		r.Reason, r.Grant = audit.DenyGrant, grantRef(d.Grant)
+	case policy.MCPUnpinned:
+		r.Reason = audit.MCPUnpinned
 	case policy.UnknownTool:
 		r.Reason, r.Detail = audit.NoGrant, "no tool of that name can be granted"
 	default:

@@ -40,7 +40,7 @@ func unavailable(err error) *wire.ToolResult {
 
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
-	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: consultEndpoint(b.cfg)}
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: consultEndpoint(b.cfg), MCP: b.mcpCatalog()}
 	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.Owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
@@ -146,6 +146,7 @@ func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolReques
 		return denied(msg)
 	}
 	gs, _ := grant.LoadDir(b.cfg.GrantsDir, b.cfg.Owners())
+	preq.MCP = b.mcpCatalog() // read afresh, like the grants
 	var dec policy.Decision
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
@@ -185,6 +186,9 @@ func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64
 	if call, ok := d.Consult(); ok {
 		return b.runConsult(ctx, c, session, seq, d, call)
 	}
+	if m, ok := d.MCP(); ok {
+		return b.runMCP(ctx, seq, d, m)
+	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {
 		b.log.Warn("run failed", "decision", seq, "err", err.Error())
@@ -221,9 +225,15 @@ func resultText(out runner.Output) string {
 // release records a result by hash and size and only then hands it back:
 // the session's taint must rise before anything of the output is seen.
 func (b *Broker) release(seq int64, output string, exit int, status wire.ToolStatus, class dataclass.Class, untrusted bool) *wire.ToolResult {
+	return b.releasePinned(seq, output, exit, status, class, untrusted, "")
+}
+
+// releasePinned is release for an MCP call: its record also names the
+// pin (listing sum) the server's live listing was checked against.
+func (b *Broker) releasePinned(seq int64, output string, exit int, status wire.ToolStatus, class dataclass.Class, untrusted bool, pin string) *wire.ToolResult {
 	sum := sha256.Sum256([]byte(output))
 	if _, err := b.ledger.Result(audit.Result{Decision: seq, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(output)),
-		Exit: exit, Class: class, Untrusted: untrusted}); err != nil {
+		Exit: exit, Class: class, Untrusted: untrusted, MCPPin: pin}); err != nil {
 		return unavailable(err)
 	}
 	text, _ := truncate.Bytes(output, b.cfg.ResultCapBytes())

@@ -51,7 +51,11 @@ func (d Decision) ViaCallTool() bool { return d.get().via }
 // the memory tools).
 func (d Decision) Args() toolargs.Args {
 	if m, ok := d.get().args.(toolargs.Memory); ok {
-		m.Raw = slices.Clone(m.Raw) // the only argument type that holds a slice
+		m.Raw = slices.Clone(m.Raw) // with MCP, the argument types that hold a slice
+		return m
+	}
+	if m, ok := d.get().args.(toolargs.MCP); ok {
+		m.Raw = slices.Clone(m.Raw)
 		return m
 	}
 	return d.get().args

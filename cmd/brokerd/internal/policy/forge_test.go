@@ -284,11 +284,14 @@ func TestOnlyDecideMakesDecisions(t *testing.T) {
 	}
 	// DecideAllowing is Decide with the owner's session allowances
 	// (rule 10): it builds a Decision only where Decide would ask.
-	want := map[string]bool{"Decide": true, "Redecide": true, "DecideAllowing": true}
+	// ListTools (mcp.go) is the owner's listing of a declared MCP server
+	// for bxctl mcp pin (admin.sock): no network, mount or secret, and
+	// its toolkit calls no tool.
+	want := map[string]bool{"Decide": true, "Redecide": true, "DecideAllowing": true, "ListTools": true}
 	if !reflect.DeepEqual(builders, want) {
-		t.Errorf("non-zero Decisions are built in %v; want only Decide, Redecide and DecideAllowing", builders)
+		t.Errorf("non-zero Decisions are built in %v; want only Decide, Redecide, DecideAllowing and ListTools", builders)
 	}
 	if !reflect.DeepEqual(returners, want) {
-		t.Errorf("exported functions returning a Decision: %v; want only Decide, Redecide and DecideAllowing", returners)
+		t.Errorf("exported functions returning a Decision: %v; want only Decide, Redecide, DecideAllowing and ListTools", returners)
 	}
 }

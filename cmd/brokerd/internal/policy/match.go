@@ -26,6 +26,7 @@ type verdict struct {
 	hosts     []hostrule.Name
 	secret    string // the winning grant's secret name, or ""
 	consult   *ConsultCall
+	mcp       *MCPCall // rule 11 (mcp.go)
 	session   Session
 	at        time.Time
 }
@@ -66,6 +67,10 @@ func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bo
 		return length, clen, covers, ok
 	case toolargs.HTTPFetch:
 		ok, covers = hostrule.Allowed(a.URL.Host(), g.Hosts()), true
+	case toolargs.MCP:
+		// Every grant naming the tool applies: its paths and hosts are
+		// what the container gets, not a constraint on the arguments.
+		ok, covers = true, true
 	}
 	return length, length, covers, ok
 }
@@ -173,6 +178,12 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 		v.mounts = []Mount{{Path: a.Workdir, Writable: writable}}
 	case toolargs.HTTPFetch:
 		v.hosts = []hostrule.Name{a.URL.Host()}
+	case toolargs.MCP:
+		// The winning grant's paths and hosts, and no other grant's.
+		for _, p := range best.g.Paths() {
+			v.mounts = append(v.mounts, Mount{Path: p, Writable: writable})
+		}
+		v.hosts = best.g.Hosts()
 	}
 	return v, nil
 }

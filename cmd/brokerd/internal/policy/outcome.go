@@ -50,6 +50,8 @@ func (d *Denial) Error() string {
 		return fmt.Sprintf("%q denied: no tool of that name can be granted; see docs/runbook.md#no-grant", d.Tool)
 	case d.Reason == InvalidArguments:
 		return fmt.Sprintf("%q denied: invalid arguments: %s; see docs/runbook.md#invalid-arguments", d.Tool, d.Detail)
+	case d.Reason == MCPUnpinned:
+		return fmt.Sprintf("%q denied: %s, so it is never started; the owner pins a server with bxctl mcp pin; see docs/runbook.md#mcp-unpinned", d.Tool, d.Detail)
 	case d.Reason == DeniedByGrant && d.Grant != nil:
 		return fmt.Sprintf("%q on %q denied by grant %q (%s, sha256 %s); see docs/runbook.md#denied-by-grant", d.Tool, d.Target, d.Grant.ID, d.Grant.File, d.Grant.SHA256)
 	}

@@ -16,6 +16,10 @@
 //     [DecideAllowing] (rule 10, allowance.go), for a call inside the
 //     exact scope of a session allowance the owner made with an earlier
 //     approval, under the same grants and no higher taint.
+//   - [ListTools] (mcp.go) is the one Decision no grant makes: the
+//     owner's listing of a declared MCP server for bxctl mcp pin, asked
+//     on admin.sock, with no network, no mount and no secret, under which
+//     the toolkit lists the server's tools and calls none.
 //
 // # Rules
 //
@@ -71,6 +75,14 @@
 //     "identity_may_leave" or "all_may_leave", and all_may_leave once the
 //     session has been handed recalled memory; each refusal names its
 //     rule. Its result is always untrusted.
+//  11. An MCP tool (mcp.SERVER.TOOL, mcp.go) is decided by the grants
+//     that name it exactly, as rules 5 to 7 decide a built-in tool, with
+//     no constraint on its arguments (they are the server's): the winning
+//     grant's paths are its mounts and its hosts its only network. An
+//     allowed or asked call is then refused (mcp_unpinned) unless the
+//     server is declared, pinned for its image and its pin lists the
+//     tool; the Decision carries the declaration and the pinned sums. Its
+//     secret is the declaration's.
 //  10. A session allowance (allowance.go) turns an ask into allowed for a
 //     call inside its exact scope, and nothing else; it never decides a
 //     consult, and lapses when a grant it rode on changes or the session
@@ -93,6 +105,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/mcpserver"
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
@@ -105,6 +118,11 @@ type Request struct {
 	// decided against (rule 9); brokerd sets it, never loopd. nil: no
 	// consult is configured.
 	Endpoint *Endpoint `json:"-"`
+	// MCP is the owner's declared MCP servers and their pins, which an
+	// MCP tool's call is checked against (rule 11); brokerd sets it,
+	// never loopd. nil: none could be loaded, and every MCP call is
+	// refused.
+	MCP *mcpserver.Catalog `json:"-"`
 }
 
 // Session is a session's state as brokerd tracks it.
@@ -204,7 +222,7 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if !gs.Valid() {
 		return nil, deny(GrantsInvalid, "")
 	}
-	if !toolset.IsGranted(tool) {
+	if !toolset.IsGranted(tool) && !toolset.IsMCP(tool) {
 		return nil, deny(UnknownTool, "")
 	}
 	args, err := toolargs.Parse(tool, raw)
@@ -217,6 +235,8 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	)
 	if c, ok := args.(toolargs.Consult); ok {
 		v, d = matchConsult(gs.Grants(), c, req.Endpoint, sess, now)
+	} else if m, ok := args.(toolargs.MCP); ok {
+		v, d = matchMCP(gs.Grants(), m, req.MCP, sess, now)
 	} else {
 		v, d = match(gs.Grants(), args, sess, now)
 	}
@@ -250,6 +270,8 @@ func target(a toolargs.Args) string {
 		return a.URL.String()
 	case toolargs.Consult:
 		return "consult"
+	case toolargs.MCP:
+		return a.Name
 	}
 	return ""
 }

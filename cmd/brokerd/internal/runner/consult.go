@@ -31,5 +31,8 @@ func callArgs(d policy.Decision) ([]byte, error) {
 	if call, ok := d.Consult(); ok {
 		return call.ConsultCall.MarshalJSON()
 	}
+	if _, ok := d.MCP(); ok {
+		return mcpArgs(d)
+	}
 	return d.Args().MarshalJSON()
 }

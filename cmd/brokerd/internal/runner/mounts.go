@@ -44,6 +44,14 @@ func checkMounts(d policy.Decision, protected []string) (problem string, err err
 			return fmt.Sprintf("%s: %v", p, errors.Unwrap(err)), nil
 		}
 		wantDir := d.Tool() != toolset.ReadFile
+		if _, mcp := d.MCP(); mcp {
+			// An MCP grant's path is a file or a directory: it is
+			// mounted as it is, and the server makes of it what it will.
+			if fi.IsDir() || fi.Mode().IsRegular() {
+				continue
+			}
+			return fmt.Sprintf("%s: not a directory or a regular file", p), nil
+		}
 		switch {
 		case wantDir && !fi.IsDir():
 			return fmt.Sprintf("%s: not a directory", p), nil

@@ -38,6 +38,7 @@ type Podman struct {
 	// protected are the real paths no mount may hold or lie inside.
 	protected []string
 	lock      *mountLock
+	toolkit   toolkitCopy // toolkit.go: the tool image's toolkit, for MCP containers
 	// phase, if set (only by this package's benchmark), is told how long
 	// each step of a call took.
 	phase func(step string, d time.Duration)
@@ -125,7 +126,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	if !d.Valid() {
 		return Output{}, ErrNoDecision
 	}
-	if !toolset.IsGranted(d.Tool()) {
+	if _, mcp := d.MCP(); !toolset.IsGranted(d.Tool()) && !mcp {
 		return Output{}, ErrNotATool
 	}
 	timeout := p.cfg.limit(d)
@@ -188,7 +189,13 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		defer stop()
 		egressDir = dir
 	}
-	id, err := p.create(conn, p.cfg.toolSpec(p.instance, d, egressDir))
+	var toolkit string
+	if _, ok := d.MCP(); ok {
+		if toolkit, err = p.toolkitFile(conn); err != nil {
+			return Output{}, err
+		}
+	}
+	id, err := p.create(conn, p.cfg.toolSpec(p.instance, d, egressDir, toolkit))
 	if err != nil {
 		return Output{}, err
 	}
@@ -284,7 +291,15 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 	resp, err := containers.CreateWithSpec(conn, s, nil)
 	if err != nil {
 		p.removeByNonce(conn, nonce)
-		if ok, ierr := images.Exists(conn, p.cfg.ToolImage, nil); ierr == nil && !ok {
+		for _, v := range s.ImageVolumes {
+			if ok, ierr := images.Exists(conn, v.Source, nil); ierr == nil && !ok {
+				return "", ErrImage
+			}
+		}
+		if ok, ierr := images.Exists(conn, s.Image, nil); ierr == nil && !ok {
+			if s.Image != p.cfg.ToolImage {
+				return "", ErrMCPImage
+			}
 			return "", ErrImage
 		}
 		return "", fail(ErrPodman, fmt.Sprintf("create: %v", err))
@@ -316,7 +331,7 @@ func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerato
 			bad = append(bad, what)
 		}
 	}
-	check("sha256:"+c.Image == p.cfg.ToolImage, "image")
+	check("sha256:"+c.Image == s.Image, "image")
 	if h := c.HostConfig; h == nil {
 		bad = append(bad, "host config")
 	} else {

@@ -117,7 +117,7 @@ func TestProbeDiffers(t *testing.T) {
 func TestIsolationDiffers(t *testing.T) {
 	d := decide(t, autoGrant("sh", "shell", []string{"/srv/w"}), "shell", map[string]string{"command": "true", "workdir": "/srv/w"})
 	c, _ := Config{Runner: brokerd.Runner{PodmanSocket: "/run/p.sock", ToolImage: testImage}}.Check()
-	s := c.toolSpec("inst", d, "/state/egress-1")
+	s := c.toolSpec("inst", d, "/state/egress-1", "")
 	good := func() *define.InspectContainerData {
 		return &define.InspectContainerData{
 			HostConfig: &define.InspectContainerHostConfig{

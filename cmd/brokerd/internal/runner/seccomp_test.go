@@ -152,7 +152,7 @@ func TestCreateNeedsTheProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := decide(t, autoGrant("s", "shell", []string{"/srv"}), "shell", map[string]string{"command": "true", "workdir": "/srv"})
-	s := p.cfg.toolSpec("i", d, "")
+	s := p.cfg.toolSpec("i", d, "", "")
 	if s.SeccompProfilePath != p.cfg.seccompProfile || s.SeccompPolicy != "default" {
 		t.Fatalf("spec profile %q policy %q, want %q", s.SeccompProfilePath, s.SeccompPolicy, p.cfg.seccompProfile)
 	}

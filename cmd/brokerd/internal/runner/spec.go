@@ -66,7 +66,7 @@ func (c Config) hardened(instance, role string, timeout uint) *specgen.SpecGener
 // toolSpec is the tool container of one call: no network, the call's
 // mounts at the same path, a private tmpfs for the secret, and, for a
 // call granted hosts, the egress proxy's socket directory.
-func (c Config) toolSpec(instance string, d policy.Decision, egressDir string) *specgen.SpecGenerator {
+func (c Config) toolSpec(instance string, d policy.Decision, egressDir, toolkit string) *specgen.SpecGenerator {
 	timeout := c.limit(d)
 	s := c.hardened(instance, "tool", uint(timeout.Seconds())+backstop)
 	s.Command = toolCommand(d.Tool())
@@ -78,6 +78,9 @@ func (c Config) toolSpec(instance string, d policy.Decision, egressDir string) *
 	})
 	for _, m := range d.Mounts() {
 		s.Mounts = append(s.Mounts, bindMount(m, d.Tool()))
+	}
+	if _, ok := d.MCP(); ok {
+		c.mcpSpec(s, d, toolkit)
 	}
 	if egressDir != "" {
 		// Read-only: connecting to the proxy's socket needs no write, and

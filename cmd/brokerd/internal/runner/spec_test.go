@@ -49,7 +49,7 @@ func TestToolSpecHoldsOnlyTheGrant(t *testing.T) {
 			"/src", []string{"bind", "rw", "nosuid", "nodev", "private"}, brokerd.DefaultShellTimeoutS + backstop},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := c.toolSpec("inst", tt.d, "")
+			s := c.toolSpec("inst", tt.d, "", "")
 			if s.Image != testImage || !slices.Equal(s.Command, []string{"/bin/toolkit", tt.d.Tool()}) || s.Labels[LabelInstance] != "inst" || s.Labels[LabelRole] != "tool" {
 				t.Errorf("image %q command %q labels %v", s.Image, s.Command, s.Labels)
 			}
@@ -87,7 +87,7 @@ func TestToolSpecHoldsOnlyTheGrant(t *testing.T) {
 func TestEgressSpecHasTheNetworkTheToolLacks(t *testing.T) {
 	c := checked(t)
 	d := decide(t, autoGrant("f", "http_fetch", []string{"example.com"}), "http_fetch", map[string]string{"url": "https://example.com/x"})
-	tool := c.toolSpec("inst", d, "/work/egress-1")
+	tool := c.toolSpec("inst", d, "/work/egress-1", "")
 	eg := c.egressSpec("inst", []string{"example.com"}, "/work/egress-1", 70)
 	if tool.NetNS.NSMode != specgen.NoNetwork || eg.NetNS.NSMode == specgen.NoNetwork {
 		t.Errorf("tool network %q, egress network %q", tool.NetNS.NSMode, eg.NetNS.NSMode)
@@ -142,13 +142,13 @@ func TestCappedKeepsThePrefixAndSaysOnce(t *testing.T) {
 func TestRootlessKeepsTheUserAsBrokerd(t *testing.T) {
 	c := checked(t)
 	d := decide(t, autoGrant("s", "shell", []string{"/src"}), "shell", map[string]string{"command": "ls", "workdir": "/src"})
-	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {
+	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, "", ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {
 		if s.UserNS.NSMode != specgen.Auto || s.IDMappings == nil || !s.IDMappings.AutoUserNs || s.IDMappings.AutoUserNsOpts.Size != 65536 {
 			t.Errorf("rootful user namespace = %+v %+v, want auto of 65536 ids", s.UserNS, s.IDMappings)
 		}
 	}
 	c.rootless = true
-	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {
+	for _, s := range []*specgen.SpecGenerator{c.toolSpec("i", d, "", ""), c.egressSpec("i", []string{"a.example"}, "/e", 10)} {
 		if s.UserNS.NSMode != specgen.KeepID || s.UserNS.Value != "uid=65534,gid=65534" || s.User != "65534:65534" {
 			t.Errorf("rootless user namespace = %+v user %q", s.UserNS, s.User)
 		}

@@ -325,7 +325,7 @@ func give(dir string, m *Manifest) error {
 		for _, p := range append(dirPaths(m), filePaths(m)...) {
 			e := entryOf(p)
 			owner := e.Owner
-			if e == &layout.Grants || e == &layout.Logs || e == &layout.Jobs || e == &layout.Config {
+			if e == &layout.Grants || e == &layout.MCP || e == &layout.Logs || e == &layout.Jobs || e == &layout.Config {
 				owner = layout.Owner
 			}
 			uid, gid := users.Of(owner).UID, users.Of(e.GroupRole()).GID

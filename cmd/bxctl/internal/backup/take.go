@@ -28,7 +28,7 @@ import (
 // regular file under each, at any depth. broker/ is copied only in part
 // (its sessions/; run/ is per-call scratch, and the logs are taken by
 // their heads).
-var trees = []*layout.Entry{&layout.Config, &layout.Grants, &layout.Jobs, &layout.Sessions, &layout.Memory,
+var trees = []*layout.Entry{&layout.Config, &layout.Grants, &layout.MCP, &layout.Jobs, &layout.Sessions, &layout.Memory,
 	&layout.Gateway, &layout.LoopState, &layout.Proposals}
 
 // brokerSessions is brokerd's session state under broker/.

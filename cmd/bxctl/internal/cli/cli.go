@@ -47,6 +47,7 @@ type command struct {
 var subcommands = map[string][]string{
 	"audit":  {"verify", "anchor"},
 	"grants": {"check", "proposals", "apply", "drop", "suggest"},
+	"mcp":    {"pin"},
 	"memory": {"status", "resync", "log", "undo", "check", "review", "why", "forget"},
 }
 
@@ -59,6 +60,7 @@ var commands = map[string]command{
 	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
 	"selftest":      {"check a llama-server against the inference contract", runSelftest},
 	"grants":        {"check a grant directory offline; list, apply or drop grant proposals", runGrants},
+	"mcp":           {"pin NAME: list a declared MCP server's tools (fresh container, no network), show them escaped, write the pin", runMCP},
 	"up":            {"run the local stack from a state directory", runUp},
 	"chat":          {"talk to Boxmaker from the terminal", runChat},
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},

@@ -109,23 +109,26 @@ type FindArgs struct {
 	Query string `json:"query"`
 }
 
-// Find answers find_tool: the catalog entries that match any word of the
-// query (all of them for an empty query), as JSON text for the model.
-func Find(rawArgs string) (string, error) {
+// Find answers find_tool: the catalog entries, then the owner's pinned
+// MCP tools (mcp, from brokerd: their pins, never a live server), that
+// match any word of the query (all of them for an empty query), as JSON
+// text for the model.
+func Find(rawArgs string, mcp []Entry) (string, error) {
 	var a FindArgs
 	if err := strict.Unmarshal([]byte(rawArgs), &a); err != nil {
 		return "", fmt.Errorf("find_tool: %v", err)
 	}
 	words := strings.Fields(strings.ToLower(a.Query))
 	var found []Entry
-	for _, e := range Catalog {
+	all := append(slices.Clone(Catalog), mcp...)
+	for _, e := range all {
 		hay := strings.ToLower(e.Name + " " + strings.ReplaceAll(e.Name, "_", " ") + " " + e.Description)
 		if len(words) == 0 || slices.ContainsFunc(words, func(w string) bool { return strings.Contains(hay, w) }) {
 			found = append(found, e)
 		}
 	}
 	if len(found) == 0 {
-		found = Catalog // an empty answer teaches nothing; show what exists
+		found = all // an empty answer teaches nothing; show what exists
 	}
 	b, err := strict.Marshal(found)
 	if err != nil {
@@ -147,7 +150,7 @@ func ParseCall(rawArgs string) (CallArgs, error) {
 	if err := strict.Unmarshal([]byte(rawArgs), &a); err != nil {
 		return CallArgs{}, fmt.Errorf("call_tool: %v", err)
 	}
-	if !Known(a.Name) {
+	if !Known(a.Name) && !toolset.IsMCP(a.Name) { // brokerd decides an MCP tool by its pin and grants
 		return CallArgs{}, fmt.Errorf("call_tool: no tool is named %q; use find_tool to see the tools", a.Name)
 	}
 	var obj map[string]json.RawMessage

@@ -31,13 +31,13 @@ func TestFind(t *testing.T) {
 		{`{"query":""}`, `"name":"shell"`, ""},
 		{`{"query":"zzz"}`, `"name":"shell"`, ""},
 	} {
-		got, err := Find(tt.args)
+		got, err := Find(tt.args, nil)
 		if err != nil || !strings.Contains(got, tt.want) || (tt.not != "" && strings.Contains(got, tt.not)) {
 			t.Errorf("Find(%s) = %s, %v", tt.args, got, err)
 		}
 	}
 	for _, bad := range []string{`{}`, `{"Query":"x"}`, `{"query":1}`, `not json`} {
-		if _, err := Find(bad); err == nil {
+		if _, err := Find(bad, nil); err == nil {
 			t.Errorf("Find(%s) succeeded", bad)
 		}
 	}
@@ -146,7 +146,7 @@ func TestToBroker(t *testing.T) {
 // TestFindConsult: consult is found by what it does and called through
 // call_tool; it is not in the fixed tools array.
 func TestFindConsult(t *testing.T) {
-	out, err := Find(`{"query":"second opinion"}`)
+	out, err := Find(`{"query":"second opinion"}`, nil)
 	if err != nil || !strings.Contains(out, `"name":"consult"`) {
 		t.Errorf("Find(second opinion) = %s, %v", out, err)
 	}

@@ -236,7 +236,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 		e.local(r, func() (string, error) { return tools.Now(c.Function.Arguments, e.now()) })
 	case name == toolset.FindTool:
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.FindTool})
-		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments) })
+		e.local(r, func() (string, error) { return tools.Find(c.Function.Arguments, e.pinnedTools(ctx)) })
 	case tools.ToBroker(name, s.Baseline.Tools):
 		target, err := tools.ParseCall(c.Function.Arguments)
 		if name != toolset.CallTool {

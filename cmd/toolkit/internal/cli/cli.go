@@ -1,5 +1,6 @@
 // Package cli is the toolkit's command line: `toolkit TOOL` runs one tool
-// call (package tools), `toolkit egress` runs the egress proxy (package
+// call (package tools), `toolkit mcp` one MCP call in a server's container
+// (package mcpcall), `toolkit egress` runs the egress proxy (package
 // egress) and `toolkit probe-namespaces` reports whether the container may
 // make or enter a namespace (package nsprobe, for brokerd's startup
 // probe).
@@ -38,6 +39,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "egress" {
 		return Egress(ctx, args[1:], stdout, stderr, nil)
+	}
+	if len(args) == 1 && args[0] == tools.MCP {
+		return tools.RunMCP(ctx, tools.DefaultEnv(stdout, stderr), stdin)
 	}
 	if len(args) == 1 && args[0] == ProbeNamespaces {
 		return nsprobe.Report(stdout)

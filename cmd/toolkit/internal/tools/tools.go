@@ -51,7 +51,7 @@ const (
 // The fixed sentences printed on misuse. They never quote the input.
 const (
 	MisuseInput = "toolkit: misuse: stdin is not one valid tool input for this tool; see docs/runbook.md#toolkit-misuse"
-	MisuseUsage = "toolkit: misuse: usage is toolkit shell|read_file|write_file|http_fetch|consult with the input on stdin, toolkit egress --socket PATH --host NAME..., or toolkit probe-namespaces; see docs/runbook.md#toolkit-misuse"
+	MisuseUsage = "toolkit: misuse: usage is toolkit shell|read_file|write_file|http_fetch|consult|mcp with the input on stdin, toolkit egress --socket PATH --host NAME..., or toolkit probe-namespaces; see docs/runbook.md#toolkit-misuse"
 )
 
 // Caps.

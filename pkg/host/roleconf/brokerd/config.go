@@ -23,6 +23,7 @@ import (
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/mcpserver"
 )
 
 // Config is brokerd.toml; deploy/brokerd.toml is the documented example.
@@ -88,7 +89,7 @@ type Config struct {
 // connected through a read-only mount, and admin.sock would let a tool
 // approve its own calls.
 func (c Config) Protected() []string {
-	list := []string{c.StateDir, c.GrantsDir, c.BrokerSocketDir, c.AdminSocketDir}
+	list := []string{c.StateDir, c.GrantsDir, c.MCPDir(), c.BrokerSocketDir, c.AdminSocketDir}
 	if c.GateSocketDir != "" {
 		list = append(list, c.GateSocketDir)
 	}
@@ -230,3 +231,8 @@ func (c Config) ResultCapBytes() int {
 	}
 	return c.ResultCap
 }
+
+// MCPDir is the owner's mcp directory: beside the grant directory, under
+// the same ownership rule (package layout's MCP entry in a state
+// directory).
+func (c Config) MCPDir() string { return mcpserver.DirBeside(c.GrantsDir) }

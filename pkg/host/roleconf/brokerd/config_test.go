@@ -59,7 +59,7 @@ func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := c.Protected()
-	for _, want := range []string{"/s", "/g", "/b", "/a", "/m", "/w", "/etc/bx/token", p} {
+	for _, want := range []string{"/s", "/g", "/mcp", "/b", "/a", "/m", "/w", "/etc/bx/token", p} { // /mcp: beside the grants (mcp.go)
 		if !slices.Contains(got, want) {
 			t.Errorf("protected() = %q lacks %s", got, want)
 		}
@@ -72,7 +72,7 @@ func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 			t.Errorf("protected() = %q covers no %s", got, want)
 		}
 	}
-	if slices.Contains(got, "X") || len(got) != 8+len(layout.In("/s")) {
+	if slices.Contains(got, "X") || len(got) != 9+len(layout.In("/s")) {
 		t.Errorf("protected() = %q", got)
 	}
 }

@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"time"
+
+	"wntrmute.dev/boxmaker/pkg/text/dataclass"
+	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
+	"wntrmute.dev/boxmaker/pkg/tool/mcpserver"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
+	"wntrmute.dev/boxmaker/pkg/tool/toolset"
+)
+
+// MCPUnpinned denies an MCP call whose server brokerd cannot check: not
+// declared, declared without a pin for its image, not listing the tool in
+// its pin, or an invalid mcp directory (rule 11).
+const MCPUnpinned Reason = "mcp_unpinned"
+
+// MCPCall is what an MCP tool's Decision carries to the runner: the
+// server's declaration, the pinned tool and the pin's listing sum, which
+// the live listing inside the container must match.
+type MCPCall struct {
+	Server        mcpserver.Server
+	Tool          mcppin.Tool
+	ListingSHA256 string
+}
+
+// MCP returns the MCP call of an MCP tool's Decision.
+func (d Decision) MCP() (MCPCall, bool) {
+	m := d.get().mcp
+	if m == nil {
+		return MCPCall{}, false
+	}
+	return *m, true
+}
+
+// matchMCP applies rule 11: the grants first, exactly as for a built-in
+// tool (no grant is no_grant, a deny grant denies), and only then the
+// pin, so that an unpinned server is refused before the owner is ever
+// asked, and a denied call never reads the mcp directory's state.
+func matchMCP(grants []grant.Grant, a toolargs.MCP, cat *mcpserver.Catalog, sess Session, now time.Time) (*verdict, *Denial) {
+	v, d := match(grants, a, sess, now)
+	if d != nil {
+		return nil, d
+	}
+	server, tool, _ := toolset.SplitMCP(a.Name)
+	unpinned := func(why string) (*verdict, *Denial) {
+		return nil, &Denial{Reason: MCPUnpinned, Detail: oneLine(why), Matched: v.matched}
+	}
+	if !cat.Valid() {
+		return unpinned("the mcp directory is invalid")
+	}
+	e, ok := cat.Lookup(server)
+	switch {
+	case !ok:
+		return unpinned("no server " + server + " is declared")
+	case e.Pin == nil:
+		return unpinned("server " + server + " is not pinned: " + e.Why)
+	}
+	t, ok := e.Pin.Lookup(tool)
+	if !ok {
+		return unpinned("server " + server + "'s pin lists no tool " + tool)
+	}
+	v.mcp = &MCPCall{Server: e.Server, Tool: t, ListingSHA256: e.Pin.ListingSHA256}
+	v.secret = e.Server.Secret()
+	return v, nil
+}
+
+// ListTools is the authority to list a declared server's tools once, for
+// the owner's `bxctl mcp pin` (admin.sock, which only the owner reaches):
+// the server's container with no network, no mount and no secret, whose
+// toolkit calls nothing. It is not a tool call: no grant decides it and
+// no session's taint rises with it; its result goes to the owner's
+// terminal, escaped, never to the model.
+func ListTools(s mcpserver.Server, now time.Time) Decision {
+	if !s.Valid() {
+		return Decision{}
+	}
+	return Decision{&decision{verdict: verdict{tool: toolset.MCPName(s.Name(), "tools-list"), mode: grant.Auto,
+		class: dataclass.Private, untrusted: true, session: effective(Session{Taint: dataclass.Private}), at: now,
+		mcp: &MCPCall{Server: s}}}}
+}
+
+// Listing reports whether d is a [ListTools] authority.
+func (m MCPCall) Listing() bool { return m.Tool.Name == "" }
