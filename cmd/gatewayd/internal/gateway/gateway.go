@@ -77,6 +77,7 @@ type Gateway struct {
 	held     map[int64]*held     // session allowances revocable from their thread, by id (allowance.go)
 	watched  map[string]bool     // sessions that may still have an outcome to post (catchup.go)
 	since    int64               // newest create_at seen, for gap fetches
+	floor    int64               // a gap fetch never reaches before it: a first start's time
 }
 
 // maxSeen bounds the set of handled post ids.
@@ -144,14 +145,26 @@ func New(ctx context.Context, log *slog.Logger, cfg gatewayd.Config, mm *matterm
 	for _, id := range g.cursor.state.Handled {
 		g.markSeen(id)
 	}
-	catchUp := g.cursor.since() > 0
-	if catchUp {
+	if g.cursor.since() > 0 {
 		g.since = max(g.cursor.since(), time.Now().Add(-MaxCatchUp).UnixMilli())
 		if g.since > g.cursor.since() {
 			log.Warn("gatewayd was stopped longer than the catch-up window; older posts are not answered; see docs/runbook.md#gateway-cursor", "stopped_since", g.cursor.since(), "window", MaxCatchUp.String())
 		}
+	} else {
+		// A first start answers nothing from before it (the channels'
+		// history), but everything from it on: a post made while the
+		// WebSocket first connects is fetched once it has, and a gap
+		// fetch before the first handled post never reaches back into
+		// the history (since 0 would ask for all of it).
+		// (A post of the same millisecond as the start is after it: a
+		// fetch takes what is newer than since.)
+		g.since = time.Now().UnixMilli() - 1
+		g.floor = g.since
 	}
-	g.stream = &mattermost.Stream{Client: mm, Log: log, OnEvent: g.onEvent, OnGap: g.fetchGap, GapFirst: catchUp}
+	// Always catch up on the first hello: after a restart, what arrived
+	// while gatewayd was down; after a first start, what arrived while
+	// it connected.
+	g.stream = &mattermost.Stream{Client: mm, Log: log, OnEvent: g.onEvent, OnGap: g.fetchGap, GapFirst: true}
 	return g, nil
 }
 
@@ -252,7 +265,7 @@ func (g *Gateway) onEvent(ctx context.Context, e *mattermost.Event) {
 // those it has not: the WebSocket lost events.
 func (g *Gateway) fetchGap(ctx context.Context) {
 	g.mu.Lock()
-	since := g.since - 5000
+	since := max(g.since-5000, g.floor)
 	var chans []string
 	for id := range g.channels {
 		chans = append(chans, id)

@@ -179,6 +179,7 @@ type rig struct {
 	lookupRetries []time.Duration // if set, replaces the gateway's
 	sweepEvery    time.Duration   // if set, replaces the rig's 50 ms
 	gaps          atomic.Int64    // gap fetches the stream asked for
+	beforeServe   func()          // if set, runs after New and before Serve
 }
 
 type syncBuf struct {
@@ -256,8 +257,22 @@ func (r *rig) start(t *testing.T) {
 		default: // only the first is waited for; a test that drops often must not block the read loop
 		}
 	}
-	onGap := s.OnGap
-	s.OnGap = func(ctx context.Context) { r.gaps.Add(1); onGap(ctx) }
+	// The first hello's catch-up fetch (every start makes one) is waited
+	// for below, so that a test's own requests (and planted failures)
+	// follow it; gaps counts the fetches after it.
+	onGap, first, initial := s.OnGap, make(chan struct{}), atomic.Bool{}
+	s.OnGap = func(ctx context.Context) {
+		if initial.CompareAndSwap(false, true) {
+			onGap(ctx)
+			close(first)
+			return
+		}
+		r.gaps.Add(1)
+		onGap(ctx)
+	}
+	if r.beforeServe != nil {
+		r.beforeServe()
+	}
 	r.g, r.cancel, r.done = g, cancel, make(chan struct{})
 	go func() { defer close(r.done); g.Serve(ctx) }()
 	t.Cleanup(r.stop)
@@ -265,6 +280,11 @@ func (r *rig) start(t *testing.T) {
 	case <-r.connect:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("gateway did not connect:\n%s", r.logs.String())
+	}
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("gateway did not make its first catch-up fetch:\n%s", r.logs.String())
 	}
 }
 
