@@ -155,6 +155,15 @@ var (
 	// runs as a user of its own); it holds counts, never content.
 	Metrics = Entry{Path: "metrics", Kind: Dir, Mode: 0o755, Writer: "bxctl", Up: true, Owner: Owner, Files: 0o644,
 		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
+	// Attachments holds the files the owner posts with a message (issue
+	// 29): gatewayd fetches each from Mattermost and writes it whole or
+	// not at all (a temporary name, then a rename), one directory per
+	// session, <session>/<file id>; brokerd reads a text one for
+	// read_attachment, which its grants must cover. Nothing else reads
+	// them; no role writes them but gatewayd.
+	Attachments = Entry{Path: "attachments", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Brokerd, Files: 0o640,
+		Doc:   "files posted with the owner's messages, <session>/<file id> (text, a PDF's extracted text, or an image); read through read_attachment",
+		Rests: "setgid 0750 gatewayd's, group brokerd's; files 0640: gatewayd writes, brokerd reads, no other role enters"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -217,7 +226,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 

@@ -29,6 +29,10 @@ import (
 type User struct {
 	Turn int64  `json:"turn"`
 	Text string `json:"text"`
+	// Files are the descriptors of the files posted with the message
+	// (never their content): replay shows each as a labelled line after
+	// the text ([FileLine]).
+	Files []wire.FileRef `json:"files,omitempty"`
 }
 
 // Assistant is one model reply, exactly as the server streamed it.

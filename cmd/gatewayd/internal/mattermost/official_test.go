@@ -50,6 +50,7 @@ var restOps = map[string]string{
 	"Me": "getMe", "CreatePost": "createPost", "CreatePostProp": "createPost", "PatchMessage": "patchPost",
 	"GetPost": "getPost", "DirectChannel": "createDirectChannel", "Thread": "getPostThread",
 	"PostsSince": "getPostsSince", "Typing": "userTyping (WebSocket action)",
+	"FileInfosForPost": "getFileInfosForPost", "Download": "fetch(getFileUrl) (the web app's download)",
 }
 
 // TestOfficialClient runs gatewayd's client and @mattermost/client's
@@ -63,7 +64,11 @@ func TestOfficialClient(t *testing.T) {
 	bot := srv.AddUser("boxmaker", true)
 	owner := srv.AddUser("owner", false)
 	dm := srv.Direct(bot.ID, owner.ID)
-	root, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "hello @boxmaker"})
+	file, err := srv.Upload(owner.ID, dm, "notes.txt", []byte("some notes\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "hello @boxmaker", FileIDs: []string{file.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +97,21 @@ func TestOfficialClient(t *testing.T) {
 	mark("Thread", func() error { _, err := c.Thread(ctx, root.ID); return err })
 	mark("PostsSince", func() error { _, err := c.PostsSince(ctx, dm, root.CreateAt-1); return err })
 	mark("Typing", func() error { return c.Typing(ctx, dm, root.ID) })
+	mark("FileInfosForPost", func() error {
+		infos, err := c.FileInfosForPost(ctx, root.ID)
+		if err == nil && (len(infos) != 1 || infos[file.ID] == nil || infos[file.ID].Name != "notes.txt") {
+			err = fmt.Errorf("read as %v", infos)
+		}
+		return err
+	})
+	mark("Download", func() error {
+		var b strings.Builder
+		_, err := c.Download(ctx, file.ID, 1<<20, &b)
+		if err == nil && b.String() != "some notes\n" {
+			err = fmt.Errorf("downloaded %q", b.String())
+		}
+		return err
+	})
 
 	props := map[string]any{PropUnsafeLinks: "true", "boxmaker_turn": "t1"}
 	newPost := map[string]any{"channel_id": dm, "root_id": root.ID, "message": "answer", "props": props, "file_ids": []string{}}
@@ -105,6 +125,8 @@ func TestOfficialClient(t *testing.T) {
 		{"Thread", "getPostThread", []any{root.ID}},
 		{"PostsSince", "getPostsSince", []any{dm, root.CreateAt - 1}},
 		{"getPosts", "getPosts", []any{dm, 0, 2}},
+		{"FileInfosForPost", "getFileInfosForPost", []any{root.ID}},
+		{"Download", "getFile", []any{file.ID}},
 		{"connect", "connect", nil},
 		{"Typing", "userTyping", []any{dm, root.ID}},
 		{"owner posts", "waitEvents", []any{1}},
@@ -156,6 +178,7 @@ func TestOfficialClient(t *testing.T) {
 		{Label: "getPostThread", Type: "WirePostList", Value: answers["Thread"]},
 		{Label: "getPostsSince", Type: "WirePostList", Value: answers["PostsSince"]},
 		{Label: "getPosts", Type: "WirePostList", Value: answers["getPosts"]},
+		{Label: "getFileInfosForPost", Type: "WireFileInfo[]", Value: answers["FileInfosForPost"]},
 		// Client4's request bodies, as gatewayd sends them, fit the
 		// official client's parameter types.
 		{Label: "gatewayd's create post body", Type: "Parameters<Client4['createPost']>[0]", Value: ours["CreatePostProp"][0].Body},
@@ -278,7 +301,10 @@ func without(t *testing.T, b []byte, key string) []byte {
 // last_activity_at, is_bot, bot_description and terms_of_service_*
 // omitempty; model/channel.go has scheme_id, group_constrained, shared
 // and props as a pointer or map, null when unset; model.WebsocketBroadcast's
-// omit_users is a map, null when unset. An event's name is compared as
+// omit_users is a map, null when unset; model/file_info.go tags width,
+// height and has_preview_image omitempty and mini_preview a *[]byte
+// without it (null when unset), and FileInfo's clientId is the web app's
+// own, never the server's. An event's name is compared as
 // the string the WebSocketEvents enum stands for.
 const mmPrelude = `
 import type {Post, PostList, PostMetadata} from '@mattermost/types/posts';
@@ -287,8 +313,10 @@ import type {Channel} from '@mattermost/types/channels';
 import type {Hello, Posted} from '@mattermost/client/lib/websocket_messages';
 import type {WebSocketBroadcast} from '@mattermost/client/lib/websocket_message';
 import type {Client4} from '@mattermost/client';
+import type {FileInfo} from '@mattermost/types/files';
 type Loose<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 type WirePost = Omit<Post, 'metadata'> & {metadata: Partial<PostMetadata>};
+type WireFileInfo = Omit<Loose<FileInfo, 'width' | 'height' | 'has_preview_image' | 'clientId'>, 'mini_preview'> & {mini_preview?: string | null};
 type WirePostList = Omit<PostList, 'posts'> & {posts: Record<string, WirePost>};
 type WireUser = Loose<UserProfile, 'password' | 'props' | 'notify_props' | 'last_password_update' | 'last_picture_update' | 'mfa_active' | 'last_activity_at' | 'is_bot' | 'bot_description' | 'terms_of_service_id' | 'terms_of_service_create_at'>;
 type WireChannel = Omit<Channel, 'scheme_id' | 'group_constrained' | 'props' | 'shared'> & {scheme_id: string | null; group_constrained: boolean | null; props: Record<string, any> | null; shared: boolean | null};

@@ -25,6 +25,7 @@ type Client struct {
 	base  *url.URL
 	token secret.Value
 	http  *http.Client
+	dl    *http.Client // for downloads: the same transport, no whole-request timeout (files.go)
 
 	// MaxRetries bounds how often a rate-limited (429) call is retried.
 	MaxRetries int
@@ -70,8 +71,9 @@ func NewClient(base string, token secret.Value, caFile string) (*Client, error) 
 		TLSHandshakeTimeout: 15 * time.Second,
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, token: token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: u, token: token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second, CheckRedirect: noRedirect},
+		dl:         &http.Client{Transport: tr, CheckRedirect: noRedirect},
 		MaxRetries: 5, MaxWait: time.Minute}, nil
 }
 

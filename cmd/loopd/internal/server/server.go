@@ -135,6 +135,12 @@ func (m *Manager) open(id string) (*live, error) {
 // Submit logs a user message and either starts a turn or queues it for the
 // next one. It returns whether it was queued.
 func (m *Manager) Submit(id, text string, sub *subscriber) (bool, error) {
+	return m.SubmitFiles(id, text, nil, sub)
+}
+
+// SubmitFiles is [Manager.Submit] of a message with files attached (their
+// descriptors; gatewayd holds the content in attachments/).
+func (m *Manager) SubmitFiles(id, text string, files []wire.FileRef, sub *subscriber) (bool, error) {
 	l, err := m.open(id)
 	if err != nil {
 		return false, err
@@ -142,7 +148,7 @@ func (m *Manager) Submit(id, text string, sub *subscriber) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.running {
-		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text}); err != nil {
+		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text, Files: files}); err != nil {
 			return false, err
 		}
 		l.next = append(l.next, sub)
@@ -152,7 +158,7 @@ func (m *Manager) Submit(id, text string, sub *subscriber) (bool, error) {
 		return false, err
 	}
 	t := session.StateOf(l.s.Records()).NextTurn
-	if err := l.s.Append(&session.User{Turn: t, Text: text}); err != nil {
+	if err := l.s.Append(&session.User{Turn: t, Text: text, Files: files}); err != nil {
 		return false, err
 	}
 	l.stopIdle()
@@ -232,7 +238,7 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Invalid, Msg: err.Error()})
 	}
 	sub := &subscriber{ch: make(chan strict.Variant, 1024)}
-	queued, err := m.Submit(send.Session, send.Text, sub)
+	queued, err := m.SubmitFiles(send.Session, send.Text, send.Files, sub)
 	if err != nil {
 		m.Log.Error("submit", "session", send.Session, "err", err.Error())
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
@@ -256,7 +262,7 @@ func check(s *wire.Send) error {
 	if len(s.Text) > wire.MaxMessage {
 		return fmt.Errorf("the message is %d bytes, over the limit of %d", len(s.Text), wire.MaxMessage)
 	}
-	return nil
+	return wire.CheckFiles(s.Files)
 }
 
 // follow writes a turn's events until its terminal one.
