@@ -28,6 +28,11 @@ const (
 	Memory    = "memory"
 )
 
+// ReadAttachment reads a file the owner posted with a message (issue
+// 29): granted, answered by brokerd itself from the attachments
+// directory, never in a container or the prompt.
+const ReadAttachment = "read_attachment"
+
 // Class says where a tool runs and what decides a call to it.
 type Class int
 
@@ -75,6 +80,7 @@ var All = []Tool{
 	{Shell, ClassGranted, false},
 	{HTTPFetch, ClassGranted, false},
 	{Consult, ClassGranted, false},
+	{ReadAttachment, ClassGranted, false},
 	{Recall, ClassMemory, true},
 	{AskMemory, ClassMemory, false},
 	{Memory, ClassMemory, true},

@@ -40,7 +40,7 @@ func unavailable(err error) *wire.ToolResult {
 
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
-	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: b.cfg.consultEndpoint()}
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: b.cfg.consultEndpoint(), Attachments: b.attachmentsDir(req.Session)}
 	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
@@ -184,6 +184,9 @@ func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64
 	}
 	if call, ok := d.Consult(); ok {
 		return b.runConsult(ctx, c, session, seq, d, call)
+	}
+	if a, ok := d.Attachment(); ok {
+		return b.readAttachment(seq, d, a)
 	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {

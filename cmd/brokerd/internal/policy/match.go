@@ -13,21 +13,22 @@ import (
 
 // verdict is a call's outcome when it is not denied.
 type verdict struct {
-	tool      string
-	via       bool
-	args      toolargs.Args
-	mode      grant.Mode // auto or ask
-	builtin   bool       // a memory tool, decided by rule 1
-	winner    GrantRef
-	matched   []GrantRef
-	class     dataclass.Class
-	untrusted bool
-	mounts    []Mount
-	hosts     []hostrule.Name
-	secret    string // the winning grant's secret name, or ""
-	consult   *ConsultCall
-	session   Session
-	at        time.Time
+	tool       string
+	via        bool
+	args       toolargs.Args
+	mode       grant.Mode // auto or ask
+	builtin    bool       // a memory tool, decided by rule 1
+	winner     GrantRef
+	matched    []GrantRef
+	class      dataclass.Class
+	untrusted  bool
+	mounts     []Mount
+	hosts      []hostrule.Name
+	secret     string // the winning grant's secret name, or ""
+	consult    *ConsultCall
+	attachment *AttachmentRead // read_attachment's resolved read (attachment.go)
+	session    Session
+	at         time.Time
 }
 
 // hit is one applicable grant.
@@ -66,6 +67,12 @@ func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bo
 		return length, clen, covers, ok
 	case toolargs.HTTPFetch:
 		ok, covers = hostrule.Allowed(a.URL.Host(), g.Hosts()), true
+	case attachmentCall:
+		for _, p := range g.Paths() {
+			if a.path.Within(p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			}
+		}
 	}
 	return length, length, covers, ok
 }
@@ -173,6 +180,8 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 		v.mounts = []Mount{{Path: a.Workdir, Writable: writable}}
 	case toolargs.HTTPFetch:
 		v.hosts = []hostrule.Name{a.URL.Host()}
+	case attachmentCall:
+		v.attachment = &AttachmentRead{Path: a.path, Offset: a.Offset, Length: a.Length}
 	}
 	return v, nil
 }

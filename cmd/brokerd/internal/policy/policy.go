@@ -75,6 +75,10 @@
 //     call inside its exact scope, and nothing else; it never decides a
 //     consult, and lapses when a grant it rode on changes or the session
 //     is more tainted than when it was made.
+//  11. read_attachment (attachment.go) is matched as read_file on the
+//     path its id resolves to in the session's own attachments
+//     directory; its result is always untrusted and at least of the
+//     session's class.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file
 // mounts the file's directory read-write (the toolkit writes only the
@@ -105,6 +109,11 @@ type Request struct {
 	// decided against (rule 9); brokerd sets it, never loopd. nil: no
 	// consult is configured.
 	Endpoint *Endpoint `json:"-"`
+	// Attachments is the session's own directory of posted files
+	// (attachments/<session>, absolute), which a read_attachment's id is
+	// resolved in (attachment.go); brokerd sets it, never loopd. Empty:
+	// no file can be read.
+	Attachments string `json:"-"`
 }
 
 // Session is a session's state as brokerd tracks it.
@@ -215,9 +224,18 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 		v *verdict
 		d *Denial
 	)
-	if c, ok := args.(toolargs.Consult); ok {
-		v, d = matchConsult(gs.Grants(), c, req.Endpoint, sess, now)
-	} else {
+	switch a := args.(type) {
+	case toolargs.Consult:
+		v, d = matchConsult(gs.Grants(), a, req.Endpoint, sess, now)
+	case toolargs.ReadAttachment:
+		call, err := resolveAttachment(a, req.Attachments)
+		if err != nil {
+			return nil, deny(NoGrant, "no attachments directory: "+oneLine(err.Error()))
+		}
+		if v, d = match(gs.Grants(), call, sess, now); v != nil {
+			labelAttachment(v, sess)
+		}
+	default:
 		v, d = match(gs.Grants(), args, sess, now)
 	}
 	if d != nil {
@@ -250,6 +268,8 @@ func target(a toolargs.Args) string {
 		return a.URL.String()
 	case toolargs.Consult:
 		return "consult"
+	case toolargs.ReadAttachment:
+		return "attachment " + a.ID
 	}
 	return ""
 }
