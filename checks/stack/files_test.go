@@ -239,3 +239,44 @@ func TestStackFilesKilledMidDownload(t *testing.T) {
 	}
 	require.Empty(t, names, "a killed download left files in %s", dir)
 }
+
+// TestStackFilesImageBlind: an image posted to a model that cannot see
+// (the fake's /props says vision false, as a model without --mmproj):
+// the owner gets one plain line saying so, and the model's request
+// carries the descriptor only, no image part and none of the image's
+// bytes.
+func TestStackFilesImageBlind(t *testing.T) {
+	t.Parallel()
+	_, state, srv, chat, _ := filesStack(t)
+	fmm, owner, dm := chat.mm, chat.owner, chat.dm
+	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{0xab}, 256)...)
+	f, err := fmm.Upload(owner.ID, dm, "screenshot.png", png)
+	require.NoError(t, err)
+	srv.Script(llama.Reply{Reasoning: "Only a name.", Content: "I cannot see the screenshot."})
+	before := len(srv.Requests(0))
+	q, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "what is on this screen?", FileIDs: []string{f.ID}})
+	require.NoError(t, err)
+	var notices []string
+	answered := false
+	for i := 0; !answered; i++ {
+		require.Less(t, i, 3000, "no answer: %+v\n%s", fmm.Thread(q.ID), readLog(state, "gatewayd"))
+		notices = nil
+		for _, p := range chat.botPosts(q.ID) {
+			if strings.Contains(p.Message, "The model did not see") {
+				notices = append(notices, p.Message)
+			}
+			answered = answered || strings.Contains(p.Message, "I cannot see the screenshot.")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Len(t, notices, 1)
+	require.Contains(t, notices[0], "screenshot.png")
+	require.Contains(t, notices[0], "the model cannot see images")
+	require.NotContains(t, notices[0], "\n")
+	reqs := srv.Requests(0)[before:]
+	require.Len(t, reqs, 1)
+	body := string(reqs[0])
+	require.Contains(t, body, "[attached file "+f.ID+`: \"screenshot.png\", image/png, `+fmt.Sprint(len(png))+" bytes; an image, not shown to you")
+	require.NotContains(t, body, "image_url")
+	require.NotContains(t, body, "data:image")
+}

@@ -166,6 +166,10 @@ var LoopRequests = strict.NewUnion[strict.Variant]("type",
 type Accepted struct {
 	Session string `json:"session"`
 	Queued  bool   `json:"queued"`
+	// Notice, if not empty, is one plain line for the owner about the
+	// message: an image among its files that the model will not see
+	// (issue 29). gatewayd posts it in the thread.
+	Notice string `json:"notice,omitempty"`
 }
 
 // Working: the turn has started (or a further model call in it).

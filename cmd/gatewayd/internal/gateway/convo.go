@@ -257,7 +257,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 		// would be lost, as before the record.
 		g.log.Error("recording the session failed; see docs/runbook.md#gateway-delivered", "session", session, "err", err.Error())
 	}
-	out, turnNo, err := g.loopTurn(ctx, session, msg)
+	out, turnNo, err := g.loopTurn(ctx, session, msg, func(notice string) { g.reply(ctx, channel, root, render.Plain(notice)) })
 	stop()
 	if ctx.Err() != nil {
 		return
@@ -323,8 +323,15 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 // loopTurn is one turn on loop.sock (as bxctl chat does it): it returns
 // the posts to make, or an error whose text is for the owner. The turn's
 // interim events show nothing in the chat.
-func (g *Gateway) loopTurn(ctx context.Context, session string, msg message) ([]string, int64, error) {
-	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: msg.text, Files: msg.files}, func(strict.Variant) error { return nil })
+// notice is told loopd's note about the message, if any (an image the
+// model will not see), once, when loopd has accepted it.
+func (g *Gateway) loopTurn(ctx context.Context, session string, msg message, notice func(string)) ([]string, int64, error) {
+	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: msg.text, Files: msg.files}, func(ev strict.Variant) error {
+		if a, ok := ev.(*wire.Accepted); ok && a.Notice != "" {
+			notice(a.Notice)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, 0, loopFailed(err)
 	}

@@ -54,6 +54,9 @@ type Manager struct {
 	JobReports func(after int64) *wire.JobReports
 	// Status is what gatewayd's !status shows of loopd's config (status.go).
 	Status StatusInfo
+	// Vision is what the self-test read of the model (llama-server's
+	// /props modalities.vision): whether it can see images (images.go).
+	Vision bool
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -243,7 +246,7 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 		m.Log.Error("submit", "session", send.Session, "err", err.Error())
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
 	}
-	if err := c.Send(&wire.Accepted{Session: send.Session, Queued: queued}); err != nil {
+	if err := c.Send(&wire.Accepted{Session: send.Session, Queued: queued, Notice: m.imageNotice(send.Files)}); err != nil {
 		return err
 	}
 	return m.follow(ctx, c, sub)
