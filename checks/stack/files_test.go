@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"compress/zlib"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -42,14 +43,14 @@ func filesPDF(lines ...string) []byte {
 
 // filesStack is the whole stack with gatewayd over the fake Mattermost
 // and a grant letting read_attachment read every session's attachments.
-func filesStack(t *testing.T) (bin, state string, srv *llama.Server, chat *chatRig, exited <-chan error) {
+func filesStack(t *testing.T, vision ...bool) (bin, state string, srv *llama.Server, chat *chatRig, exited <-chan error) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
 	bin = Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
 	state = ShortState(t)
-	srv = llama.New(t, llama.Options{Slots: 2, NCtx: 65536})
+	srv = llama.New(t, llama.Options{Slots: 2, NCtx: 65536, Vision: len(vision) > 0 && vision[0]})
 	selftestReplies(srv)
 	chat = newChatRig(t)
 	preconfigure(t, state, srv)
@@ -271,12 +272,64 @@ func TestStackFilesImageBlind(t *testing.T) {
 	}
 	require.Len(t, notices, 1)
 	require.Contains(t, notices[0], "screenshot.png")
-	require.Contains(t, notices[0], "the model cannot see images")
+	require.Contains(t, notices[0], "it cannot see images")
 	require.NotContains(t, notices[0], "\n")
 	reqs := srv.Requests(0)[before:]
 	require.Len(t, reqs, 1)
 	body := string(reqs[0])
-	require.Contains(t, body, "[attached file "+f.ID+`: \"screenshot.png\", image/png, `+fmt.Sprint(len(png))+" bytes; an image, not shown to you")
+	require.Contains(t, body, "[attached file "+f.ID+`: \"screenshot.png\", image/png, `+fmt.Sprint(len(png))+" bytes; an image, shown to you after")
 	require.NotContains(t, body, "image_url")
 	require.NotContains(t, body, "data:image")
+}
+
+// TestStackFilesImageSeen: an image posted to a model that can see (the
+// fake's /props says vision true, as with --mmproj) arrives as an image
+// part after the message's text, the image's own bytes as a data URL;
+// the owner gets no line; a later turn sends the same part again and
+// the server reuses the whole earlier prompt, the image included.
+func TestStackFilesImageSeen(t *testing.T) {
+	t.Parallel()
+	_, state, srv, chat, _ := filesStack(t, true)
+	fmm, owner, dm := chat.mm, chat.owner, chat.dm
+	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{0xcd}, 512)...)
+	f, err := fmm.Upload(owner.ID, dm, "chart.png", png)
+	require.NoError(t, err)
+	srv.Script(
+		llama.Reply{Reasoning: "A chart.", Content: "A rising chart."},
+		llama.Reply{Reasoning: "Still the chart.", Content: "It rises by 42."},
+	)
+	before := len(srv.Requests(0))
+	q, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "what does this chart show?", FileIDs: []string{f.ID}})
+	require.NoError(t, err)
+	wait := func(text string) {
+		for i := 0; ; i++ {
+			require.Less(t, i, 3000, "no %q: %+v\n%s", text, fmm.Thread(q.ID), readLog(state, "loopd"))
+			for _, p := range chat.botPosts(q.ID) {
+				if strings.Contains(p.Message, text) {
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait("A rising chart.")
+	_, err = fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, RootID: q.ID, Message: "by how much?"})
+	require.NoError(t, err)
+	wait("It rises by 42.")
+	for _, p := range chat.botPosts(q.ID) {
+		require.NotContains(t, p.Message, "did not see", "a model that can see: no line for the owner")
+	}
+	reqs := srv.Requests(0)[before:]
+	require.Len(t, reqs, 2)
+	url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
+	for i, r := range reqs {
+		require.Equal(t, []string{url}, llama.ImageParts(r), "request %d's image parts", i+1)
+	}
+	// The part follows the text of the user message that carried it.
+	require.Contains(t, string(reqs[0]), `"content":[{"type":"text","text":"what does this chart show?\n\n[attached file `+f.ID)
+	// The second turn re-read nothing of the first turn's prompt.
+	recs, _ := epochRecords(t, state, "mm-"+q.ID, 0)
+	us := usages(recs)
+	require.Len(t, us, 2)
+	require.GreaterOrEqual(t, us[1].CacheN, us[0].PromptTokens, "turn 2 reused %d tokens; turn 1's prompt was %d", us[1].CacheN, us[0].PromptTokens)
 }

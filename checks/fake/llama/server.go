@@ -299,7 +299,7 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		ModelAlias:                s.opts.ModelAlias,
 		ModelFtype:                "Q4_K - Medium",
 		ModelPath:                 "/models/" + s.opts.ModelAlias + ".gguf",
-		MediaMarker:               "<__media__>",
+		MediaMarker:               mediaMarker,
 		Modalities:                modalities{Vision: s.opts.Vision},
 		EndpointSlots:             true,
 		UI:                        true,

@@ -164,6 +164,13 @@ var (
 	Attachments = Entry{Path: "attachments", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Brokerd, Files: 0o640,
 		Doc:   "files posted with the owner's messages, <session>/<file id> (text, a PDF's extracted text, or an image); read through read_attachment",
 		Rests: "setgid 0750 gatewayd's, group brokerd's; files 0640: gatewayd writes, brokerd reads, no other role enters"}
+	// Images holds the images among those files: gatewayd writes them as
+	// it writes attachments/, one directory per session, and loopd reads
+	// them into the request for a model that can see. brokerd never
+	// reads them (read_attachment is text only).
+	Images = Entry{Path: "images", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Loopd, Files: 0o640,
+		Doc:   "images posted with the owner's messages, <session>/<file id>; loopd hands them to a model that can see",
+		Rests: "setgid 0750 gatewayd's, group loopd's; files 0640: gatewayd writes, loopd reads, no other role enters"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -226,7 +233,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments, &Images,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 

@@ -95,7 +95,10 @@ func (g *Gateway) fetchFile(ctx context.Context, session string, info *mattermos
 	case *total+info.Size > MaxPostBytes:
 		return wire.FileRef{}, fmt.Sprintf("File %s would take this message's files over Boxmaker's cap of %d bytes per message; it was not read; see docs/runbook.md#gateway-file-too-large", shown, MaxPostBytes)
 	}
-	dir, err := g.attachments.sessionDir(session)
+	// An image by the server's word goes where loopd reads images; its
+	// content must then sniff as one (keep).
+	image := strings.HasPrefix(info.MimeType, "image/")
+	dir, err := g.attachments.sessionDir(session, image)
 	if err != nil {
 		g.log.Error("attachments directory", "session", session, "err", err.Error())
 		return wire.FileRef{}, fmt.Sprintf("File %s could not be kept: Boxmaker's attachments directory failed; see docs/runbook.md#gateway-file-unfetchable", shown)
@@ -115,6 +118,13 @@ func (g *Gateway) fetchFile(ctx context.Context, session string, info *mattermos
 		return wire.FileRef{}, unfetchable(shown, err)
 	}
 	typ, kept, err := keep(raw, n)
+	if err == nil && image != strings.HasPrefix(typ, "image/") {
+		said := "it is not an image"
+		if image {
+			said = "it is " + render.Plain(info.MimeType)
+		}
+		err = fmt.Errorf("its content is %s but its name says %s", typ, said)
+	}
 	if err != nil {
 		return wire.FileRef{}, fmt.Sprintf("File %s was not read: %s; see docs/runbook.md#gateway-file-type", shown, render.Plain(err.Error()))
 	}

@@ -41,6 +41,7 @@ func onePagePDF(text string) []byte {
 func TestFilesPosted(t *testing.T) {
 	r := newRig(t, func(_ *rig, c *Config) {
 		require.NoError(t, os.MkdirAll(layout.Attachments.In(c.StateDir), 0o750))
+		require.NoError(t, os.MkdirAll(layout.Images.In(c.StateDir), 0o750))
 	})
 	up := func(name string, data []byte) string {
 		f, err := r.mm.Upload(r.owner.ID, r.dm, name, data)
@@ -53,9 +54,10 @@ func TestFilesPosted(t *testing.T) {
 	img := up("shot.png", png)
 	big := up("huge.log", bytes.Repeat([]byte("x"), MaxFileBytes+1))
 	zip := up("archive.txt", []byte("PK\x03\x04\x14\x00\x00\x00binary"))
+	photo := up("photo.png", []byte("just text, named as an image\n"))
 	gone := up("gone.txt", []byte("never fetched"))
 	r.mm.FailWhen(func(method, path string) bool { return strings.HasPrefix(path, "/api/v4/files/"+gone) })
-	p, err := r.mm.PostAs(r.owner.ID, fake.Post{ChannelID: r.dm, Message: "what do these say?", FileIDs: []string{txt, pdf, img, big, zip, gone}})
+	p, err := r.mm.PostAs(r.owner.ID, fake.Post{ChannelID: r.dm, Message: "what do these say?", FileIDs: []string{txt, pdf, img, big, zip, gone, photo}})
 	require.NoError(t, err)
 	r.waitLog(t, "the turn", func() bool { return len(r.loop.sent()) == 1 })
 	s := r.loop.sent()[0]
@@ -76,10 +78,11 @@ func TestFilesPosted(t *testing.T) {
 			t.Errorf("%s: mode %v, want 0640", e.Name(), fi.Mode())
 		}
 	}
-	require.ElementsMatch(t, []string{txt, pdf, img}, names)
+	require.ElementsMatch(t, []string{txt, pdf}, names)
 	b, _ := os.ReadFile(filepath.Join(dir, pdf))
 	require.Equal(t, "Revenue was 42", string(b))
-	b, _ = os.ReadFile(filepath.Join(dir, img))
+	// The image is where loopd reads images, not where brokerd reads text.
+	b, _ = os.ReadFile(filepath.Join(layout.Images.In(r.cfg.StateDir), "mm-"+p.ID, img))
 	require.Equal(t, png, b)
 
 	var lines []string
@@ -92,8 +95,9 @@ func TestFilesPosted(t *testing.T) {
 		}
 		return false
 	})
-	require.Len(t, lines, 3, "%q", lines)
-	for _, want := range []string{"huge.log is 10485761 bytes, over Boxmaker's cap", "archive.txt was not read: its content is application/zip", "could not be fetched from Mattermost"} {
+	require.Len(t, lines, 4, "%q", lines)
+	for _, want := range []string{"huge.log is 10485761 bytes, over Boxmaker's cap", "archive.txt was not read: its content is application/zip", "could not be fetched from Mattermost",
+		"photo.png was not read: its content is text/plain but its name says it is image/png"} {
 		found := false
 		for _, l := range lines {
 			found = found || strings.Contains(l, want) && strings.Contains(l, "see docs/runbook.md#"+"gateway-file")
@@ -124,7 +128,7 @@ func TestFileOnlyPost(t *testing.T) {
 func TestAttachmentCommitIsWhole(t *testing.T) {
 	a := openAttachments(t.TempDir())
 	require.NoError(t, os.MkdirAll(a.root, 0o750))
-	d, err := a.sessionDir("mm-x")
+	d, err := a.sessionDir("mm-x", false)
 	require.NoError(t, err)
 	f, err := d.temp()
 	require.NoError(t, err)
@@ -150,6 +154,6 @@ func TestAttachmentCommitIsWhole(t *testing.T) {
 	require.NoError(t, a.sweep())
 	ents, _ = os.ReadDir(d.path)
 	require.Len(t, ents, 1)
-	_, err = a.sessionDir("../escape")
+	_, err = a.sessionDir("../escape", true)
 	require.Error(t, err)
 }

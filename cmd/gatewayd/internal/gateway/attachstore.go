@@ -24,12 +24,19 @@ import (
 // (kill -9 included) leaves nothing behind; where the file system has
 // no O_TMPFILE, a ".part-" file is renamed over the name instead, and
 // the next start removes any such part left ([attachments.sweep]).
+//
+// Images go to images/ (layout.Images, which loopd reads) instead, by
+// the name's word (the server's mime type, from the extension); the
+// sniffed type must then agree (attach.go), since a file cannot move
+// between the two: each directory's setgid group is the one its reader
+// has, and gatewayd can give no file another.
 type attachments struct {
-	root string
+	root   string
+	images string
 }
 
 func openAttachments(state string) *attachments {
-	return &attachments{root: layout.Attachments.In(state)}
+	return &attachments{root: layout.Attachments.In(state), images: layout.Images.In(state)}
 }
 
 // partPrefix starts the name of a file still being written (the
@@ -42,11 +49,15 @@ type adir struct{ path string }
 // sessionDir is session's directory, made (mode 0750; it inherits
 // attachments/' setgid group) if it is not there. A link or anything but
 // a directory under the session's name is refused.
-func (a *attachments) sessionDir(session string) (*adir, error) {
+func (a *attachments) sessionDir(session string, image bool) (*adir, error) {
 	if err := wire.CheckSessionID(session); err != nil {
 		return nil, err
 	}
-	p := filepath.Join(a.root, session)
+	root := a.root
+	if image {
+		root = a.images
+	}
+	p := filepath.Join(root, session)
 	if err := os.Mkdir(p, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
@@ -124,21 +135,24 @@ func (d *adir) commit(f *os.File, id string) error {
 // fallback's named temporary files); unnamed ones vanish by themselves.
 // It runs at start, before any post is handled.
 func (a *attachments) sweep() error {
-	ents, err := os.ReadDir(a.root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var errs []error
-	for _, e := range ents {
-		if !e.IsDir() {
+	for _, root := range []string{a.root, a.images} {
+		ents, err := os.ReadDir(root)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		parts, _ := filepath.Glob(filepath.Join(a.root, e.Name(), partPrefix+"*"))
-		for _, p := range parts {
-			errs = append(errs, os.Remove(p))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			parts, _ := filepath.Glob(filepath.Join(root, e.Name(), partPrefix+"*"))
+			for _, p := range parts {
+				errs = append(errs, os.Remove(p))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -67,7 +67,8 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	}
 	defer ln.Close()
 	engine := &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits(),
-		Context: turn.Context{NCtx: nCtx, MaxTokens: main.MaxTokens()}}
+		Context: turn.Context{NCtx: nCtx, MaxTokens: main.MaxTokens()},
+		Vision:  vision, Media: turn.Cached(loadImage(cfg.StateDir))}
 	var mem *memory.Client
 	if cfg.MemorySocket != "" {
 		mem = &memory.Client{Path: cfg.MemorySocket}

@@ -70,6 +70,11 @@ type Engine struct {
 	// owner's answer never waits on memory. It must not fail the turn:
 	// errors are its own to report.
 	Ended func(s *session.Session, turn int64)
+	// Vision is whether the model can see (the self-test's reading of
+	// /props); Media loads a posted image. Without both, no image part
+	// is sent (images.go).
+	Vision bool
+	Media  Media
 }
 
 // Emit sends one event to whoever follows the turn.
@@ -92,7 +97,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			return e.stop(s, t, emit, nil, wire.StopSessionFull, why)
 		}
 		comp, err := e.Model.Complete(ctx, llama.Request{
-			Messages: s.Messages(t),
+			Messages: e.withImages(s.ID, s.Messages(t)),
 			Tools:    s.Baseline.Tools,
 			OnEvent: func(ev llama.Event) {
 				if ev.Kind == llama.EventReasoning {
