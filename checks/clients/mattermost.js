@@ -76,6 +76,13 @@ async function run(input, o, events, state) {
     case 'getPostsSince': return c.getPostsSince(a[0], a[1]);
     case 'getPosts': return c.getPosts(a[0], a[1], a[2]);
     case 'getFileInfosForPost': return c.getFileInfosForPost(a[0]);
+    case 'uploadFile': {
+        // As the web app builds it: channel_id, then the file.
+        const fd = new FormData();
+        fd.append('channel_id', a[0]);
+        fd.append('files', new Blob([a[2]]), a[1]);
+        return c.uploadFile(fd);
+    }
     case 'getFile': {
         // The web app downloads a file from Client4's getFileUrl with the
         // client's own headers (its token as Bearer).

@@ -18,6 +18,7 @@ import (
 
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
@@ -43,21 +44,36 @@ func filesPDF(lines ...string) []byte {
 
 // filesStack is the whole stack with gatewayd over the fake Mattermost
 // and a grant letting read_attachment read every session's attachments.
-func filesStack(t *testing.T, vision ...bool) (bin, state string, srv *llama.Server, chat *chatRig, exited <-chan error) {
+// filesOpts vary a filesStack: a model that can see, the class of
+// read_attachment's results, more grants.
+type filesOpts struct {
+	vision      bool
+	attachClass string // "private" if empty
+	grants      string
+}
+
+func filesStack(t *testing.T, opts ...filesOpts) (bin, state string, srv *llama.Server, chat *chatRig, exited <-chan error) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the stack")
 	}
 	bin = Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
 	state = ShortState(t)
-	srv = llama.New(t, llama.Options{Slots: 2, NCtx: 65536, Vision: len(vision) > 0 && vision[0]})
+	var o filesOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.attachClass == "" {
+		o.attachClass = "private"
+	}
+	srv = llama.New(t, llama.Options{Slots: 2, NCtx: 65536, Vision: o.vision})
 	selftestReplies(srv)
 	chat = newChatRig(t)
 	preconfigure(t, state, srv)
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "grants"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(state, "grants", "attachments.toml"), []byte(fmt.Sprintf(
-		"[[grant]]\nid = \"attachments-read\"\ntool = \"read_attachment\"\npaths = [%q]\nmax_taint = \"secret\"\nresult_class = \"private\"\nmode = \"auto\"\n",
-		layout.Attachments.In(state))), 0o600))
+		"[[grant]]\nid = \"attachments-read\"\ntool = \"read_attachment\"\npaths = [%q]\nmax_taint = \"secret\"\nresult_class = %q\nmode = \"auto\"\n%s",
+		layout.Attachments.In(state), o.attachClass, o.grants)), 0o600))
 	chat.writeGatewayConfig(t, state, 0o600)
 	u, _ := url.Parse(srv.URL())
 	exited = Up(t, bin, state, u.Host, chat.tokenEnv())
@@ -289,7 +305,7 @@ func TestStackFilesImageBlind(t *testing.T) {
 // the server reuses the whole earlier prompt, the image included.
 func TestStackFilesImageSeen(t *testing.T) {
 	t.Parallel()
-	_, state, srv, chat, _ := filesStack(t, true)
+	_, state, srv, chat, _ := filesStack(t, filesOpts{vision: true})
 	fmm, owner, dm := chat.mm, chat.owner, chat.dm
 	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{0xcd}, 512)...)
 	f, err := fmm.Upload(owner.ID, dm, "chart.png", png)
@@ -332,4 +348,70 @@ func TestStackFilesImageSeen(t *testing.T) {
 	us := usages(recs)
 	require.Len(t, us, 2)
 	require.GreaterOrEqual(t, us[1].CacheN, us[0].PromptTokens, "turn 2 reused %d tokens; turn 1's prompt was %d", us[1].CacheN, us[0].PromptTokens)
+}
+
+// TestStackFilesPostFile: post_file under a grant attaches the file to
+// the turn's answer post (uploaded to Mattermost, the bytes the file
+// held); a path outside the grant is denied; in a session that has read
+// secret data (read_attachment's results are secret in this stack), a
+// post_file is refused whatever the grants say and the answer carries
+// no file.
+func TestStackFilesPostFile(t *testing.T) {
+	t.Parallel()
+	out := roletest.Readable(t)
+	report := filepath.Join(out, "report.csv")
+	require.NoError(t, os.WriteFile(report, []byte("quarter,revenue\nq3,42\n"), 0o644))
+	_, state, srv, chat, _ := filesStack(t, filesOpts{attachClass: "secret",
+		grants: fmt.Sprintf("\n[[grant]]\nid = \"out-post\"\ntool = \"post_file\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", out)})
+	fmm, owner, dm := chat.mm, chat.owner, chat.dm
+	post := func(path string) llama.ToolCall {
+		return llama.ToolCall{Name: "call_tool", Arguments: fmt.Sprintf(`{"name":"post_file","arguments":{"path":%q}}`, path)}
+	}
+	answer := func(root, text string) mm.Post {
+		for i := 0; ; i++ {
+			require.Less(t, i, 3000, "no %q: %+v\n%s", text, fmm.Thread(root), readLog(state, "gatewayd"))
+			for _, p := range chat.botPosts(root) {
+				if strings.Contains(p.Message, text) {
+					return p
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// 1. A private session posts the report; /etc/hostname is refused.
+	srv.Script(
+		llama.Reply{Reasoning: "Attach it.", ToolCalls: []llama.ToolCall{post(report)}},
+		llama.Reply{Reasoning: "And this.", ToolCalls: []llama.ToolCall{post("/etc/hostname")}},
+		llama.Reply{Reasoning: "Done.", Content: "Here is the report."},
+	)
+	q, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "send me the report"})
+	require.NoError(t, err)
+	got := answer(q.ID, "Here is the report.")
+	require.Len(t, got.FileIDs, 1, "the answer post holds %v", got.FileIDs)
+	data, info, ok := fmm.FileData(got.FileIDs[0])
+	require.True(t, ok)
+	require.Equal(t, "quarter,revenue\nq3,42\n", string(data))
+	require.Equal(t, "report.csv", info.Name)
+	log, err := os.ReadFile(filepath.Join(state, "sessions", "mm-"+q.ID, "0.jsonl"))
+	require.NoError(t, err)
+	require.Regexp(t, `"tool":"post_file","status":"ok","content":"report.csv \(22 bytes\) will be attached[^\n]*"posted":\{"id":"[0-9a-f]{32}","name":"report.csv","size":22\}`, string(log))
+	require.Regexp(t, `"tool":"post_file","status":"denied","content":"\\"post_file\\" on \\"/etc/hostname\\" denied: no grant`, string(log))
+
+	// 2. A session that read secret data posts nothing.
+	f, err := fmm.Upload(owner.ID, dm, "keys.txt", []byte("the vault's recovery codes\n"))
+	require.NoError(t, err)
+	srv.Script(
+		llama.Reply{Reasoning: "Read it.", ToolCalls: []llama.ToolCall{{Name: "call_tool", Arguments: fmt.Sprintf(`{"name":"read_attachment","arguments":{"id":%q}}`, f.ID)}}},
+		llama.Reply{Reasoning: "Attach the report.", ToolCalls: []llama.ToolCall{post(report)}},
+		llama.Reply{Reasoning: "Done.", Content: "I could not attach it."},
+	)
+	q2, err := fmm.PostAs(owner.ID, mm.Post{ChannelID: dm, Message: "read this, then send the report", FileIDs: []string{f.ID}})
+	require.NoError(t, err)
+	got = answer(q2.ID, "I could not attach it.")
+	require.Empty(t, got.FileIDs)
+	log, err = os.ReadFile(filepath.Join(state, "sessions", "mm-"+q2.ID, "0.jsonl"))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "this session holds secret data and the chat is private: no file is posted from it")
+	require.Contains(t, readAuditLog(t, state), `"tool":"post_file"`)
 }

@@ -171,6 +171,13 @@ var (
 	Images = Entry{Path: "images", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Loopd, Files: 0o640,
 		Doc:   "images posted with the owner's messages, <session>/<file id>; loopd hands them to a model that can see",
 		Rests: "setgid 0750 gatewayd's, group loopd's; files 0640: gatewayd writes, loopd reads, no other role enters"}
+	// Outbox holds the files post_file attaches to a turn's answer:
+	// brokerd copies each decided file here, <session>/<id>, whole or not
+	// at all, and gatewayd uploads it to Mattermost. Nothing else reads
+	// them.
+	Outbox = Entry{Path: "outbox", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "brokerd", Up: true, Owner: Brokerd, Group: Gatewayd, Files: 0o640,
+		Doc:   "files post_file attaches to an answer, <session>/<id>; gatewayd uploads them",
+		Rests: "setgid 0750 brokerd's, group gatewayd's; files 0640: brokerd writes, gatewayd reads, no other role enters"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -233,7 +240,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments, &Images,
+	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments, &Images, &Outbox,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
 

@@ -63,6 +63,9 @@ type ToolResult struct {
 	Truncated bool            `json:"truncated"`
 	Class     dataclass.Class `json:"class"`
 	Untrusted bool            `json:"untrusted"`
+	// Posted is the file a post_file put in outbox/ for the turn's
+	// answer (issue 29); absent for every other call.
+	Posted *wire.PostedFile `json:"posted,omitempty"`
 }
 
 // Usage follows each Assistant record: what the server reported about the

@@ -215,6 +215,9 @@ type Answer struct {
 	Session string `json:"session"`
 	Turn    int64  `json:"turn,omitempty"` // the turn it ends (0 from an older loopd)
 	Text    string `json:"text"`
+	// Files are the files post_file put in outbox/ during the turn, to
+	// attach to the answer's post (issue 29).
+	Files []PostedFile `json:"files,omitempty"`
 }
 
 // StopReason says why a turn ended without an answer.

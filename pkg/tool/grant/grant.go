@@ -29,8 +29,8 @@
 //
 //	[[grant]]
 //	id = "notes-read"                 # unique across the directory
-//	tool = "read_file"                # read_file, write_file, shell, http_fetch, read_attachment
-//	paths = ["/home/owner/notes"]     # read_file, write_file, shell, read_attachment
+//	tool = "read_file"                # read_file, write_file, shell, http_fetch, read_attachment, post_file
+//	paths = ["/home/owner/notes"]     # read_file, write_file, shell, read_attachment, post_file
 //	# hosts = ["example.com"]         # http_fetch
 //	# writable = true                 # shell only: mount the workdir read-write
 //	# secret = "GITHUB_TOKEN"         # shell and consult: the one secret its container gets
@@ -124,12 +124,13 @@ const (
 )
 
 // ConstraintOf is the fixed rule of which constraint each tool takes:
-// read_file, write_file, shell and read_attachment (the attachments
-// directory, or one session's under it) take paths (for shell, its working
+// read_file, write_file, shell, read_attachment (the attachments
+// directory, or one session's under it) and post_file (what may be
+// posted) take paths (for shell, its working
 // mounts); http_fetch takes hosts. It is false for any other name.
 func ConstraintOf(tool string) (Constraint, bool) {
 	switch tool {
-	case toolset.ReadFile, toolset.WriteFile, toolset.Shell, toolset.ReadAttachment:
+	case toolset.ReadFile, toolset.WriteFile, toolset.Shell, toolset.ReadAttachment, toolset.PostFile:
 		return Paths, true
 	case toolset.HTTPFetch, toolset.Consult:
 		return Hosts, true

@@ -19,6 +19,7 @@
 //	http_fetch  {"url": "https://host.example/path"}
 //	consult     {"question": "text", "context": "text"}   (context optional)
 //	read_attachment {"id": "file id", "offset": 0, "length": 16384}   (offset, length optional; attachment.go)
+//	post_file   {"path": "/abs/file"}   (postfile.go)
 //
 // consult's container does not get those arguments: it gets the request
 // brokerd built and logged from them ([ConsultCall], consult.go), so
@@ -184,6 +185,8 @@ func Parse(tool string, raw []byte) (Args, error) {
 		return parseConsult(raw)
 	case toolset.ReadAttachment:
 		return parseReadAttachment(raw)
+	case toolset.PostFile:
+		return parsePostFile(raw)
 	}
 	if toolset.IsMemory(tool) {
 		var obj map[string]json.RawMessage

@@ -188,6 +188,9 @@ func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64
 	if a, ok := d.Attachment(); ok {
 		return b.readAttachment(seq, d, a)
 	}
+	if p, ok := d.PostFile(); ok {
+		return b.postFile(seq, session, d, p)
+	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {
 		b.log.Warn("run failed", "decision", seq, "err", err.Error())

@@ -54,3 +54,30 @@ func TestReadAttachment(t *testing.T) {
 		t.Error("a read_file grant allowed read_attachment")
 	}
 }
+
+// TestPostFile: post_file is matched as read_file on its path; a path
+// outside the grant is no_grant; a secret session is refused whatever
+// the grants say, naming the rule and its runbook entry.
+func TestPostFile(t *testing.T) {
+	gs := set(t, g("out", toolset.PostFile, "auto", "paths", `["/home/owner/out"]`))
+	post := func(p string) Request {
+		return req(toolset.CallTool, map[string]any{"name": toolset.PostFile, "arguments": map[string]any{"path": p}})
+	}
+	d, _, den := Decide(gs, post("/home/owner/out/report.csv"), private, now)
+	if den != nil {
+		t.Fatalf("Decide = %v", den)
+	}
+	if p, ok := d.PostFile(); !ok || p.String() != "/home/owner/out/report.csv" {
+		t.Errorf("PostFile() = %v %v", p, ok)
+	}
+	if _, _, den := Decide(gs, post("/home/owner/secrets/key"), private, now); den == nil || den.Reason != NoGrant {
+		t.Errorf("outside the grant: %v", den)
+	}
+	_, _, den = Decide(gs, post("/home/owner/out/report.csv"), secret, now)
+	if den == nil || !strings.Contains(den.Error(), "holds secret data and the chat is private") || !strings.Contains(den.Error(), "docs/runbook.md#post-file-refused") {
+		t.Errorf("secret session: %v", den)
+	}
+	if _, ok := (Decision{}).PostFile(); ok {
+		t.Error("the zero Decision allows a post")
+	}
+}

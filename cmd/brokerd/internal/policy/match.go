@@ -43,6 +43,12 @@ type hit struct {
 // longest matched path and the longest covering path.
 func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bool) {
 	switch a := a.(type) {
+	case toolargs.PostFile:
+		for _, p := range g.Paths() {
+			if a.Path.Within(p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			}
+		}
 	case toolargs.ReadFile:
 		for _, p := range g.Paths() {
 			if a.Path.Within(p) && (!g.Standing() || a.Path == p) {

@@ -79,6 +79,8 @@
 //     path its id resolves to in the session's own attachments
 //     directory; its result is always untrusted and at least of the
 //     session's class.
+//  12. post_file (postfile.go) is matched as read_file, and refused in a
+//     session above the chat's class (private) whatever the grants say.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file
 // mounts the file's directory read-write (the toolkit writes only the
@@ -220,6 +222,10 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if err != nil {
 		return nil, deny(InvalidArguments, oneLine(err.Error()))
 	}
+	if d := abovePost(tool, sess); d != nil {
+		d.Tool, d.ViaCallTool, d.Session, d.At, d.Target = tool, via, sess, now, target(args)
+		return nil, d
+	}
 	var (
 		v *verdict
 		d *Denial
@@ -270,6 +276,8 @@ func target(a toolargs.Args) string {
 		return "consult"
 	case toolargs.ReadAttachment:
 		return "attachment " + a.ID
+	case toolargs.PostFile:
+		return a.Path.String()
 	}
 	return ""
 }

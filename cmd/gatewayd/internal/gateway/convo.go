@@ -257,7 +257,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 		// would be lost, as before the record.
 		g.log.Error("recording the session failed; see docs/runbook.md#gateway-delivered", "session", session, "err", err.Error())
 	}
-	out, turnNo, err := g.loopTurn(ctx, session, msg, func(notice string) { g.reply(ctx, channel, root, render.Plain(notice)) })
+	out, turnNo, files, err := g.loopTurn(ctx, session, msg, func(notice string) { g.reply(ctx, channel, root, render.Plain(notice)) })
 	stop()
 	if ctx.Err() != nil {
 		return
@@ -271,7 +271,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 		return
 	}
 	if turnNo == 0 {
-		g.postOutcome(ctx, channel, root, session, 0, out, nil)
+		g.postOutcomeFiles(ctx, channel, root, session, 0, out, nil, g.uploadPosted(ctx, channel, root, session, files))
 		return
 	}
 	l := g.postLock(session)
@@ -284,7 +284,8 @@ func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 		g.deliverLocked(ctx, session)
 	}
 	if e, ok := g.delivery.get(session); !ok || e.Turn < turnNo {
-		g.postOutcome(ctx, channel, root, session, turnNo, out, nil)
+		// The files go up only with the answer they belong to.
+		g.postOutcomeFiles(ctx, channel, root, session, turnNo, out, nil, g.uploadPosted(ctx, channel, root, session, files))
 	}
 }
 
@@ -292,6 +293,12 @@ func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 // [PropTurn] (when the turn is known) and none whose mark is in posted,
 // then records the turn delivered. It reports whether all were posted.
 func (g *Gateway) postOutcome(ctx context.Context, channel, root, session string, turnNo int64, out []string, posted map[string]bool) bool {
+	return g.postOutcomeFiles(ctx, channel, root, session, turnNo, out, posted, nil)
+}
+
+// postOutcomeFiles is postOutcome with files (uploaded ids) attached to
+// the last part.
+func (g *Gateway) postOutcomeFiles(ctx context.Context, channel, root, session string, turnNo int64, out []string, posted map[string]bool, files []string) bool {
 	for i, part := range out {
 		key, value := "", ""
 		if turnNo > 0 {
@@ -300,7 +307,11 @@ func (g *Gateway) postOutcome(ctx context.Context, channel, root, session string
 		if posted[value] && value != "" {
 			continue
 		}
-		if _, err := g.mm.CreatePostProp(ctx, channel, root, part, key, value); err != nil {
+		var attach []string
+		if i == len(out)-1 {
+			attach = files
+		}
+		if _, err := g.mm.CreatePostFiles(ctx, channel, root, part, key, value, attach); err != nil {
 			g.log.Error("posting the answer failed", "thread", root, "err", err.Error())
 			return false
 		}
@@ -325,7 +336,7 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 // interim events show nothing in the chat.
 // notice is told loopd's note about the message, if any (an image the
 // model will not see), once, when loopd has accepted it.
-func (g *Gateway) loopTurn(ctx context.Context, session string, msg message, notice func(string)) ([]string, int64, error) {
+func (g *Gateway) loopTurn(ctx context.Context, session string, msg message, notice func(string)) ([]string, int64, []wire.PostedFile, error) {
 	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: msg.text, Files: msg.files}, func(ev strict.Variant) error {
 		if a, ok := ev.(*wire.Accepted); ok && a.Notice != "" {
 			notice(a.Notice)
@@ -333,18 +344,18 @@ func (g *Gateway) loopTurn(ctx context.Context, session string, msg message, not
 		return nil
 	})
 	if err != nil {
-		return nil, 0, loopFailed(err)
+		return nil, 0, nil, loopFailed(err)
 	}
 	switch e := v.(type) {
 	case *wire.Answer:
 		if e.Session != session {
-			return nil, 0, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
+			return nil, 0, nil, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
 		}
-		return render.Answer(e.Text), e.Turn, nil
+		return render.Answer(e.Text), e.Turn, e.Files, nil
 	case *wire.Stopped:
-		return stoppedPosts(e.Reason, e.Msg), e.Turn, nil
+		return stoppedPosts(e.Reason, e.Msg), e.Turn, nil, nil
 	}
-	return nil, 0, loopFailed(rpc.NotExpected(&wire.Loop, v))
+	return nil, 0, nil, loopFailed(rpc.NotExpected(&wire.Loop, v))
 }
 
 // stoppedPosts is what the thread reads for a stopped turn.

@@ -1,11 +1,13 @@
 package mattermost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"time"
 
@@ -119,4 +121,58 @@ func (c *Client) Download(ctx context.Context, id string, max int64, w io.Writer
 		}
 		return n, nil
 	}
+}
+
+// UploadFile uploads data as a file named name to channel (POST /files,
+// api4/file.go uploadFileStream, multipart: the channel_id field, then
+// the file as a "files" part, as the official client's uploadFile sends
+// a FormData) and returns its id, to attach to a post.
+func (c *Client) UploadFile(ctx context.Context, channel, name string, data []byte) (string, error) {
+	if !ValidID(channel) {
+		return "", fmt.Errorf("upload file: bad channel id %q", channel)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	mw.WriteField("channel_id", channel)
+	fw, err := mw.CreateFormFile("files", name)
+	if err != nil {
+		return "", fmt.Errorf("upload file: %v", err)
+	}
+	fw.Write(data)
+	if err := mw.Close(); err != nil {
+		return "", fmt.Errorf("upload file: %v", err)
+	}
+	u := *c.base
+	u.Path += "/api/v4/files"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body.Bytes()))
+	if err != nil {
+		return "", fmt.Errorf("mattermost upload file: %v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token.Reveal())
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.dl.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("mattermost upload file: %v", scrub(err))
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusCreated {
+		e := &APIError{Op: "upload file", Status: resp.StatusCode}
+		var app struct {
+			ID      string `json:"id"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(b, &app) == nil {
+			e.ID, e.Msg = truncate.Ellipsis(app.ID, 200), truncate.Ellipsis(app.Message, 500)
+		}
+		return "", e
+	}
+	var up struct {
+		FileInfos []FileInfo `json:"file_infos"`
+	}
+	if err := json.Unmarshal(b, &up); err != nil || len(up.FileInfos) != 1 || !ValidID(up.FileInfos[0].ID) {
+		return "", errors.New("mattermost upload file: the server sent no valid file info")
+	}
+	return up.FileInfos[0].ID, nil
 }

@@ -51,6 +51,7 @@ var restOps = map[string]string{
 	"GetPost": "getPost", "DirectChannel": "createDirectChannel", "Thread": "getPostThread",
 	"PostsSince": "getPostsSince", "Typing": "userTyping (WebSocket action)",
 	"FileInfosForPost": "getFileInfosForPost", "Download": "fetch(getFileUrl) (the web app's download)",
+	"UploadFile": "uploadFile", "CreatePostFiles": "createPost",
 }
 
 // TestOfficialClient runs gatewayd's client and @mattermost/client's
@@ -104,6 +105,18 @@ func TestOfficialClient(t *testing.T) {
 		}
 		return err
 	})
+	var upID string
+	mark("UploadFile", func() (err error) {
+		upID, err = c.UploadFile(ctx, dm, "report.csv", []byte("a,b\n1,2\n"))
+		return err
+	})
+	mark("CreatePostFiles", func() error {
+		p, err := c.CreatePostFiles(ctx, dm, root.ID, "here it is", "", "", []string{upID})
+		if err == nil && (len(p.FileIDs) != 1 || p.FileIDs[0] != upID) {
+			err = fmt.Errorf("the post holds %v", p.FileIDs)
+		}
+		return err
+	})
 	mark("Download", func() error {
 		var b strings.Builder
 		_, err := c.Download(ctx, file.ID, 1<<20, &b)
@@ -119,6 +132,7 @@ func TestOfficialClient(t *testing.T) {
 		{"Me", "getMe", nil},
 		{"CreatePostProp", "createPost", []any{newPost}},
 		{"CreatePost", "createPost", []any{map[string]any{"channel_id": dm, "root_id": root.ID, "message": "more", "props": map[string]any{PropUnsafeLinks: "true"}, "file_ids": []string{}}}},
+		{"CreatePostFiles", "createPost", []any{map[string]any{"channel_id": dm, "root_id": root.ID, "message": "here it is", "props": map[string]any{PropUnsafeLinks: "true"}, "file_ids": []string{"zzzzzzzzzzzzzzzzzzzzzzzzzz"}}}},
 		{"PatchMessage", "patchPost", []any{map[string]any{"id": mine.ID, "message": "edited"}}},
 		{"GetPost", "getPost", []any{mine.ID}},
 		{"DirectChannel", "createDirectChannel", []any{[]string{bot.ID, owner.ID}}},
@@ -127,6 +141,7 @@ func TestOfficialClient(t *testing.T) {
 		{"getPosts", "getPosts", []any{dm, 0, 2}},
 		{"FileInfosForPost", "getFileInfosForPost", []any{root.ID}},
 		{"Download", "getFile", []any{file.ID}},
+		{"UploadFile", "uploadFile", []any{dm, "report.csv", "a,b\n1,2\n"}},
 		{"connect", "connect", nil},
 		{"Typing", "userTyping", []any{dm, root.ID}},
 		{"owner posts", "waitEvents", []any{1}},
@@ -179,6 +194,7 @@ func TestOfficialClient(t *testing.T) {
 		{Label: "getPostsSince", Type: "WirePostList", Value: answers["PostsSince"]},
 		{Label: "getPosts", Type: "WirePostList", Value: answers["getPosts"]},
 		{Label: "getFileInfosForPost", Type: "WireFileInfo[]", Value: answers["FileInfosForPost"]},
+		{Label: "uploadFile", Type: "Omit<FileUploadResponse, 'file_infos'> & {file_infos: WireFileInfo[]}", Value: answers["UploadFile"]},
 		// Client4's request bodies, as gatewayd sends them, fit the
 		// official client's parameter types.
 		{Label: "gatewayd's create post body", Type: "Parameters<Client4['createPost']>[0]", Value: ours["CreatePostProp"][0].Body},
@@ -271,6 +287,13 @@ func compareMM(t *testing.T, op string, ours, theirs []fake.Request) {
 	if oq != fq {
 		t.Errorf("%s: gatewayd query %q (%s), official %q (%s)", op, o.RawQuery, oq, f.RawQuery, fq)
 	}
+	if op == "UploadFile" {
+		// A multipart body: the parts in order, not JSON.
+		if om, fm := clients.MultipartShape(o.Body), clients.MultipartShape(f.Body); om != fm || om != "channel_id,files(file)" {
+			t.Errorf("%s: gatewayd parts %s, official parts %s", op, om, fm)
+		}
+		return
+	}
 	fb := f.Body
 	if op == "PatchMessage" {
 		// Client4.patchPost puts the post's id in the body too;
@@ -313,7 +336,7 @@ import type {Channel} from '@mattermost/types/channels';
 import type {Hello, Posted} from '@mattermost/client/lib/websocket_messages';
 import type {WebSocketBroadcast} from '@mattermost/client/lib/websocket_message';
 import type {Client4} from '@mattermost/client';
-import type {FileInfo} from '@mattermost/types/files';
+import type {FileInfo, FileUploadResponse} from '@mattermost/types/files';
 type Loose<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 type WirePost = Omit<Post, 'metadata'> & {metadata: Partial<PostMetadata>};
 type WireFileInfo = Omit<Loose<FileInfo, 'width' | 'height' | 'has_preview_image' | 'clientId'>, 'mini_preview'> & {mini_preview?: string | null};

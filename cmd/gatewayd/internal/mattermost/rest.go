@@ -225,13 +225,23 @@ func (c *Client) CreatePost(ctx context.Context, channel, root, message string) 
 // CreatePostProp is [Client.CreatePost] with one more string prop, key
 // (none if key is empty): gatewayd's mark of what a post delivers.
 func (c *Client) CreatePostProp(ctx context.Context, channel, root, message, key, value string) (*Post, error) {
+	return c.CreatePostFiles(ctx, channel, root, message, key, value, nil)
+}
+
+// CreatePostFiles is [Client.CreatePostProp] with files attached: the
+// ids of files this bot uploaded ([Client.UploadFile]) and no post holds
+// yet (app/post.go attachFilesToPost drops any other).
+func (c *Client) CreatePostFiles(ctx context.Context, channel, root, message, key, value string, files []string) (*Post, error) {
+	if files == nil {
+		files = []string{}
+	}
 	props := map[string]any{PropUnsafeLinks: "true"}
 	if key != "" && key != PropUnsafeLinks {
 		props[key] = value
 	}
 	var p Post
 	err := c.do(ctx, "create post", http.MethodPost, "/posts", nil,
-		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: props, FileIDs: []string{}}, &p)
+		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: props, FileIDs: files}, &p)
 	if err != nil {
 		return nil, err
 	}
