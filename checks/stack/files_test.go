@@ -50,6 +50,7 @@ type filesOpts struct {
 	vision      bool
 	attachClass string // "private" if empty
 	grants      string
+	before      func(state string) // runs just before bxctl up
 }
 
 func filesStack(t *testing.T, opts ...filesOpts) (bin, state string, srv *llama.Server, chat *chatRig, exited <-chan error) {
@@ -75,6 +76,9 @@ func filesStack(t *testing.T, opts ...filesOpts) (bin, state string, srv *llama.
 		"[[grant]]\nid = \"attachments-read\"\ntool = \"read_attachment\"\npaths = [%q]\nmax_taint = \"secret\"\nresult_class = %q\nmode = \"auto\"\n%s",
 		layout.Attachments.In(state), o.attachClass, o.grants)), 0o600))
 	chat.writeGatewayConfig(t, state, 0o600)
+	if o.before != nil {
+		o.before(state)
+	}
 	u, _ := url.Parse(srv.URL())
 	exited = Up(t, bin, state, u.Host, chat.tokenEnv())
 	chat.connected(t, 1, func() string { return readLog(state, "gatewayd") })

@@ -49,7 +49,7 @@ func (b *Broker) readAttachment(seq int64, d policy.Decision, a policy.Attachmen
 }
 
 // errNotAttached is an id with no file in the session's directory.
-var errNotAttached = errors.New("no file of that id was posted in this session (use the id its descriptor in the message gives)")
+var errNotAttached = errors.New("no text file of that id was posted in this session (use the id its descriptor in the message gives; an image is not read as text)")
 
 // readRange reads a's range of its file and labels it.
 func readRange(a policy.AttachmentRead) (string, error) {

@@ -58,7 +58,7 @@ func (g *Gateway) fetchFiles(ctx context.Context, session string, post *mattermo
 	defer cancel()
 	infos, err := g.mm.FileInfosForPost(ctx, post.ID)
 	if err != nil {
-		out.lines = append(out.lines, unfetchable(fmt.Sprintf("the %d file(s) of this message", len(post.FileIDs)), err))
+		out.lines = append(out.lines, fmt.Sprintf("The %d file(s) of this message could not be listed by Mattermost (%s); none was read; see docs/runbook.md#gateway-file-unfetchable", len(post.FileIDs), render.Plain(truncate.Ellipsis(err.Error(), 200))))
 		return out
 	}
 	var total int64

@@ -157,3 +157,28 @@ func TestAttachmentCommitIsWhole(t *testing.T) {
 	_, err = a.sessionDir("../escape", true)
 	require.Error(t, err)
 }
+
+// TestFilesUnlisted: when the server will not list a post's files, the
+// owner gets one line and the message still goes to loopd, without them.
+func TestFilesUnlisted(t *testing.T) {
+	r := newRig(t, func(_ *rig, c *Config) {
+		require.NoError(t, os.MkdirAll(layout.Attachments.In(c.StateDir), 0o750))
+	})
+	f, err := r.mm.Upload(r.owner.ID, r.dm, "a.txt", []byte("hi"))
+	require.NoError(t, err)
+	r.mm.FailWhen(func(method, path string) bool { return strings.HasSuffix(path, "/files/info") })
+	p, err := r.mm.PostAs(r.owner.ID, fake.Post{ChannelID: r.dm, Message: "read this", FileIDs: []string{f.ID}})
+	require.NoError(t, err)
+	r.waitLog(t, "the turn", func() bool { return len(r.loop.sent()) == 1 })
+	if s := r.loop.sent()[0]; len(s.Files) != 0 || s.Text != "read this" {
+		t.Errorf("loopd got %+v", s)
+	}
+	r.waitLog(t, "the line", func() bool {
+		for _, bp := range r.botPosts(p.ID) {
+			if strings.Contains(bp.Message, "The 1 file(s) of this message could not be listed by Mattermost") {
+				return true
+			}
+		}
+		return false
+	})
+}
