@@ -23,7 +23,8 @@
 //   - Auth: the token from the MMAUTHTOKEN cookie, an Authorization
 //     Bearer or Token header, or access_token (app/authentication.go).
 //   - WebSocket: hello with a connection id (seq 0), posted events with
-//     data.post and data.mentions as JSON strings, post_edited, typing;
+//     data.post and data.mentions as JSON strings (and otherFile and
+//     image for a post with files), post_edited, typing;
 //     per-connection seq; delivery only to channel members, the author
 //     included; a disconnected connection keeps a send queue of 256 and a
 //     dead queue of the last 128 sent events; a reconnect with
