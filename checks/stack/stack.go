@@ -35,6 +35,11 @@ import (
 // ReadyWait bounds how long `bxctl up` may take to say it is ready.
 const ReadyWait = 2 * time.Minute
 
+// StopWait bounds how long `bxctl up` may take to stop after SIGTERM at
+// a test's end; past it the stack is killed and the test fails, rather
+// than the whole package hanging until go test's timeout.
+const StopWait = 2 * time.Minute
+
 // root is the module's directory, found from this file's own path.
 func root() string {
 	_, file, _, _ := runtime.Caller(0)
@@ -108,11 +113,19 @@ func Up(t *testing.T, bin, state, llamaHost string, env []string, extra ...strin
 	cmd.Env = append(os.Environ(), env...)
 	var stderr lockedBuffer // read while exec's copier may still write
 	cmd.Stderr = &stderr
+	// A role that outlived bxctl up would hold the stderr pipe open and
+	// Wait with it; past this, Wait closes the pipe and returns.
+	cmd.WaitDelay = 10 * time.Second
 	out, _ := cmd.StdoutPipe()
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	waited := make(chan struct{})
-	go func() { exited <- cmd.Wait(); close(waited) }()
+	// waited closes before exited is sent: a test that took the exit from
+	// exited and then ended finds waited closed in the cleanup below
+	// (in the other order, a cleanup racing the close under load sent
+	// SIGTERM to a reaped process and waited on exited for ever).
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(waited); exited <- waitErr }()
 	pid := cmd.Process.Pid
 	running.Store(pid, (<-chan struct{})(waited))
 	t.Cleanup(func() { running.Delete(pid) })
@@ -123,8 +136,15 @@ func Up(t *testing.T, bin, state, llamaHost string, env []string, extra ...strin
 		default:
 		}
 		cmd.Process.Signal(syscall.SIGTERM)
-		if err := <-exited; err != nil {
-			t.Errorf("bxctl up after SIGTERM: %v\n%s", err, stderr.String())
+		select {
+		case <-waited:
+			if waitErr != nil {
+				t.Errorf("bxctl up after SIGTERM: %v\n%s", waitErr, stderr.String())
+			}
+		case <-time.After(StopWait):
+			cmd.Process.Kill()
+			<-waited
+			t.Errorf("bxctl up did not stop within %v of SIGTERM (killed):\n%s", StopWait, stderr.String())
 		}
 	})
 	ready := make(chan bool, 1)

@@ -24,7 +24,7 @@ func main() {
 		for _, a := range []struct {
 			s    *wire.Socket
 			uids *[]uint32
-		}{{&wire.Memory, &cfg.MemoryAllowUIDs}, {&wire.Memtool, &cfg.MemtoolAllowUIDs}, {&wire.Memadmin, &cfg.AdminAllowUIDs}} {
+		}{{&wire.Memory, &cfg.MemoryAllowUIDs}, {&wire.Memtool, &cfg.MemtoolAllowUIDs}, {&wire.Memadmin, &cfg.AdminAllowUIDs}, {&wire.Memchat, &cfg.ChatAllowUIDs}} {
 			if *a.uids, err = f.Accept(a.s, *a.uids); err != nil {
 				return err
 			}

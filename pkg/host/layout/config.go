@@ -56,8 +56,8 @@ var FirstConfigs = []FirstConfig{
 			ownerLine(p, "# Only grant files this uid (or root) owns are believed.\n") + runnerTable(p)
 	}},
 	{"memoryd", func(p Params) string {
-		return fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/memoryd.toml explains every key).\nstate_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\n# brokerd's gate.sock: each session's state, for the clean-turn gate.\ngate_socket = %q\n",
-			p.State, MemoryRun.In(p.State), MemtoolRun.In(p.State), MemadminRun.In(p.State), GateRun.SocketIn(p.State))
+		return fmt.Sprintf("# Written by bxctl up; yours to edit (deploy/memoryd.toml explains every key).\nstate_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\n# gatewayd's way in for the owner's !why and !forget.\nchat_socket_dir = %q\n# brokerd's gate.sock: each session's state, for the clean-turn gate.\ngate_socket = %q\n",
+			p.State, MemoryRun.In(p.State), MemtoolRun.In(p.State), MemadminRun.In(p.State), MemchatRun.In(p.State), GateRun.SocketIn(p.State))
 	}},
 }
 

@@ -192,6 +192,9 @@ var (
 	MemoryRun   = socketDir("memory", Memoryd, &wire.Memory, Loopd)
 	MemtoolRun  = socketDir("memtool", Memoryd, &wire.Memtool, Brokerd)
 	MemadminRun = socketDir("memadmin", Memoryd, &wire.Memadmin, Owner)
+	// MemchatRun is the owner's `!why` and `!forget` from the chat:
+	// gatewayd alone may connect, and memoryd serves nothing else there.
+	MemchatRun = socketDir("memchat", Memoryd, &wire.Memchat, Gatewayd)
 	// GateRun is brokerd's read-only session-state query for memoryd
 	// (the clean-turn gate, P23): memoryd alone may connect.
 	GateRun = socketDir("gate", Brokerd, &wire.Gate, Memoryd)
@@ -242,7 +245,7 @@ var configFiles = func() []*Entry {
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
 	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments, &Images, &Outbox,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
-	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &GateRun, &PodmanRun)...)
+	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &MemchatRun, &GateRun, &PodmanRun)...)
 
 // SocketFor is the socket directory entry that holds s.
 func SocketFor(s *wire.Socket) *Entry {

@@ -1,7 +1,9 @@
 package sessionlog
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +20,10 @@ import (
 type Baseline struct {
 	System string      `json:"system"`
 	Tools  []chat.Tool `json:"tools"`
+	// Channel is the Mattermost channel of the session's thread, from its
+	// first message ([wire.Send]'s), "" for none; every epoch keeps it.
+	// memoryd reads it to know the session's project.
+	Channel string `json:"channel,omitempty"`
 }
 
 // Replay rebuilds the request messages for turn upTo from the baseline and
@@ -119,4 +125,19 @@ func userImages(u *User) []chat.Image {
 		}
 	}
 	return out
+}
+
+// ReadBaseline reads a baseline snapshot (sessions/<id>/<epoch>.baseline.json)
+// as a session log is read: no symlink followed, a regular file only.
+func ReadBaseline(path string) (Baseline, error) {
+	f, err := openLog(path)
+	if err != nil {
+		return Baseline{}, err
+	}
+	defer f.Close()
+	var b Baseline
+	if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&b); err != nil {
+		return Baseline{}, fmt.Errorf("read baseline %s: %w", path, err)
+	}
+	return b, nil
 }

@@ -94,8 +94,24 @@ type DropProposal struct {
 	ID int64 `json:"id"`
 }
 
+// WriteProposal asks brokerd to write Text, a standing grant with id
+// always-ID, as grant proposal ID in proposals/ (`bxctl grants suggest
+// --write`: the owner cannot write there). brokerd writes it only if it
+// parses as exactly that one standing grant and the call its audit log
+// recorded as seq ID targets what the grant names; it never replaces a
+// proposal. It answers [Answered] with outcome "written", or an [*Error].
+type WriteProposal struct {
+	ID   int64  `json:"id"`
+	Text string `json:"text"`
+}
+
+// MaxProposalText caps a [WriteProposal]'s text: one grant and its
+// comment.
+const MaxProposalText = 16 << 10
+
 // Tags.
 func (*DropProposal) Tag() string    { return "drop_proposal" }
+func (*WriteProposal) Tag() string   { return "write_proposal" }
 func (*ListAllowances) Tag() string  { return "list_allowances" }
 func (*Allowances) Tag() string      { return "allowances" }
 func (*RevokeAllowance) Tag() string { return "revoke_allowance" }

@@ -185,6 +185,7 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(Allowances) },
 	func() strict.Variant { return new(RevokeAllowance) },
 	func() strict.Variant { return new(DropProposal) },
+	func() strict.Variant { return new(WriteProposal) },
 )
 
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus

@@ -31,6 +31,11 @@ func CheckSessionID(id string) error {
 	return nil
 }
 
+// ChatSessionPrefix starts the id of every session gatewayd makes: the
+// prefix and the thread's root post id. memoryd reads a project's
+// threads (memoryd.toml's [[project]] threads) by it.
+const ChatSessionPrefix = "mm-"
+
 // MaxMessage caps one user message, in bytes.
 const MaxMessage = 64 << 10
 
@@ -44,6 +49,12 @@ type Send struct {
 	// session's directory under attachments/; the model reads the text
 	// ones through read_attachment, never in this message.
 	Files []FileRef `json:"files,omitempty"`
+	// Channel is the Mattermost channel the thread is in, as gatewayd
+	// heard the post ("" for a terminal session). loopd keeps a session's
+	// first channel in its baseline and refuses a later message from
+	// another; memoryd maps channels to the owner's projects (its
+	// [[project]] tables), so a project is never the model's choice.
+	Channel string `json:"channel,omitempty"`
 }
 
 // MaxFiles caps the files of one [Send].

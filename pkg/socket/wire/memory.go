@@ -54,6 +54,10 @@ var MemtoolMessages = strict.NewUnion[strict.Variant]("type",
 type IdentityRequest struct {
 	Session string `json:"session"`
 	Epoch   int64  `json:"epoch"`
+	// Channel is the session's Mattermost channel as its baseline holds
+	// it ([Send]'s), "" for none: memoryd's projects are sets of
+	// channels, and recall in the session searches its project's memory.
+	Channel string `json:"channel,omitempty"`
 }
 
 // IdentityBlock is the identity block: soul.md, memory.md and user.md, in
@@ -192,6 +196,9 @@ var MemorydMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(MemoryWhy) },
 	func() strict.Variant { return new(WhyChain) },
 	func() strict.Variant { return new(MemoryForget) },
+	func() strict.Variant { return new(ChatWhy) },
+	func() strict.Variant { return new(ChatForget) },
+	func() strict.Variant { return new(ForgetCode) },
 	func() strict.Variant { return new(Error) },
 )
 

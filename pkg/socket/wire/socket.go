@@ -99,6 +99,12 @@ var (
 	Memadmin = Socket{Name: "memadmin.sock", Server: "memoryd", Requests: MemorydMessages, Answers: MemorydMessages,
 		FrameMax: MemoryFrameMax, OnePerConn: true, Idle: 5 * time.Minute, Wait: 5 * time.Minute}
 
+	// Memchat is memoryd's memchat.sock, for gatewayd: the owner's
+	// `!why` and `!forget` from the chat (memchat.go), one request per
+	// connection, one answer.
+	Memchat = Socket{Name: "memchat.sock", Server: "memoryd", Requests: MemorydMessages, Answers: MemorydMessages,
+		FrameMax: MemoryFrameMax, OnePerConn: true, Idle: time.Minute, Wait: 30 * time.Second}
+
 	// Gate is brokerd's gate.sock, for memoryd: one [SessionQuery] per
 	// connection, answered with one [SessionState]. It answers nothing
 	// else (the clean-turn gate, P23): memoryd asks when a turn has
@@ -113,4 +119,4 @@ var (
 )
 
 // Sockets is every socket, for tests and for package layout.
-var Sockets = []*Socket{&Loop, &Broker, &Admin, &Gateway, &Memory, &Memtool, &Memadmin, &Gate, &Infer}
+var Sockets = []*Socket{&Loop, &Broker, &Admin, &Gateway, &Memory, &Memtool, &Memadmin, &Memchat, &Gate, &Infer}

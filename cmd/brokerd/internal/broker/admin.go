@@ -48,6 +48,9 @@ func (b *Broker) adminServer() *rpc.Server {
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.DropProposal) strict.Variant {
 			return b.dropProposal(m.ID)
 		}),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.WriteProposal) strict.Variant {
+			return b.writeSuggested(m.ID, m.Text)
+		}),
 		rpc.On(func(_ context.Context, peer sockets.Peer, m *wire.Refuse) strict.Variant {
 			return b.refuse(m.ID, m.Code, m.Reason, adminApprover(peer), "refused by the owner", "uid", peer.UID())
 		}),

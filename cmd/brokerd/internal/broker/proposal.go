@@ -55,7 +55,7 @@ func (b *Broker) propose(seq int64, a pending.Answer, ask *policy.Ask, dec polic
 		b.log.Error("proposal: brokerd wrote a grant its own loader refuses; nothing written", "approval", seq, "problems", fmt.Sprint(ps))
 		return "this call only: the proposal did not parse (a bug); nothing was written"
 	}
-	path, err := b.writeProposal(seq, text)
+	path, err := b.writeProposal(seq, text, true)
 	if err != nil {
 		b.log.Error("proposal not written", "approval", seq, "err", err.Error())
 		return "this call only: the grant proposal could not be written (" + err.Error() + "); see docs/runbook.md#proposal-unwritten"
@@ -122,8 +122,9 @@ func proposalText(seq int64, approver string, scope audit.Scope, winner, maxTain
 }
 
 // writeProposal writes proposals/<seq>.toml whole (a temporary file,
-// fsynced, renamed), mode 0640, and returns its path.
-func (b *Broker) writeProposal(seq int64, text string) (string, error) {
+// fsynced, renamed; linked instead unless replace, so that an existing
+// proposal stays as it is), mode 0640, and returns its path.
+func (b *Broker) writeProposal(seq int64, text string, replace bool) (string, error) {
 	dir := layout.Proposals.In(b.cfg.StateDir)
 	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
@@ -147,7 +148,70 @@ func (b *Broker) writeProposal(seq int64, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !replace {
+		return path, os.Link(f.Name(), path)
+	}
 	return path, os.Rename(f.Name(), path)
+}
+
+// writeSuggested writes grant proposal id from `bxctl grants suggest
+// --write` (admin.sock: the owner). The text must be exactly one
+// standing grant named always-<id>, and seq id in the audit log a call
+// brokerd asked the owner about, or that a session allowance decided, of
+// the same tool on exactly the target the grant names: brokerd writes
+// no proposal for a target no call of its own had. It never replaces a
+// proposal.
+func (b *Broker) writeSuggested(id int64, text string) strict.Variant {
+	refuse := func(format string, a ...any) strict.Variant {
+		return wire.Errorf("write_proposal", wire.Invalid, "grant proposal %d not written: "+format+"; see docs/runbook.md#proposal-refused", append([]any{id}, a...)...)
+	}
+	if id < 1 || len(text) > wire.MaxProposalText {
+		return refuse("a proposal has a positive id and at most %d bytes", wire.MaxProposalText)
+	}
+	want := "always-" + strconv.FormatInt(id, 10)
+	gs, ps := grant.ParseFile(fmt.Sprintf("proposal %d", id), []byte(text))
+	switch {
+	case len(ps) > 0:
+		return refuse("it does not parse: %s", ps[0])
+	case len(gs) != 1 || gs[0].ID() != want || !gs[0].Standing():
+		return refuse("it is not one standing grant with id %q", want)
+	}
+	g := gs[0]
+	var target string
+	if g.Tool() == toolset.HTTPFetch {
+		target = g.Hosts()[0].String()
+	} else {
+		target = g.Paths()[0].String()
+	}
+	found := false
+	err := ledger.ScanDecisions(layout.Audit.In(b.cfg.StateDir), func(d *audit.Decision) {
+		r := d.Record
+		if d.Seq != id || r.Tool != g.Tool() || (r.Outcome != audit.Ask && (r.Outcome != audit.Allowed || r.Allowance == 0)) {
+			return
+		}
+		switch a, _ := toolargs.Parse(r.Tool, r.Arguments); a := a.(type) {
+		case toolargs.ReadFile:
+			found = a.Path.String() == target
+		case toolargs.HTTPFetch:
+			found = a.URL.Host().String() == target
+		}
+	})
+	if err != nil {
+		return wire.Errorf("write_proposal", wire.Unavailable, "grant proposal %d not written: the audit log could not be read: %v; see docs/runbook.md#audit-unavailable", id, err)
+	}
+	if !found {
+		return refuse("the audit log holds no asked or allowance-decided %s call on exactly %q as seq %d", g.Tool(), target, id)
+	}
+	path, err := b.writeProposal(id, text, false)
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return refuse("proposals/%d.toml exists already (bxctl grants proposals shows it; bxctl grants drop %d drops it)", id, id)
+	case err != nil:
+		b.log.Error("suggested proposal not written", "proposal", id, "err", err.Error())
+		return wire.Errorf("write_proposal", wire.Unavailable, "grant proposal %d could not be written: %v; see docs/runbook.md#proposal-unwritten", id, err)
+	}
+	b.log.Info("grant proposal written from bxctl grants suggest", "proposal", id, "file", path, "tool", g.Tool())
+	return &wire.Answered{ID: id, Outcome: "written", Msg: fmt.Sprintf("grant proposal %d written to %s: it changes nothing until you run `bxctl grants apply %d`", id, path, id)}
 }
 
 // dropProposal deletes proposal id at the owner's word.

@@ -52,16 +52,22 @@ func TestShellAllowanceExact(t *testing.T) {
 		{"ls -la ", "/home/owner/src", false},
 		{"ls  -la", "/home/owner/src", false},
 		{"ls -la", "/home/owner/src/sub", false},
+		{"/usr/bin/env sh -c 'ls -la'", "/home/owner/src", false},
+		{"timeout 5 bash -lc 'ls -la'", "/home/owner/src", false},
+		{"exec ls -la", "/home/owner/src", false},
 	} {
-		dec, ask, den, _ := DecideAllowing(gs, cmd(tt.line, tt.dir), private, now, []Allowed{al})
-		switch {
-		case den != nil:
-			t.Errorf("%q in %s: denied %v", tt.line, tt.dir, den)
-		case tt.auto && (!dec.Valid() || dec.Allowance() != 7):
-			t.Errorf("%q in %s: want decided by allowance 7, got ask %v", tt.line, tt.dir, ask != nil)
-		case !tt.auto && ask == nil:
-			t.Errorf("%q in %s: ran without asking (allowance %d)", tt.line, tt.dir, dec.Allowance())
-		}
+		// One subtest each: go test -run 'TestShellAllowanceExact/nice'.
+		t.Run(tt.line+" in "+tt.dir, func(t *testing.T) {
+			dec, ask, den, _ := DecideAllowing(gs, cmd(tt.line, tt.dir), private, now, []Allowed{al})
+			switch {
+			case den != nil:
+				t.Errorf("%q in %s: denied %v", tt.line, tt.dir, den)
+			case tt.auto && (!dec.Valid() || dec.Allowance() != 7):
+				t.Errorf("%q in %s: want decided by allowance 7, got ask %v", tt.line, tt.dir, ask != nil)
+			case !tt.auto && ask == nil:
+				t.Errorf("%q in %s: ran without asking (allowance %d)", tt.line, tt.dir, dec.Allowance())
+			}
+		})
 	}
 }
 

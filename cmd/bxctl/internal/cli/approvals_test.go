@@ -29,7 +29,8 @@ func fakeAdmin(t *testing.T, answer strict.Variant) (string, chan strict.Variant
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.Refuse) strict.Variant { return on(m) }),
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.ListAllowances) strict.Variant { return on(m) }),
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.RevokeAllowance) strict.Variant { return on(m) }),
-		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.DropProposal) strict.Variant { return on(m) })).Serve)
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.DropProposal) strict.Variant { return on(m) }),
+		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.WriteProposal) strict.Variant { return on(m) })).Serve)
 	return state, got
 }
 

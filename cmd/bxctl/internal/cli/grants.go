@@ -48,7 +48,7 @@ func consultNote(g grant.Grant) string {
 // call until it is fixed. For each consult grant that is not a deny it
 // also prints a note: line saying which memory text the grant lets leave.
 func runGrants(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	const use = "usage: bxctl grants check [--list] [--owner-uid N] DIR | proposals | apply ID | drop ID | suggest"
+	const use = "usage: bxctl grants check [--list] [--owner-uid N] DIR | proposals | apply ID | drop ID | suggest [--write]"
 	if len(args) > 0 {
 		switch args[0] {
 		case "proposals":
@@ -58,7 +58,7 @@ func runGrants(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		case "drop":
 			return runDrop(ctx, args[1:], stdout, stderr)
 		case "suggest":
-			return runSuggest(args[1:], stdout, stderr)
+			return runSuggest(ctx, args[1:], stdout, stderr)
 		}
 	}
 	if len(args) == 0 || args[0] != "check" {

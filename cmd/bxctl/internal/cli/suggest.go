@@ -2,8 +2,7 @@ package cli
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/escape"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
@@ -30,7 +31,10 @@ import (
 // (a grant cannot name one, and interpreters given code are what "always"
 // must never cover), a file to write, a consult, egress to a host no
 // grant names, or anything a deny grant covers: each of those is listed
-// as not proposed, with why. It prints; it changes nothing.
+// as not proposed, with why. It prints; it changes nothing, unless
+// --write: then brokerd writes each suggestion as a grant proposal in
+// proposals/ (never grants/), exactly as an `always` answer's, which
+// `bxctl grants apply N` applies.
 
 // candidate is one narrowed target and the approved calls on it.
 type candidate struct {
@@ -41,16 +45,21 @@ type candidate struct {
 
 func (c *candidate) key() string { return c.tool + "\x00" + c.target }
 
-// runSuggest is `bxctl grants suggest [--state DIR] [--grants DIR] [--min N]`.
-func runSuggest(args []string, stdout, stderr io.Writer) int {
+// id is the proposal id of c's suggestion: the seq of its latest call,
+// which brokerd checks against its audit log before it writes one.
+func (c *candidate) id() int64 { return c.seqs[len(c.seqs)-1] }
+
+// runSuggest is `bxctl grants suggest [--state DIR] [--grants DIR] [--min N] [--write]`.
+func runSuggest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("grants suggest", stderr)
 	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker)")
 	grantsFlag := fs.String("grants", "", "grant `directory` (default STATE/grants)")
 	auditFlag := fs.String("audit", "", "audit log `directory` (default STATE/broker/audit)")
 	min := fs.Int("min", 3, "propose a target approved at least `N` times")
 	owner := fs.Int("owner-uid", os.Getuid(), "the owner's uid, as brokerd.toml's owner_uid")
+	write := fs.Bool("write", false, "have brokerd write each suggestion as a grant proposal in proposals/ (bxctl grants apply N applies one)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *min < 1 || *owner < 0 {
-		fmt.Fprintln(stderr, "usage: bxctl grants suggest [--state DIR] [--grants DIR] [--audit DIR] [--min N]")
+		fmt.Fprintln(stderr, "usage: bxctl grants suggest [--state DIR] [--grants DIR] [--audit DIR] [--min N] [--write]")
 		return ExitUsage
 	}
 	state, err := resolveState(*stateFlag)
@@ -81,7 +90,7 @@ func runSuggest(args []string, stdout, stderr io.Writer) int {
 		}
 		return cands[i].key() < cands[j].key()
 	})
-	n := 0
+	n, written, failed := 0, 0, 0
 	var skipped []string
 	for _, c := range cands {
 		if len(c.seqs) < *min {
@@ -95,16 +104,60 @@ func runSuggest(args []string, stdout, stderr io.Writer) int {
 		}
 		n++
 		fmt.Fprintf(stdout, "# suggestion %d: %s\n%s\n", n, head, text)
+		if !*write {
+			continue
+		}
+		outcome, msg := writeSuggestion(ctx, state, c, head, text)
+		switch outcome {
+		case "written", "already proposed":
+			written++
+		default:
+			failed++
+		}
+		fmt.Fprintf(stdout, "# %s: %s\n\n", outcome, msg)
 	}
 	for _, s := range skipped {
 		fmt.Fprintln(stdout, s)
 	}
-	if n == 0 {
+	switch {
+	case n == 0:
 		fmt.Fprintf(stdout, "# no target was approved %d times or more that a standing grant may cover\n", *min)
-	} else {
-		fmt.Fprintln(stdout, "# nothing was written: to use one, save it as a *.toml file in grants/ (then bxctl grants check)")
+	case !*write:
+		fmt.Fprintln(stdout, "# nothing was written: --write has brokerd write them as grant proposals (then bxctl grants proposals, bxctl grants apply N)")
+	default:
+		fmt.Fprintf(stdout, "# %d of %d written as grant proposals in proposals/, never grants/: bxctl grants proposals shows them, bxctl grants apply N applies one\n", written, n)
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "bxctl grants suggest: %d of %d suggestions were not written (each says why above); see docs/runbook.md#suggest-not-written\n", failed, n)
+		return ExitFailed
 	}
 	return ExitOK
+}
+
+// writeSuggestion has brokerd write suggestion c (its grant text) as
+// grant proposal c.id(), with a comment saying where it came from, unless
+// that proposal exists already (an `always` answer to that call, or an
+// earlier --write); it returns "written", "already proposed" or "not
+// written", and why.
+func writeSuggestion(ctx context.Context, state string, c candidate, head, text string) (string, string) {
+	id := c.id()
+	if _, err := os.Lstat(proposalPath(state, id)); err == nil {
+		return "already proposed", fmt.Sprintf("proposal %d exists (bxctl grants proposals shows it)", id)
+	}
+	var b strings.Builder
+	for _, l := range []string{
+		"Grant proposal from bxctl grants suggest: " + head + ".", // head is escaped already
+		"It approves for good, without asking, what grant " + escape.Line(c.grant) + " asks about; a deny grant still wins.",
+		fmt.Sprintf("Nothing changes until the owner runs `bxctl grants apply %d` (brokerd never writes grants/).", id),
+	} {
+		b.WriteString("# " + l + "\n")
+	}
+	b.WriteString(text)
+	a, err := ask[*wire.Answered](ctx, state, &wire.Admin, &wire.WriteProposal{ID: id, Text: b.String()})
+	if err != nil {
+		return "not written", fmt.Sprintf("proposal %d: %v", id, err)
+	}
+	return "written", escape.Line(a.Msg)
 }
 
 func seqList(seqs []int64) string {
@@ -158,9 +211,8 @@ func suggestion(c candidate, set *grant.Set) (string, string) {
 	case ask == nil || ask.Mode() != grant.Ask || !covers(*ask, c):
 		return "", "the grant its approvals rode on (" + c.grant + ") is gone or changed"
 	}
-	sum := sha256.Sum256([]byte(c.key()))
 	var b strings.Builder
-	fmt.Fprintf(&b, "[[grant]]\nid = %q\ntool = %q\n", "suggest-"+hex.EncodeToString(sum[:4]), c.tool)
+	fmt.Fprintf(&b, "[[grant]]\nid = %q\ntool = %q\n", "always-"+strconv.FormatInt(c.id(), 10), c.tool)
 	if c.tool == toolset.HTTPFetch {
 		fmt.Fprintf(&b, "hosts = [%s]\n", config.Quote(c.target))
 	} else {

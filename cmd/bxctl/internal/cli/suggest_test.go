@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
@@ -56,7 +58,7 @@ mode = "ask"
 
 // recordLog writes a recorded audit log: each call asked and approved
 // (or refused) n times, one read decided by a session allowance.
-func recordLog(t *testing.T, dir string) {
+func recordLog(t *testing.T, dir string, hostile ...string) {
 	t.Helper()
 	clock := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	w, err := audit.Open(dir, audit.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
@@ -95,6 +97,10 @@ func recordLog(t *testing.T, dir string) {
 	call("write_file", `{"path":"/home/owner/out/a.txt","content_sha256":"`+strings.Repeat("cd", 32)+`","content_bytes":3}`, "out", 3, audit.AnswerApproved)
 	call("read_file", `{"path":"/home/owner/Downloads/other.pdf"}`, "dl", 2, audit.AnswerApproved)
 	call("read_file", `{"path":"/home/owner/Downloads/refused.pdf"}`, "dl", 5, audit.AnswerRefused)
+	for _, h := range hostile {
+		b, _ := json.Marshal(map[string]string{"path": h})
+		call("read_file", string(b), "dl", 3, audit.AnswerApproved)
+	}
 }
 
 // TestSuggestGolden: suggest on a recorded audit log proposes the repeated
@@ -127,5 +133,100 @@ func TestSuggestGolden(t *testing.T) {
 	}
 	if code, _, _ := run("grants", "suggest", "--state", state, "--min", "0"); code != ExitUsage {
 		t.Errorf("--min 0 = %d, want usage", code)
+	}
+}
+
+// hostilePath is a file name that tries to end the TOML string it is
+// quoted in and add keys, and to reverse what follows it on a terminal
+// (a control character would not reach the audit log: no path has one).
+const hostilePath = "/home/owner/Downloads/x\"] mode = \"deny\" # \u2028evil\u202e.pdf"
+
+// TestSuggestWriteGolden: --write has brokerd write each suggestion,
+// and only those, as a grant proposal in the format bxctl grants apply
+// takes; none of the excluded kinds is sent, grants/ is untouched, a
+// hostile file name stays inside its string and its comment, and a
+// proposal that exists already is not sent again.
+func TestSuggestWriteGolden(t *testing.T) {
+	state, got := fakeAdmin(t, &wire.Answered{Outcome: "written", Msg: "grant proposal written"})
+	gdir, adir := filepath.Join(state, "grants"), filepath.Join(state, "broker", "audit")
+	os.MkdirAll(gdir, 0o750)
+	os.MkdirAll(adir, 0o700)
+	os.MkdirAll(filepath.Join(state, "proposals"), 0o750)
+	os.WriteFile(filepath.Join(gdir, "g.toml"), []byte(suggestGrants), 0o640)
+	recordLog(t, adir, hostilePath)
+	code, out, stderr := run("grants", "suggest", "--state", state, "--write")
+	if code != ExitOK {
+		t.Fatalf("suggest --write = %d %s", code, stderr)
+	}
+	var sent []*wire.WriteProposal
+	for len(got) > 0 {
+		if m, ok := (<-got).(*wire.WriteProposal); ok {
+			sent = append(sent, m)
+		}
+	}
+	var b strings.Builder
+	b.WriteString(out)
+	for _, m := range sent {
+		fmt.Fprintf(&b, "=== write_proposal %d ===\n%s", m.ID, m.Text)
+	}
+	golden := filepath.Join("testdata", "suggest-write.golden")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		os.WriteFile(golden, []byte(b.String()), 0o644)
+	}
+	if want, err := os.ReadFile(golden); err != nil || b.String() != string(want) {
+		t.Errorf("suggest --write differs from %s (UPDATE_GOLDEN=1 rewrites it):\n%s", golden, b.String())
+	}
+	if len(sent) != 3 {
+		t.Fatalf("brokerd was sent %d proposals, want 3 (example.com, report.pdf, the hostile name)", len(sent))
+	}
+	for _, m := range sent {
+		gs, ps := grant.ParseFile("p.toml", []byte(m.Text))
+		if len(ps) > 0 || len(gs) != 1 || !gs[0].Standing() || gs[0].ID() != fmt.Sprintf("always-%d", m.ID) {
+			t.Errorf("proposal %d is not one standing grant always-%d: %v\n%s", m.ID, m.ID, ps, m.Text)
+			continue
+		}
+		if gs[0].Tool() == "read_file" && gs[0].Paths()[0].String() != "/home/owner/Downloads/report.pdf" && gs[0].Paths()[0].String() != hostilePath {
+			t.Errorf("proposal %d names %q", m.ID, gs[0].Paths()[0])
+		}
+		for _, bad := range []string{"evil.example", "secret.pdf", "make", "out/a.txt", "other.pdf", "refused.pdf"} {
+			if strings.Contains(m.Text, bad) {
+				t.Errorf("proposal %d holds %q, an excluded target:\n%s", m.ID, bad, m.Text)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(gdir); len(entries) != 1 {
+		t.Errorf("grants/ holds %d files after --write, want 1", len(entries))
+	}
+	// As brokerd would have written it, bxctl grants apply takes it.
+	first := sent[0]
+	os.WriteFile(proposalPath(state, first.ID), []byte(first.Text), 0o640)
+	if code, out, stderr := run("grants", "apply", "--state", state, fmt.Sprint(first.ID)); code != ExitOK || !strings.Contains(out, "applied:") {
+		t.Errorf("apply of suggested proposal %d = %d %s %s", first.ID, code, out, stderr)
+	}
+	// A proposal that exists is not sent again.
+	os.WriteFile(proposalPath(state, sent[1].ID), []byte(sent[1].Text), 0o640)
+	code, out, _ = run("grants", "suggest", "--state", state, "--write")
+	if code != ExitOK || !strings.Contains(out, fmt.Sprintf("# already proposed: proposal %d exists", sent[1].ID)) {
+		t.Errorf("a second --write = %d:\n%s", code, out)
+	}
+	for len(got) > 0 {
+		if m, ok := (<-got).(*wire.WriteProposal); ok && m.ID == sent[1].ID {
+			t.Errorf("proposal %d, which exists, was sent again", m.ID)
+		}
+	}
+}
+
+// TestSuggestWriteRefused: a suggestion brokerd refuses (or brokerd not
+// running) fails the command, each saying why, with its runbook entry.
+func TestSuggestWriteRefused(t *testing.T) {
+	state, _ := fakeAdmin(t, &wire.Error{Op: "write_proposal", Kind: wire.Invalid, Msg: "grant proposal 5 not written: no"})
+	gdir, adir := filepath.Join(state, "grants"), filepath.Join(state, "broker", "audit")
+	os.MkdirAll(gdir, 0o750)
+	os.MkdirAll(adir, 0o700)
+	os.WriteFile(filepath.Join(gdir, "g.toml"), []byte(suggestGrants), 0o640)
+	recordLog(t, adir)
+	code, out, stderr := run("grants", "suggest", "--state", state, "--write")
+	if code != ExitFailed || !strings.Contains(out, "# not written: proposal 5: grant proposal 5 not written: no") || !strings.Contains(stderr, "runbook.md#suggest-not-written") {
+		t.Errorf("suggest --write refused = %d\n%s\n%s", code, out, stderr)
 	}
 }

@@ -55,6 +55,7 @@ func (a *auditor) roleUIDs(in *install) {
 		add("loopd", "memoryd.toml memory_allow_uids", in.mem.MemoryAllowUIDs)
 		add("brokerd", "memoryd.toml memtool_allow_uids", in.mem.MemtoolAllowUIDs)
 		add("owner", "memoryd.toml admin_allow_uids", in.mem.AdminAllowUIDs)
+		add("gatewayd", "memoryd.toml chat_allow_uids", in.mem.ChatAllowUIDs)
 		add("brokerd", "memoryd.toml gate_listener_uids", in.mem.GateListenerUIDs)
 	}
 	if in.gateway != nil {

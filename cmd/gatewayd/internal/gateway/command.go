@@ -67,15 +67,18 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 		g.answer(ctx, post, id, code, verb == "!approve", reason, scope)
 	case "!why", "!forget":
 		// Memory commands are the owner's: anyone else's is ignored and
-		// logged, like an approval command. They are not served in the
-		// chat yet: gatewayd has no way to memoryd's memadmin.sock, by
-		// design (docs/decisions.md), so an approver is told where to go.
+		// logged, like an approval command. memoryd serves them on
+		// memchat.sock (memory.go), which takes nothing else.
 		if !g.approvers[post.UserID] {
 			g.log.Warn("memory command ignored: the user is not an approver; see docs/runbook.md#gateway-not-approver",
 				"user", post.UserID, "post", post.ID, "command", verb)
 			return
 		}
-		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("`%s` is not served in the chat yet: gatewayd cannot reach memoryd's admin socket, so nothing was looked up or forgotten. On the host run `bxctl memory why ID` or `bxctl memory forget ID` (the id as recall shows it); see docs/runbook.md#memory-chat-commands", verb))
+		if g.cfg.MemoryChatSocket == "" {
+			g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("`%s` is not served in this chat: gatewayd.toml names no memory_chat_socket, so nothing was looked up or forgotten. On the host run `bxctl memory why ID` or `bxctl memory forget ID` (the id as recall shows it); see docs/runbook.md#memory-chat-commands", verb))
+			return
+		}
+		go g.memoryCommand(ctx, post, verb, text) // memoryd may take a moment; the event stream must not wait
 	case "!stop":
 		go g.stopTurn(ctx, post) // loopd may take a moment; the event stream must not wait
 	case "!status":

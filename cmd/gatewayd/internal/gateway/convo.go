@@ -29,7 +29,7 @@ type message struct {
 }
 
 // SessionPrefix starts every session id gatewayd makes.
-const SessionPrefix = "mm-"
+const SessionPrefix = wire.ChatSessionPrefix
 
 // handle takes one post, from the WebSocket or a gap fetch. A post is
 // marked seen only once it is judged heard, so posts nobody may send
@@ -257,7 +257,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 		// would be lost, as before the record.
 		g.log.Error("recording the session failed; see docs/runbook.md#gateway-delivered", "session", session, "err", err.Error())
 	}
-	out, turnNo, files, err := g.loopTurn(ctx, session, msg, func(notice string) { g.reply(ctx, channel, root, render.Plain(notice)) })
+	out, turnNo, files, err := g.loopTurn(ctx, session, channel, msg, func(notice string) { g.reply(ctx, channel, root, render.Plain(notice)) })
 	stop()
 	if ctx.Err() != nil {
 		return
@@ -331,13 +331,14 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 	}
 }
 
-// loopTurn is one turn on loop.sock (as bxctl chat does it): it returns
+// loopTurn is one turn on loop.sock (as bxctl chat does it), naming the
+// thread's channel (memoryd's projects are sets of channels): it returns
 // the posts to make, or an error whose text is for the owner. The turn's
 // interim events show nothing in the chat.
 // notice is told loopd's note about the message, if any (an image the
 // model will not see), once, when loopd has accepted it.
-func (g *Gateway) loopTurn(ctx context.Context, session string, msg message, notice func(string)) ([]string, int64, []wire.PostedFile, error) {
-	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: msg.text, Files: msg.files}, func(ev strict.Variant) error {
+func (g *Gateway) loopTurn(ctx context.Context, session, channel string, msg message, notice func(string)) ([]string, int64, []wire.PostedFile, error) {
+	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: msg.text, Files: msg.files, Channel: channel}, func(ev strict.Variant) error {
 		if a, ok := ev.(*wire.Accepted); ok && a.Notice != "" {
 			notice(a.Notice)
 		}

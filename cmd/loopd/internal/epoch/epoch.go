@@ -84,7 +84,8 @@ type Changer struct {
 	// summary request the turns that would not fit (covered).
 	NCtx int
 	// Baseline builds epoch's baseline for session id.
-	Baseline func(ctx context.Context, id string, epoch int64) (session.Baseline, error)
+	// channel is the session's, which every epoch keeps.
+	Baseline func(ctx context.Context, id, channel string, epoch int64) (session.Baseline, error)
 	Log      *slog.Logger
 }
 
@@ -124,7 +125,7 @@ func (c *Changer) Change(ctx context.Context, s *session.Session, mu sync.Locker
 		}
 	}
 	text := Text(comp.Message.Content+uncovered(recs, covered, upTo, s.Epoch), s.Epoch)
-	base, err := c.Baseline(ctx, s.ID, s.Epoch+1)
+	base, err := c.Baseline(ctx, s.ID, s.Baseline.Channel, s.Epoch+1)
 	if err != nil {
 		return nil, fmt.Errorf("change epoch: baseline: %w", err)
 	}

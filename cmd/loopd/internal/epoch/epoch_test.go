@@ -27,14 +27,14 @@ func (m *instant) Complete(_ context.Context, req llama.Request, _ llama.SlotSta
 		Timings: &llama.Timings{PromptN: 40}}, nil
 }
 
-func base(_ context.Context, _ string, n int64) (session.Baseline, error) {
+func base(_ context.Context, _, _ string, n int64) (session.Baseline, error) {
 	return session.Baseline{System: fmt.Sprintf("system, epoch %d", n), Tools: tools.Core(false)}, nil
 }
 
 // conversation writes a session of turns turns, each a message, a tool
 // call, its 2 KiB result and an answer, with usage records.
 func conversation(tb testing.TB, state string, turns int) {
-	s, err := session.Open(state, "s1", func() (session.Baseline, error) { return base(context.Background(), "s1", 0) })
+	s, err := session.Open(state, "s1", func() (session.Baseline, error) { return base(context.Background(), "s1", "", 0) })
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -57,8 +57,8 @@ func (c Config) policy() server.Policy {
 // session's is, for the next epoch.
 func (c Config) changer(log *slog.Logger, main, bg *llama.Client, nCtx int, system string, mem *memory.Client) *epoch.Changer {
 	ch := &epoch.Changer{Summarise: bg, MaxTokens: c.Epoch.SummaryMaxTokens, NCtx: nCtx, Log: log,
-		Baseline: func(ctx context.Context, id string, n int64) (session.Baseline, error) {
-			return c.Baseline(ctx, system, mem, id, n)
+		Baseline: func(ctx context.Context, id, channel string, n int64) (session.Baseline, error) {
+			return c.Baseline(ctx, system, mem, id, channel, n)
 		}}
 	if c.Epoch.Prewarm == nil || *c.Epoch.Prewarm {
 		ch.Warm = main

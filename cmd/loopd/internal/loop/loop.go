@@ -53,7 +53,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	base, _ := cfg.Baseline(ctx, system, nil, "", 0)
+	base, _ := cfg.Baseline(ctx, system, nil, "", "", 0)
 	nCtx, vision, err := startupCheck(ctx, log, cfg, bg, base)
 	if err != nil {
 		return err
@@ -81,15 +81,15 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	// session of its own through brokerd like any other (jobs.go).
 	bgEngine := *engine
 	bgEngine.Model = bg
-	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return cfg.Baseline(ctx, system, mem, id, 0) }, mem)
+	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return cfg.Baseline(ctx, system, mem, id, "", 0) }, mem)
 	if err := sched.Start(); err != nil {
 		return daemon.Refuse(err)
 	}
 	m := &server.Manager{
 		State:  cfg.StateDir,
 		Engine: engine,
-		Baseline: func(id string) (session.Baseline, error) {
-			return cfg.Baseline(ctx, system, mem, id, 0)
+		Baseline: func(id, channel string) (session.Baseline, error) {
+			return cfg.Baseline(ctx, system, mem, id, channel, 0)
 		},
 		Log:        log,
 		Epoch:      cfg.changer(log, main, bg, nCtx, system, mem),
@@ -109,17 +109,18 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	return err
 }
 
-// Baseline builds epoch's baseline for session id: the system prompt, then the
-// identity block from memoryd (when one is configured), then the core
-// tools (with ask_memory when the config offers it). A block memoryd
+// Baseline builds epoch's baseline for session id of channel ("" for
+// none): the system prompt, then the identity block from memoryd (when
+// one is configured, told the channel), then the core tools (with
+// ask_memory when the config offers it). A block memoryd
 // refuses, or no answer, refuses the session: it must not start without
 // its identity.
-func (c Config) Baseline(ctx context.Context, system string, mem *memory.Client, id string, epoch int64) (session.Baseline, error) {
-	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core(c.AskMemory)}
+func (c Config) Baseline(ctx context.Context, system string, mem *memory.Client, id, channel string, epoch int64) (session.Baseline, error) {
+	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core(c.AskMemory), Channel: channel}
 	if mem == nil {
 		return b, nil
 	}
-	block, err := mem.Identity(ctx, id, epoch)
+	block, err := mem.Identity(ctx, id, channel, epoch)
 	if err != nil {
 		return session.Baseline{}, err
 	}

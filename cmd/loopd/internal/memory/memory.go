@@ -32,9 +32,10 @@ func unavailable(err error) error {
 	return fmt.Errorf("%w; see docs/runbook.md#memoryd-unavailable", err)
 }
 
-// Identity returns the identity block for session's new epoch.
-func (c *Client) Identity(ctx context.Context, session string, epoch int64) (string, error) {
-	b, err := rpc.Ask[*wire.IdentityBlock](ctx, &wire.Memory, c.Path, &wire.IdentityRequest{Session: session, Epoch: epoch})
+// Identity returns the identity block for session's new epoch, telling
+// memoryd the session's channel (its project).
+func (c *Client) Identity(ctx context.Context, session, channel string, epoch int64) (string, error) {
+	b, err := rpc.Ask[*wire.IdentityBlock](ctx, &wire.Memory, c.Path, &wire.IdentityRequest{Session: session, Epoch: epoch, Channel: channel})
 	if err != nil {
 		return "", unavailable(err)
 	}

@@ -38,7 +38,7 @@ func TestIdentityAndTurnDone(t *testing.T) {
 		}
 	})
 	c := &Client{Path: path}
-	if b, err := c.Identity(context.Background(), "s1", 0); err != nil || b != "# Identity" {
+	if b, err := c.Identity(context.Background(), "s1", "", 0); err != nil || b != "# Identity" {
 		t.Errorf("Identity = %q, %v", b, err)
 	}
 	if err := c.TurnDone(context.Background(), "s1", 0, 3); err != nil {
@@ -53,10 +53,10 @@ func TestIdentityRefused(t *testing.T) {
 	path := fakeMemoryd(t, func(strict.Variant) strict.Variant {
 		return &wire.Error{Op: "identity", Kind: wire.Denied, Msg: "memory/user.md was refused; see docs/runbook.md#memory-file-refused"}
 	})
-	if _, err := (&Client{Path: path}).Identity(context.Background(), "s1", 0); err == nil || !strings.Contains(err.Error(), "memory-file-refused") {
+	if _, err := (&Client{Path: path}).Identity(context.Background(), "s1", "", 0); err == nil || !strings.Contains(err.Error(), "memory-file-refused") {
 		t.Errorf("Identity = %v, want memoryd's refusal", err)
 	}
-	if _, err := (&Client{Path: filepath.Join(t.TempDir(), "none")}).Identity(context.Background(), "s1", 0); err == nil || !strings.Contains(err.Error(), "see docs/runbook.md#memoryd-unavailable") {
+	if _, err := (&Client{Path: filepath.Join(t.TempDir(), "none")}).Identity(context.Background(), "s1", "", 0); err == nil || !strings.Contains(err.Error(), "see docs/runbook.md#memoryd-unavailable") {
 		t.Errorf("Identity without memoryd = %v", err)
 	}
 }

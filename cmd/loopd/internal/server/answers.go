@@ -28,7 +28,7 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 	if _, err := os.Stat(session.Dir(m.State, a.Session)); errors.Is(err, fs.ErrNotExist) {
 		return out
 	}
-	l, err := m.open(a.Session)
+	l, err := m.open(a.Session, "")
 	if err != nil {
 		return &wire.Error{Op: "answers_since", Kind: wire.Unavailable, Msg: "the session log could not be read: " + err.Error()}
 	}

@@ -72,7 +72,7 @@ func startWithPort(t *testing.T, srv *fake.Server, state string, port broker.Por
 		t.Fatal(err)
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: port}, Log: log,
-		Baseline: func(string) (session.Baseline, error) {
+		Baseline: func(string, string) (session.Baseline, error) {
 			return session.Baseline{System: "test\n# identity\n" + markIdentity + "\n# memory\n" + markMemory, Tools: tools.Core(false)}, nil
 		}}
 	ctx, cancel := context.WithCancel(context.Background())

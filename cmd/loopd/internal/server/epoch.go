@@ -168,7 +168,7 @@ func (m *Manager) compact(_ context.Context, _ sockets.Peer, c *wire.Compact) st
 	if _, err := os.Stat(session.Dir(m.State, c.Session)); errors.Is(err, fs.ErrNotExist) {
 		return refuse(wire.Invalid, fmt.Sprintf("compact: there is no session %q", c.Session))
 	}
-	l, err := m.open(c.Session)
+	l, err := m.open(c.Session, "")
 	if err != nil {
 		return &wire.Error{Op: "compact", Kind: wire.Unavailable, Msg: "the session log could not be read: " + err.Error()}
 	}

@@ -35,7 +35,7 @@ func TestFullMidTurnChangesAtIdle(t *testing.T) {
 		m.Engine.Context = turn.Context{NCtx: 1}
 		m.Policy = Policy{IdleAfter: 100 * time.Millisecond, CompactAt: 60}
 		m.Epoch = &epoch.Changer{Summarise: bg, NCtx: 1, Log: slog.New(slog.DiscardHandler),
-			Baseline: func(context.Context, string, int64) (session.Baseline, error) {
+			Baseline: func(context.Context, string, string, int64) (session.Baseline, error) {
 				return session.Baseline{System: "test, epoch 1", Tools: tools.Core(false)}, nil
 			}}
 	})

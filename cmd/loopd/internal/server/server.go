@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +45,7 @@ import (
 type Manager struct {
 	State    string // the state directory; sessions/ is under it
 	Engine   *turn.Engine
-	Baseline func(id string) (session.Baseline, error) // a new session's baseline
+	Baseline func(id, channel string) (session.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
 	// Epoch changes epochs (epoch.go); nil: a session keeps its epoch.
 	Epoch  *epoch.Changer
@@ -120,13 +121,13 @@ func (m *Manager) jobReports(_ context.Context, _ sockets.Peer, r *wire.JobRepor
 // Wait waits for running turns to stop (after the daemon's ctx ends).
 func (m *Manager) Wait() { m.wg.Wait() }
 
-func (m *Manager) open(id string) (*live, error) {
+func (m *Manager) open(id, channel string) (*live, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.sessions[id]; ok {
 		return l, nil
 	}
-	s, err := session.Open(m.State, id, func() (session.Baseline, error) { return m.Baseline(id) })
+	s, err := session.Open(m.State, id, func() (session.Baseline, error) { return m.Baseline(id, channel) })
 	if err != nil {
 		return nil, err
 	}
@@ -135,21 +136,38 @@ func (m *Manager) open(id string) (*live, error) {
 	return l, nil
 }
 
-// Submit logs a user message and either starts a turn or queues it for the
-// next one. It returns whether it was queued.
-func (m *Manager) Submit(id, text string, sub *subscriber) (bool, error) {
-	return m.SubmitFiles(id, text, nil, sub)
+// ChannelDiffers refuses a message from another channel than the
+// session's: a thread is in one channel, and the channel picks the
+// session's project in memoryd, so a session id reused from another
+// channel must not carry its messages into this one's memory.
+type ChannelDiffers struct{ Session, Has, Got string }
+
+func (e *ChannelDiffers) Error() string {
+	return fmt.Sprintf("session %s belongs to channel %s, and this message came from channel %s; a session's channel never changes; see docs/runbook.md#session-channel-differs", e.Session, e.Has, e.Got)
+}
+
+// Submit logs a user message from channel ("" for none) and either
+// starts a turn or queues it for the next one. It returns whether it
+// was queued.
+func (m *Manager) Submit(id, channel, text string, sub *subscriber) (bool, error) {
+	return m.SubmitFiles(id, channel, text, nil, sub)
 }
 
 // SubmitFiles is [Manager.Submit] of a message with files attached (their
-// descriptors; gatewayd holds the content in attachments/).
-func (m *Manager) SubmitFiles(id, text string, files []wire.FileRef, sub *subscriber) (bool, error) {
-	l, err := m.open(id)
+// descriptors; gatewayd holds the content in attachments/ and images/).
+func (m *Manager) SubmitFiles(id, channel, text string, files []wire.FileRef, sub *subscriber) (bool, error) {
+	l, err := m.open(id, channel)
 	if err != nil {
 		return false, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// A session made before channels were recorded has none, and stays
+	// outside every project; a message without one (bxctl chat) joins
+	// the session as it is.
+	if has := l.s.Baseline.Channel; has != "" && channel != "" && has != channel {
+		return false, &ChannelDiffers{Session: id, Has: has, Got: channel}
+	}
 	if l.running {
 		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text, Files: files}); err != nil {
 			return false, err
@@ -241,7 +259,12 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Invalid, Msg: err.Error()})
 	}
 	sub := &subscriber{ch: make(chan strict.Variant, 1024)}
-	queued, err := m.SubmitFiles(send.Session, send.Text, send.Files, sub)
+	queued, err := m.SubmitFiles(send.Session, send.Channel, send.Text, send.Files, sub)
+	var cd *ChannelDiffers
+	if errors.As(err, &cd) {
+		m.Log.Warn("message refused", "session", send.Session, "err", err.Error())
+		return c.Send(&wire.Error{Op: "send", Kind: wire.Denied, Msg: err.Error()})
+	}
 	if err != nil {
 		m.Log.Error("submit", "session", send.Session, "err", err.Error())
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
@@ -252,12 +275,19 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 	return m.follow(ctx, c, sub)
 }
 
+// channelID is a Mattermost id (model.NewId, mattermost/mattermost
+// server/public/model/utils.go): 26 lower-case base32 characters.
+var channelID = regexp.MustCompile(`^[a-z0-9]{26}$`)
+
 func check(s *wire.Send) error {
 	if err := wire.CheckSessionID(s.Session); err != nil {
 		return err
 	}
 	if strings.HasPrefix(s.Session, wire.JobSessionPrefix) {
 		return fmt.Errorf("session %s is a scheduled job's run, written only by the scheduler; read it in sessions/%s, or talk in another session", s.Session, s.Session)
+	}
+	if s.Channel != "" && !channelID.MatchString(s.Channel) {
+		return fmt.Errorf("channel %q is not a Mattermost channel id (26 lower-case letters and digits)", s.Channel)
 	}
 	if s.Text == "" {
 		return errors.New("the message is empty")

@@ -48,7 +48,7 @@ func start(t testing.TB, srv *fake.Server, state string, opts ...func(*Manager))
 		t.Fatal(err)
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: broker.Refusing{}}, Log: log,
-		Baseline: func(string) (session.Baseline, error) {
+		Baseline: func(string, string) (session.Baseline, error) {
 			return session.Baseline{System: "test", Tools: tools.Core(false)}, nil
 		}}
 	for _, o := range opts {

@@ -112,7 +112,7 @@ func encode(msgs []chat.Message) [][]byte {
 	return out
 }
 
-func epochBaseline(_ context.Context, _ string, n int64) (session.Baseline, error) {
+func epochBaseline(_ context.Context, _, _ string, n int64) (session.Baseline, error) {
 	return session.Baseline{System: fmt.Sprintf("You are a test, in epoch %d.", n), Tools: tools.Core(false)}, nil
 }
 

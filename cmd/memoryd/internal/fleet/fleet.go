@@ -27,7 +27,17 @@ type Config struct {
 	Sessions string // loopd's sessions/, read only
 	// Backoff bounds the wait between failed sends (doubling from Min).
 	BackoffMin, BackoffMax time.Duration
+	// Place is where a session's turns are filed: the agent's pair, or
+	// for a project's session (memoryd's [[project]]) the project's own
+	// pair, never the agent's, which every thread's recall searches; ok
+	// false keeps the turns on the host (a project with no pair). nil:
+	// every session's go to the agent's pair.
+	Place func(session string) (p Pair, ok bool)
 }
+
+// Pair is a trusted and an untrusted workspace: clean turns go to the
+// first, every other written turn to the second (P23).
+type Pair struct{ Trusted, Untrusted honcho.ID }
 
 // Defaults.
 const (
@@ -142,6 +152,14 @@ type pendingTurns struct {
 // at start, when brokerd may not be listening yet, waits for an answer
 // that is its first.
 func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, mark bool) (map[Filing]int, error) {
+	pair := Pair{f.cfg.Honcho.Trusted, f.cfg.Honcho.Untrusted}
+	if f.cfg.Place != nil {
+		p, ok := f.cfg.Place(session)
+		if !ok {
+			return map[Filing]int{}, nil
+		}
+		pair = p
+	}
 	f.fileMu.Lock()
 	defer f.fileMu.Unlock()
 	var todo []Turn
@@ -181,7 +199,7 @@ func (f *Fleet) fileTurns(ctx context.Context, session string, turns []Turn, mar
 			return counts, err
 		}
 		filing, why := File(gate, late, t.Labels, f.cfg.Honcho.MaxClass)
-		if err := f.outbox.File(key, filing, why, f.items(t, filing), f.now()); err != nil {
+		if err := f.outbox.File(key, filing, why, f.items(t, filing, pair), f.now()); err != nil {
 			return counts, err
 		}
 		counts[filing]++
@@ -228,15 +246,15 @@ func (f *Fleet) Pending() int {
 	return len(f.pending)
 }
 
-// items are a turn's messages for Honcho: none if withheld.
-func (f *Fleet) items(t Turn, filing Filing) []Item {
+// items are a turn's messages for Honcho, in pair: none if withheld.
+func (f *Fleet) items(t Turn, filing Filing, pair Pair) []Item {
 	if filing == Withheld {
 		return nil
 	}
 	s := f.cfg.Honcho
-	ws, source := s.Trusted, "memory"
+	ws, source := pair.Trusted, "memory"
 	if filing == Untrusted {
-		ws, source = s.Untrusted, "memory-tainted"
+		ws, source = pair.Untrusted, "memory-tainted"
 	}
 	class := dataclass.Join(t.Labels.Taint, dataclass.Floor)
 	one := func(l Line, peer honcho.ID) Item {

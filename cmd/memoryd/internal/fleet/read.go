@@ -33,16 +33,17 @@ type Reach struct {
 // Reached reports whether every workspace answered.
 func (r Reach) Reached() bool { return r.Answered == r.Asked }
 
-// Search asks every workspace for query at once, each for up to k hits,
+// Search asks every workspace (the agent's, the others configured, and
+// extra: the asking session's project's) for query at once, each for up to k hits,
 // and waits at most the read bound. A hit from an untrusted workspace
 // is memory-tainted whatever it says of itself; from a trusted one it
 // keeps the source its writer gave it (identity for a moved entry). Its
 // class is the one its metadata names, never below private (an entry
 // without one is private: nothing above it is written).
-func (f *Fleet) Search(ctx context.Context, query string, k int) ([]recall.Hit, Reach) {
+func (f *Fleet) Search(ctx context.Context, query string, k int, extra ...honcho.Source) ([]recall.Hit, Reach) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Honcho.ReadBound)
 	defer cancel()
-	srcs := f.sources()
+	srcs := append(f.sources(), extra...)
 	type answer struct {
 		i    int
 		hits []recall.Hit
@@ -165,14 +166,14 @@ type WorkspaceAnswer struct {
 	Text      string // "" when it had nothing to say
 }
 
-// Ask asks the dialectic of every workspace about the speaker, at once,
+// Ask asks the dialectic of every workspace (with extra, as [Fleet.Search]) about the speaker, at once,
 // within the read bound. The dialectic's answer carries no provenance,
 // so a workspace that answered labels the whole: one untrusted answer
 // makes it untrusted.
-func (f *Fleet) Ask(ctx context.Context, question string) Asked {
+func (f *Fleet) Ask(ctx context.Context, question string, extra ...honcho.Source) Asked {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Honcho.ReadBound)
 	defer cancel()
-	srcs := f.sources()
+	srcs := append(f.sources(), extra...)
 	type answer struct {
 		i   int
 		ans honcho.Answer

@@ -48,7 +48,7 @@ func (m *Memd) openFleet() error {
 	}
 	gate := fleet.Gate{Socket: m.cfg.GateSocket, Listeners: listeners, Wait: time.Duration(m.cfg.GateTimeoutMS) * time.Millisecond}
 	f, err := fleet.Open(m.log, fleet.Config{Honcho: s, Gate: gate, Sessions: filepath.Join(m.cfg.StateDir, "sessions"),
-		BackoffMin: m.cfg.backoffMin}, client, filepath.Join(m.cfg.StateDir, "index", "fleet.db"))
+		BackoffMin: m.cfg.backoffMin, Place: m.place}, client, filepath.Join(m.cfg.StateDir, "index", "fleet.db"))
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (m *Memd) fleetTurn(ctx context.Context, r *wire.TurnDone) {
 // fleetRecall is recall with fleet memory: the local hits and Honcho's,
 // merged, asked at once; Honcho is waited on no longer than the read
 // bound, and a result says when it was not reached.
-func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolResult {
+func (m *Memd) fleetRecall(ctx context.Context, session, query string, k int) *wire.ToolResult {
 	if k == 0 {
 		k = recall.DefaultK
 	}
@@ -165,17 +165,17 @@ func (m *Memd) fleetRecall(ctx context.Context, query string, k int) *wire.ToolR
 		sctx, cancel := context.WithTimeout(ctx, m.fleet.ReadBound())
 		go func() {
 			defer cancel()
-			h, r := m.fleet.Search(sctx, query, k)
+			h, r := m.fleet.Search(sctx, query, k, m.projectSources(session)...)
 			fc <- fleetAnswer{h, r}
 		}()
 	}
-	local, err := m.retriever.Recall(ctx, query, k)
+	local, err := m.retriever.Recall(ctx, query, k, m.projectOf(session))
 	fa := <-fc
 	if err != nil {
 		m.log.Error("recall", "err", err.Error())
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Class: dataclass.Public}
 	}
-	r := Format(query, fleet.Merge(local, m.dropForgotten(fa.hits), k))
+	r := Format(query, fleet.Merge(m.trustHits(local), m.dropForgotten(fa.hits), k))
 	if !fa.reach.Reached() {
 		r.Output += fmt.Sprintf("\nfleet memory (Honcho) was not reached for %d of %d workspaces (%s): these hits may be local only; see docs/runbook.md#fleet-memory-unreached\n",
 			fa.reach.Asked-fa.reach.Answered, fa.reach.Asked, strings.Join(fa.reach.Failed, ", "))
@@ -207,8 +207,9 @@ type askArgs struct {
 	Question string `json:"question"`
 }
 
-// askMemory answers ask_memory from Honcho's dialectic.
-func (m *Memd) askMemory(ctx context.Context, raw []byte) *wire.ToolResult {
+// askMemory answers ask_memory in session from Honcho's dialectic over
+// the agent's workspaces and the session's project's.
+func (m *Memd) askMemory(ctx context.Context, session string, raw []byte) *wire.ToolResult {
 	if m.fleet == nil {
 		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
 			Output: "ask_memory needs fleet memory (Honcho), which this Boxmaker has not configured; use recall; see docs/runbook.md#ask-memory-unavailable"}
@@ -217,7 +218,7 @@ func (m *Memd) askMemory(ctx context.Context, raw []byte) *wire.ToolResult {
 	if err := strict.Unmarshal(raw, &a); err != nil || strings.TrimSpace(a.Question) == "" || len(a.Question) > 4096 {
 		return &wire.ToolResult{Status: wire.StatusDenied, Class: dataclass.Public, Output: "ask_memory: want {\"question\": \"...\"}, 1 to 4096 bytes"}
 	}
-	ans := m.fleet.Ask(ctx, a.Question)
+	ans := m.fleet.Ask(ctx, a.Question, m.projectSources(session)...)
 	if ans.Reach.Answered == 0 {
 		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
 			Output: "fleet memory unavailable: Honcho did not answer in time; nothing was asked of the local memory (use recall); see docs/runbook.md#fleet-memory-unreached"}

@@ -92,14 +92,14 @@ func BenchmarkFleetRecall(b *testing.B) {
 	}
 	var local time.Duration
 	b.Run("fts5-only", func(b *testing.B) {
-		lat := run(b, func(q string) { m.retriever.Recall(context.Background(), q, 5) })
+		lat := run(b, func(q string) { m.retriever.Recall(context.Background(), q, 5, "") })
 		local = p95(lat)
 		b.ReportMetric(ms(local), "p95-ms")
 	})
 	b.Run("honcho-up", func(b *testing.B) {
 		srv.SetDelay(0)
 		lat := run(b, func(q string) {
-			if r := m.fleetRecall(context.Background(), q, 5); strings.Contains(r.Output, "not reached") {
+			if r := m.fleetRecall(context.Background(), "", q, 5); strings.Contains(r.Output, "not reached") {
 				b.Fatalf("Honcho up but not reached:\n%s", r.Output)
 			}
 		})
@@ -108,7 +108,7 @@ func BenchmarkFleetRecall(b *testing.B) {
 	b.Run("honcho-slow", func(b *testing.B) {
 		srv.SetDelay(10 * bound)
 		lat := run(b, func(q string) {
-			if r := m.fleetRecall(context.Background(), q, 5); !strings.Contains(r.Output, "not reached") {
+			if r := m.fleetRecall(context.Background(), "", q, 5); !strings.Contains(r.Output, "not reached") {
 				b.Fatalf("a slow Honcho was not reported:\n%s", r.Output)
 			}
 		})

@@ -32,8 +32,9 @@ func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honcho
 	})
 }
 
-// startFleetGate is startFleet with a gate that answers with answer.
-func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant) (*harness, *fake.Server, honcho.Settings) {
+// startFleetGate is startFleet with a gate that answers with answer;
+// edit, if given, changes the config first.
+func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant, edit ...func(*Config)) (*harness, *fake.Server, honcho.Settings) {
 	t.Helper()
 	srv := fake.New(t, opts)
 	s, err := honcho.Parse(honcho.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
@@ -49,15 +50,19 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 	gate := sockettest.Serve(t, filepath.Join(root, "g"), &wire.Gate, rpc.NewServer(&wire.Gate, slog.New(slog.DiscardHandler),
 		rpc.On(func(_ context.Context, _ sockets.Peer, q *wire.SessionQuery) strict.Variant { return answer(q) })).Serve)
 	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
-		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), GateSocket: gate},
+		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), ChatSocketDir: filepath.Join(root, "c"), GateSocket: gate},
 		maxClass: dataclass.Private, fleet: &s, backoffMin: 5 * time.Millisecond}
-	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
+	for _, e := range edit {
+		e(&cfg)
+	}
+	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir, cfg.ChatSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	h := &harness{cfg: cfg}
-	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.AdminSocketDir, wire.Memadmin.Name), func(ctx context.Context) error {
+	// memchat.sock is the last socket memoryd makes: once it is there, all are.
+	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.ChatSocketDir, wire.Memchat.Name), func(ctx context.Context) error {
 		return Run(ctx, slog.New(slog.DiscardHandler), cfg)
 	})
 	return h, srv, s

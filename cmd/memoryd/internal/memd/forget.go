@@ -18,7 +18,7 @@ import (
 // undo) in notes.md, journalled; the index drops the entry at once and
 // every rebuild keeps it out; the receipt says what is kept and where.
 func (m *Memd) forget(ctx context.Context, _ sockets.Peer, r *wire.MemoryForget) strict.Variant {
-	msg, err := m.Forget(ctx, r.ID, r.Undo)
+	msg, err := m.Forget(ctx, r.ID, r.Undo, "")
 	var rr *store.Refused
 	switch {
 	case errors.As(err, &rr):
@@ -32,8 +32,9 @@ func (m *Memd) forget(ctx context.Context, _ sockets.Peer, r *wire.MemoryForget)
 }
 
 // Forget tombstones id (or with undo takes the tombstone back) and
-// returns the receipt.
-func (m *Memd) Forget(ctx context.Context, id string, undo bool) (string, error) {
+// returns the receipt. by says how the owner asked, for the tombstone
+// ("" for bxctl).
+func (m *Memd) Forget(ctx context.Context, id string, undo bool, by string) (string, error) {
 	if s, e, t, rec, ok := store.ParseRecordKey(id); ok {
 		if err := m.recordExists(s, e, t, rec); err != nil {
 			return "", err
@@ -41,7 +42,7 @@ func (m *Memd) Forget(ctx context.Context, id string, undo bool) (string, error)
 	}
 	m.adminMu.Lock()
 	defer m.adminMu.Unlock()
-	n, err := m.store.Forget(id, undo)
+	n, err := m.store.Forget(id, undo, by)
 	if err != nil {
 		return "", err
 	}

@@ -48,7 +48,13 @@ type Memd struct {
 	// the index.
 	notesIndexed int
 	// fleet is fleet memory (Honcho), nil without a [honcho] table.
-	fleet *fleet.Fleet
+	fleet  *fleet.Fleet
+	chanMu sync.Mutex // guards channels
+	// channels is each session's channel, as loopd named it or its
+	// baseline holds it (project.go).
+	channels map[string]string
+	// codes are the chat forgets waiting for their code (chat.go).
+	codes codes
 }
 
 // New opens memory/ and index/ under the state directory and catches the
@@ -106,7 +112,7 @@ func (m *Memd) catchUp() (int, error) {
 			m.skipped = append(m.skipped, filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f))
 			continue
 		}
-		n, err := m.index.AddTurns(turns)
+		n, err := m.index.AddTurns(m.projectTurns(turns))
 		total += n
 		if err != nil {
 			return total, err
@@ -115,7 +121,7 @@ func (m *Memd) catchUp() (int, error) {
 	m.notesMu.Lock()
 	defer m.notesMu.Unlock()
 	notes, all := m.store.NotesFrom(0)
-	n, err := m.index.AddNotes(noteDocs(notes))
+	n, err := m.index.AddNotes(m.projectDocs(noteDocs(notes)))
 	if err == nil {
 		m.notesIndexed = all
 	}
@@ -165,6 +171,9 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		{cfg.MemtoolSocketDir, cfg.MemtoolAllowUIDs, m.memtoolServer()},
 		{cfg.AdminSocketDir, cfg.AdminAllowUIDs, m.adminServer()},
 	}
+	if cfg.ChatSocketDir != "" {
+		socks = append(socks, sock{cfg.ChatSocketDir, cfg.ChatAllowUIDs, m.chatServer()})
+	}
 	for _, s := range socks {
 		ln, err := rpc.Listen(s.srv.Socket(), sockets.Config{Dir: s.dir, AllowUIDs: s.uids, Logger: log})
 		if err != nil {
@@ -172,11 +181,15 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		}
 		lns = append(lns, ln)
 	}
-	log.Info("serving", "memory", lns[0].Path(), "memtool", lns[1].Path(), "admin", lns[2].Path(), "state", cfg.StateDir)
+	log.Info("serving", "memory", lns[0].Path(), "memtool", lns[1].Path(), "admin", lns[2].Path(), "chat", cfg.ChatSocketDir != "", "state", cfg.StateDir)
 	go m.runFleet(ctx)
 	errc := make(chan error, len(lns))
 	for i, ln := range lns {
 		go func() { errc <- ln.Serve(ctx, socks[i].srv.Serve) }()
 	}
-	return errors.Join(<-errc, <-errc, <-errc)
+	var errs []error
+	for range lns {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
 }

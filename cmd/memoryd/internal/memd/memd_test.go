@@ -24,7 +24,10 @@ type harness struct {
 }
 
 // start runs memoryd on sockets in a temp directory.
-func start(t *testing.T) *harness {
+func start(t *testing.T) *harness { t.Helper(); return startWith(t, nil) }
+
+// startWith is start with projects.
+func startWith(t *testing.T, projects []memoryd.Project) *harness {
 	t.Helper()
 	// Socket paths must stay short; t.TempDir() can be long.
 	root, err := os.MkdirTemp("", "memd")
@@ -33,14 +36,16 @@ func start(t *testing.T) *harness {
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
 	cfg := Config{Config: memoryd.Config{StateDir: filepath.Join(root, "state"), MemorySocketDir: filepath.Join(root, "m"),
-		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a")}, maxClass: dataclass.Private}
-	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir} {
+		MemtoolSocketDir: filepath.Join(root, "t"), AdminSocketDir: filepath.Join(root, "a"), ChatSocketDir: filepath.Join(root, "c"), Projects: projects},
+		maxClass: dataclass.Private}
+	for _, d := range []string{cfg.MemorySocketDir, cfg.MemtoolSocketDir, cfg.AdminSocketDir, cfg.ChatSocketDir} {
 		if err := sockets.MakeDir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	h := &harness{cfg: cfg}
-	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.AdminSocketDir, wire.Memadmin.Name), func(ctx context.Context) error {
+	// memchat.sock is the last socket memoryd makes: once it is there, all are.
+	h.stop = sockettest.Start(t, "memoryd", filepath.Join(cfg.ChatSocketDir, wire.Memchat.Name), func(ctx context.Context) error {
 		return Run(ctx, slog.New(slog.DiscardHandler), cfg)
 	})
 	return h

@@ -58,7 +58,7 @@ func TestNotesIndexedIncrementally(t *testing.T) {
 		t.Fatal(err)
 	}
 	note(t, m, "s1", "kettle5")
-	hits, err := m.index.Recall(context.Background(), "kettle0 kettle5", 10)
+	hits, err := m.index.Recall(context.Background(), "kettle0 kettle5", 10, "")
 	if err != nil || len(hits) != 1 || hits[0].Note != "n6" {
 		t.Fatalf("after clearing the index and one write, recall = %+v, %v; want only n6 sent", hits, err)
 	}
@@ -69,7 +69,7 @@ func TestNotesIndexedIncrementally(t *testing.T) {
 		t.Fatalf("Rebuild = %d, %v; %d notes indexed", n, err, m.notesIndexed)
 	}
 	for i := range 6 {
-		hits, _ := m.index.Recall(context.Background(), fmt.Sprintf("kettle%d", i), 1)
+		hits, _ := m.index.Recall(context.Background(), fmt.Sprintf("kettle%d", i), 1, "")
 		if len(hits) != 1 || hits[0].Source != recall.SourceMemory {
 			t.Errorf("recall kettle%d = %+v", i, hits)
 		}

@@ -26,9 +26,10 @@ func (m *Memd) memoryServer() *rpc.Server {
 
 // identity answers a new epoch's identity request with the block.
 func (m *Memd) identity(_ context.Context, _ sockets.Peer, r *wire.IdentityRequest) strict.Variant {
-	if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
-		return &wire.Error{Op: "identity", Kind: wire.Invalid, Msg: "bad session or epoch"}
+	if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 || !validChannel(r.Channel) {
+		return &wire.Error{Op: "identity", Kind: wire.Invalid, Msg: "bad session, epoch or channel"}
 	}
+	m.noteChannel(r.Session, r.Channel)
 	m.store.StartEpoch(r.Session, r.Epoch)
 	block, err := m.store.IdentityBlock()
 	var fr *store.FileRefused
@@ -51,7 +52,7 @@ func (m *Memd) turnDone(ctx context.Context, _ sockets.Peer, r *wire.TurnDone) s
 	turns, err := recall.ReadLog(filepath.Join(m.cfg.StateDir, "sessions", r.Session, fmt.Sprintf("%d.jsonl", r.Epoch)))
 	n := 0
 	if err == nil {
-		n, err = m.index.AddTurns(turns)
+		n, err = m.index.AddTurns(m.projectTurns(turns))
 	}
 	if err != nil {
 		m.log.Error("index turn", "session", r.Session, "turn", r.Turn, "err", err.Error())
@@ -75,8 +76,11 @@ func (m *Memd) memtoolServer() *rpc.Server {
 func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResult {
 	switch call.Tool {
 	case toolset.Recall:
-		return m.recall(ctx, call.Arguments)
+		return m.recall(ctx, call.Session, call.Arguments)
 	case toolset.Memory:
+		if msg := m.projectWrite(call.Session, call.Arguments); msg != "" {
+			return &wire.ToolResult{Status: wire.StatusDenied, Output: msg, Class: dataclass.Public}
+		}
 		out, err := m.store.Do(store.Caller{Session: call.Session, Taint: call.Taint, Untrusted: call.Untrusted}, call.Arguments)
 		var r *store.Refused
 		switch {
@@ -94,7 +98,7 @@ func (m *Memd) call(ctx context.Context, call *wire.MemtoolCall) *wire.ToolResul
 		}
 		return &wire.ToolResult{Status: wire.StatusRan, Output: out, Class: dataclass.Public}
 	case toolset.AskMemory:
-		return m.askMemory(ctx, call.Arguments)
+		return m.askMemory(ctx, call.Session, call.Arguments)
 	}
 	return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("there is no memory tool %q", call.Tool), Class: dataclass.Public}
 }
@@ -105,7 +109,7 @@ func (m *Memd) indexNotes() error {
 	m.notesMu.Lock()
 	defer m.notesMu.Unlock()
 	notes, all := m.store.NotesFrom(m.notesIndexed)
-	if _, err := m.index.AddNotes(noteDocs(notes)); err != nil {
+	if _, err := m.index.AddNotes(m.projectDocs(noteDocs(notes))); err != nil {
 		return err
 	}
 	m.notesIndexed = all
@@ -118,10 +122,11 @@ type recallArgs struct {
 	K     int    `json:"k,omitempty"`
 }
 
-// recall answers the recall tool. The result's class is the join of the
-// hits' classes, and it is untrusted if any hit is memory-tainted:
-// brokerd raises the session with both.
-func (m *Memd) recall(ctx context.Context, raw []byte) *wire.ToolResult {
+// recall answers the recall tool in session: the agent's own memory and
+// the session's project's. The result's class is the join of the hits'
+// classes, and it is untrusted if any hit is memory-tainted: brokerd
+// raises the session with both.
+func (m *Memd) recall(ctx context.Context, session string, raw []byte) *wire.ToolResult {
 	var a recallArgs
 	if err := strict.Unmarshal(raw, &a); err != nil {
 		return &wire.ToolResult{Status: wire.StatusDenied, Output: "recall: " + err.Error(), Class: dataclass.Public}
@@ -130,15 +135,15 @@ func (m *Memd) recall(ctx context.Context, raw []byte) *wire.ToolResult {
 		return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("recall: k must be 1 to %d and the query at most 1024 bytes", recall.MaxK), Class: dataclass.Public}
 	}
 	if m.fleet != nil {
-		return m.fleetRecall(ctx, a.Query, a.K)
+		return m.fleetRecall(ctx, session, a.Query, a.K)
 	}
-	hits, err := m.retriever.Recall(ctx, a.Query, a.K)
+	hits, err := m.retriever.Recall(ctx, a.Query, a.K, m.projectOf(session))
 	if err != nil {
 		m.log.Error("recall", "err", err.Error())
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Class: dataclass.Public}
 	}
 	m.countIdentity(a.Query) // tiering.go
-	return Format(a.Query, hits)
+	return Format(a.Query, m.trustHits(hits))
 }
 
 // neutral keeps recalled text from reading as chat-template markup: it is
@@ -164,6 +169,9 @@ func Format(query string, hits []recall.Hit) *wire.ToolResult {
 		// One label line and one snippet line per hit: escape.Line shows
 		// a newline as \n, so no snippet can start a line of its own and
 		// forge another hit's label.
+		if h.Project != "" {
+			from += " (project " + h.Project + ")"
+		}
 		fmt.Fprintf(&b, "\n[%d] source=%s class=%s from=%s\n%s\n", i+1, h.Source, h.Class, escape.Line(from), neutral.Replace(escape.Line(h.Snippet)))
 	}
 	r.Output = b.String()

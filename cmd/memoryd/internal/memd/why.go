@@ -261,6 +261,17 @@ func (m *Memd) whyHoncho(add func(string, ...any), p []string) {
 		case s.Untrusted.String():
 			trust = "this agent's untrusted workspace: its hits are memory-tainted"
 		default:
+			for _, p := range m.cfg.Projects {
+				t, u, ok := p.Pair()
+				switch {
+				case ok && ws == t.String() && p.Trusted():
+					trust = "project " + p.Name + "'s trusted workspace (the project is trusted): turns of its sessions brokerd's gate called clean"
+				case ok && ws == t.String():
+					trust = "project " + p.Name + "'s trusted workspace, read as untrusted (the project is untrusted)"
+				case ok && ws == u.String():
+					trust = "project " + p.Name + "'s untrusted workspace: its hits are memory-tainted"
+				}
+			}
 			for _, o := range s.Others {
 				if o.ID.String() == ws {
 					trust = "another agent's workspace, read as untrusted"

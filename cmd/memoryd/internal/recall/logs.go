@@ -28,6 +28,9 @@ type Doc struct {
 	// Fleet is a fleet memory hit's message id (package fleet's
 	// MessageID), to drop one the local index holds too.
 	Fleet string
+	// Project is the project of the session that wrote it (memoryd's
+	// [[project]]), "" for the agent's own memory.
+	Project string
 }
 
 // Key names what a tombstone forgets: a note's id, or a session record

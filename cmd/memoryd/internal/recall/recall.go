@@ -59,7 +59,9 @@ type Hit struct {
 // Retriever finds remembered items for a query. Implementations label
 // every hit; callers taint the session with the hits' classes.
 type Retriever interface {
-	Recall(ctx context.Context, query string, k int) ([]Hit, error)
+	// project is the asking session's project ("" for none): only the
+	// agent's own memory and that project's are searched.
+	Recall(ctx context.Context, query string, k int, project string) ([]Hit, error)
 }
 
 var _ Retriever = (*Index)(nil)
@@ -78,7 +80,7 @@ type Index struct {
 
 const schema = `
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(text, source UNINDEXED, class UNINDEXED, session UNINDEXED,
-	epoch UNINDEXED, turn UNINDEXED, record UNINDEXED, note UNINDEXED, tokenize='unicode61 remove_diacritics 2');
+	epoch UNINDEXED, turn UNINDEXED, record UNINDEXED, note UNINDEXED, project UNINDEXED, tokenize='unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS turns(session TEXT NOT NULL, epoch INTEGER NOT NULL, turn INTEGER NOT NULL, PRIMARY KEY(session, epoch, turn));
 CREATE TABLE IF NOT EXISTS notes(id TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS note_hits(id TEXT PRIMARY KEY, hits INTEGER NOT NULL, last_found TEXT NOT NULL);
@@ -97,6 +99,14 @@ func Open(path string, maxClass dataclass.Class, now func() time.Time) (*Index, 
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open index %s: %w", path, err)
+	}
+	// An index made before projects has no project column: it is
+	// disposable, so it is made again, and memoryd's catch-up fills it.
+	if _, err := db.Exec(`SELECT project FROM docs LIMIT 0`); err != nil {
+		if _, err := db.Exec(`DROP TABLE docs; DELETE FROM turns; DELETE FROM notes; ` + schema); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open index %s: making it again with projects: %w", path, err)
+		}
 	}
 	return &Index{db: db, maxClass: maxClass, now: now}, nil
 }
@@ -163,8 +173,8 @@ func (x *Index) AddNotes(notes []Doc) (int, error) {
 }
 
 func insert(tx *sql.Tx, d Doc) error {
-	_, err := tx.Exec(`INSERT INTO docs(text, source, class, session, epoch, turn, record, note) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Text, d.Source, d.Class.String(), d.Session, d.Epoch, d.Turn, d.Record, d.Note)
+	_, err := tx.Exec(`INSERT INTO docs(text, source, class, session, epoch, turn, record, note, project) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Text, d.Source, d.Class.String(), d.Session, d.Epoch, d.Turn, d.Record, d.Note, d.Project)
 	return err
 }
 
@@ -211,9 +221,9 @@ func words(query string) []string {
 // match is an FTS5 expression any of whose quoted words may match.
 func match(query string) string { return strings.Join(words(query), " OR ") }
 
-// Recall returns up to k hits for query, best first, and counts the hits
-// on notes.
-func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) {
+// Recall returns up to k hits for query, best first, from the agent's
+// own memory and project's ("" for none), and counts the hits on notes.
+func (x *Index) Recall(ctx context.Context, query string, k int, project string) ([]Hit, error) {
 	if k <= 0 {
 		k = DefaultK
 	}
@@ -246,14 +256,14 @@ func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) 
 	var err error
 	switch {
 	case len(rare) > 0:
-		hits, err = x.query(ctx, strings.Join(rare, " AND "), "rank", k, nil)
+		hits, err = x.query(ctx, project, strings.Join(rare, " AND "), "rank", k, nil)
 		if err == nil && len(hits) < k && len(rare) > 1 {
-			hits, err = x.query(ctx, strings.Join(rare, " OR "), "rank", k-len(hits), hits)
+			hits, err = x.query(ctx, project, strings.Join(rare, " OR "), "rank", k-len(hits), hits)
 		}
 	case len(common) > 0:
-		hits, err = x.query(ctx, strings.Join(common, " AND "), "rowid DESC", k, nil)
+		hits, err = x.query(ctx, project, strings.Join(common, " AND "), "rowid DESC", k, nil)
 		if err == nil && len(hits) < k && len(common) > 1 {
-			hits, err = x.query(ctx, strings.Join(common, " OR "), "rowid DESC", k-len(hits), hits)
+			hits, err = x.query(ctx, project, strings.Join(common, " OR "), "rowid DESC", k-len(hits), hits)
 		}
 	}
 	if err != nil {
@@ -264,13 +274,15 @@ func (x *Index) Recall(ctx context.Context, query string, k int) ([]Hit, error) 
 
 // query appends to hits up to k hits for the FTS5 expression q, best
 // first, skipping documents already in hits.
-func (x *Index) query(ctx context.Context, q, order string, k int, hits []Hit) ([]Hit, error) {
+func (x *Index) query(ctx context.Context, project, q, order string, k int, hits []Hit) ([]Hit, error) {
 	seen := map[int64]bool{}
 	for _, h := range hits {
 		seen[h.rowid] = true
 	}
-	rows, err := x.db.QueryContext(ctx, `SELECT rowid, snippet(docs, 0, '', '', '…', 40), text, source, class, session, epoch, turn, record, note
-		FROM docs WHERE docs MATCH ? ORDER BY `+order+` LIMIT ?`, q, k+len(hits))
+	// Another project's documents are never read: the filter is in the
+	// query, not applied to its answer.
+	rows, err := x.db.QueryContext(ctx, `SELECT rowid, snippet(docs, 0, '', '', '…', 40), text, source, class, session, epoch, turn, record, note, project
+		FROM docs WHERE docs MATCH ? AND project IN ('', ?) ORDER BY `+order+` LIMIT ?`, q, project, k+len(hits))
 	if err != nil {
 		return nil, fmt.Errorf("recall: %w", err)
 	}
@@ -278,7 +290,7 @@ func (x *Index) query(ctx context.Context, q, order string, k int, hits []Hit) (
 	for rows.Next() && k > 0 {
 		var h Hit
 		var class string
-		if err := rows.Scan(&h.rowid, &h.Snippet, &h.Text, &h.Source, &class, &h.Session, &h.Epoch, &h.Turn, &h.Record, &h.Note); err != nil {
+		if err := rows.Scan(&h.rowid, &h.Snippet, &h.Text, &h.Source, &class, &h.Session, &h.Epoch, &h.Turn, &h.Record, &h.Note, &h.Project); err != nil {
 			return nil, err
 		}
 		c, err := dataclass.Parse(class)

@@ -86,7 +86,7 @@ func (s *Store) Note(id string) (Note, bool) {
 // Forget tombstones key (a note's id, or a session record's key the
 // caller has checked exists), or with undo takes the latest tombstone
 // back. It returns the tombstone (or unforget) note.
-func (s *Store) Forget(key string, undo bool) (Note, error) {
+func (s *Store) Forget(key string, undo bool, by string) (Note, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if NoteID.MatchString(key) {
@@ -115,5 +115,9 @@ func (s *Store) Forget(key string, undo bool) (Note, error) {
 	case undo:
 		kind = KindUnforget
 	}
-	return s.appendNote(Note{Session: wire.OwnerSession, Kind: kind, Class: dataclass.Public, Ref: key, Text: kind})
+	text := kind
+	if by != "" {
+		text += " (" + by + ")"
+	}
+	return s.appendNote(Note{Session: wire.OwnerSession, Kind: kind, Class: dataclass.Public, Ref: key, Text: text})
 }

@@ -27,6 +27,9 @@ type Config struct {
 
 	StateDir   string `toml:"state_dir"`   // gateway/approvals.jsonl lives under it
 	LoopSocket string `toml:"loop_socket"` // loopd's loop.sock
+	// MemoryChatSocket is memoryd's memchat.sock, for the owner's !why and
+	// !forget; "" serves neither in the chat.
+	MemoryChatSocket string `toml:"memory_chat_socket"`
 
 	SocketDir string   `toml:"socket_dir"` // holds gateway.sock (brokerd connects)
 	AllowUIDs []uint32 `toml:"allow_uids"` // peers allowed on gateway.sock; empty: gatewayd's own user
@@ -98,6 +101,9 @@ func (c Config) check(path string) (Config, error) {
 		if !filepath.IsAbs(p) {
 			return bad("%s must be an absolute path, got %q", name, p)
 		}
+	}
+	if c.MemoryChatSocket != "" && !filepath.IsAbs(c.MemoryChatSocket) {
+		return bad("memory_chat_socket must be an absolute path, got %q", c.MemoryChatSocket)
 	}
 	if len(c.Allow.Users) == 0 {
 		return bad("allow.users is empty: nobody would be heard")

@@ -29,6 +29,10 @@ type Config struct {
 	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
 	AdminSocketDir   string   `toml:"admin_socket_dir"` // holds memadmin.sock (bxctl connects)
 	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
+	// ChatSocketDir holds memchat.sock (gatewayd connects: the owner's
+	// !why and !forget); empty, memoryd serves neither in the chat.
+	ChatSocketDir string   `toml:"chat_socket_dir"`
+	ChatAllowUIDs []uint32 `toml:"chat_allow_uids"`
 	// GateSocket is brokerd's gate.sock, asked each session's state when
 	// a turn ends (the clean-turn gate); GateListenerUIDs are the users
 	// its listener may run as (empty: memoryd's own). Without it no turn
@@ -48,6 +52,9 @@ type Config struct {
 	// Honcho is the optional [honcho] table: fleet memory (package
 	// fleet); absent, memoryd has no network.
 	Honcho *honchoconf.Config `toml:"honcho"`
+
+	// Projects are the owner's projects, [[project]] tables (project.go).
+	Projects []Project `toml:"project"`
 
 	maxClass dataclass.Class
 	fleet    *honchoconf.Settings
@@ -86,13 +93,19 @@ func Parse(data []byte, name string) (Config, error) {
 func (c Config) check(path string) (Config, error) {
 	dirs := map[string]string{"state_dir": c.StateDir, "memory_socket_dir": c.MemorySocketDir,
 		"memtool_socket_dir": c.MemtoolSocketDir, "admin_socket_dir": c.AdminSocketDir}
+	if c.ChatSocketDir != "" {
+		dirs["chat_socket_dir"] = c.ChatSocketDir
+	}
 	for name, p := range dirs {
 		if !filepath.IsAbs(p) {
 			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
 		}
 	}
 	seen := map[string]string{}
-	for _, name := range []string{"memory_socket_dir", "memtool_socket_dir", "admin_socket_dir"} {
+	for _, name := range []string{"memory_socket_dir", "memtool_socket_dir", "admin_socket_dir", "chat_socket_dir"} {
+		if dirs[name] == "" {
+			continue
+		}
 		d := filepath.Clean(dirs[name])
 		if other, ok := seen[d]; ok {
 			// One directory would let whoever reaches one socket reach
@@ -121,6 +134,11 @@ func (c Config) check(path string) (Config, error) {
 			return Config{}, fmt.Errorf("config %s: %w", path, err)
 		}
 		c.fleet = &s
+	}
+	// The pairs are checked against the agent's workspaces: after [honcho].
+	c.Projects = append([]Project(nil), c.Projects...)
+	if err := checkProjects(c.Projects, c.fleet); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
