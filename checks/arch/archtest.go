@@ -27,7 +27,15 @@
 //     no package but [ConvHome] reads or writes frames (wire.go);
 //   - the top level holds only [TopLevel]'s entries;
 //   - a TestOnly name is declared in a testonly.go and used only by tests
-//     ([TestOnly]).
+//     ([TestOnly]);
+//   - a role's config is decoded by one type, its own in [ConfigHome]: no
+//     other struct with TOML keys, strict load or TOML parse outside the
+//     listed schemas and readers ([ConfigSchemas]);
+//   - no state path is spelled outside [LayoutHome] (a join naming one of
+//     the table's directories or a file beside an entry, a session's
+//     epoch file by its format), and no config key names what the table
+//     decides but the ones [LayoutKeys] lists with their reasons
+//     ([StatePaths]).
 package arch
 
 import (

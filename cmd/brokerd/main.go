@@ -13,28 +13,21 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/broker"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {
 	var acceptBreak, rebuild, adoptHead, adoptConsult bool
 	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := broker.Load(f.Config)
+		cfg, err := brokerd.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.BrokerAllowUIDs, err = f.Accept(&wire.Broker, cfg.BrokerAllowUIDs); err != nil {
-			return err
-		}
-		if cfg.AdminAllowUIDs, err = f.Accept(&wire.Admin, cfg.AdminAllowUIDs); err != nil {
-			return err
-		}
-		if cfg.GateAllowUIDs, err = f.Accept(&wire.Gate, cfg.GateAllowUIDs); err != nil {
-			return err
-		}
-		if cfg.GatewayAllowUIDs, err = f.Listener(&wire.Gateway, cfg.GatewayAllowUIDs); err != nil {
-			return err
-		}
+		cfg.BrokerAllowUIDs = f.Accept(&wire.Broker)
+		cfg.AdminAllowUIDs = f.Accept(&wire.Admin)
+		cfg.GateAllowUIDs = f.Accept(&wire.Gate)
+		cfg.GatewayAllowUIDs = f.Listener(&wire.Gateway)
 		// Grants are the owner's, never brokerd's.
 		if cfg.OwnerUID, err = f.OwnerUID("owner_uid", cfg.OwnerUID); err != nil {
 			return err

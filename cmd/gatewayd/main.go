@@ -12,18 +12,17 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/gateway"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {
 	os.Exit(daemon.Main("gatewayd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := gateway.Load(f.Config)
+		cfg, err := gatewayd.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.AllowUIDs, err = f.Accept(&wire.Gateway, cfg.AllowUIDs); err != nil {
-			return err
-		}
+		cfg.AllowUIDs = f.Accept(&wire.Gateway)
 		return gateway.Run(ctx, log, cfg)
 	}))
 }

@@ -10,18 +10,17 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/inferproxy/internal/proxy"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {
 	os.Exit(daemon.Main("inferproxy", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := proxy.Load(f.Config)
+		cfg, err := inferproxy.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.AllowUIDs, err = f.Accept(&wire.Infer, cfg.AllowUIDs); err != nil {
-			return err
-		}
+		cfg.AllowUIDs = f.Accept(&wire.Infer)
 		return proxy.Run(ctx, log, cfg)
 	}))
 }

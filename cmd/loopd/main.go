@@ -11,18 +11,17 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/loop"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func main() {
 	os.Exit(daemon.Main("loopd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := loop.Load(f.Config)
+		cfg, err := loopd.Load(f.Config)
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		if cfg.AllowUIDs, err = f.Accept(&wire.Loop, cfg.AllowUIDs); err != nil {
-			return err
-		}
+		cfg.AllowUIDs = f.Accept(&wire.Loop)
 		// Job files are the owner's, never loopd's.
 		if cfg.Jobs.OwnerUID, err = f.OwnerUID("[jobs] owner_uid", cfg.Jobs.OwnerUID); err != nil {
 			return err

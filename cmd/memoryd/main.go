@@ -21,17 +21,8 @@ func main() {
 		if err != nil {
 			return daemon.Refuse(err)
 		}
-		for _, a := range []struct {
-			s    *wire.Socket
-			uids *[]uint32
-		}{{&wire.Memory, &cfg.MemoryAllowUIDs}, {&wire.Memtool, &cfg.MemtoolAllowUIDs}, {&wire.Memadmin, &cfg.AdminAllowUIDs}, {&wire.Memchat, &cfg.ChatAllowUIDs}} {
-			if *a.uids, err = f.Accept(a.s, *a.uids); err != nil {
-				return err
-			}
-		}
-		if cfg.GateListenerUIDs, err = f.Listener(&wire.Gate, cfg.GateListenerUIDs); err != nil {
-			return err
-		}
+		cfg.MemoryAllowUIDs, cfg.MemtoolAllowUIDs, cfg.AdminAllowUIDs, cfg.ChatAllowUIDs = f.Accept(&wire.Memory), f.Accept(&wire.Memtool), f.Accept(&wire.Memadmin), f.Accept(&wire.Memchat)
+		cfg.GateListenerUIDs = f.Listener(&wire.Gate)
 		return memd.Run(ctx, log, cfg)
 	}))
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -33,15 +34,48 @@ const MaxSize = 1 << 20
 // ([ownership.Self]): a config shapes what a daemon trusts, and a daemon
 // cannot yet know any other owner when it reads its own config.
 func Load(path string, v any) error {
+	data, err := read(path)
+	if err != nil {
+		return err
+	}
+	return Decode(data, path, v)
+}
+
+// read reads path under [ownership.Self]'s rule.
+func read(path string) ([]byte, error) {
 	data, err := ownership.Self().ReadFile(path, MaxSize)
 	if err != nil {
 		var ue *ownership.UnsafeError
 		if errors.As(err, &ue) {
-			return fmt.Errorf("config %s: %s: only root and this daemon's user may write a config or a directory above it; see docs/runbook.md#owner-file-unsafe", path, ue.Explain())
+			return nil, fmt.Errorf("config %s: %s: only root and this daemon's user may write a config or a directory above it; see docs/runbook.md#owner-file-unsafe", path, ue.Explain())
 		}
-		return fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Decode(data, path, v)
+	return data, nil
+}
+
+// retired refuses a text that sets one of keys (top-level) by name,
+// with why it is no longer read. A text that does not parse is left to
+// [Decode], which names the line.
+func retired(data []byte, name string, keys map[string]string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	var top map[string]any
+	if _, err := toml.Decode(string(data), &top); err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if _, ok := top[k]; ok {
+			return fmt.Errorf("config %s: key %s is no longer read; delete its line: %s", name, k, keys[k])
+		}
+	}
+	return nil
 }
 
 // Decode decodes TOML text into v (a pointer); name labels errors.

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
@@ -63,31 +62,24 @@ type Flags struct {
 }
 
 // Accept is the uids the listener of s takes: the table's, with a user
-// per role (configured must then be empty or the same set), else
-// configured (empty: this daemon's own uid, package sockets' default).
-func (f Flags) Accept(s *wire.Socket, configured []uint32) ([]uint32, error) {
+// per role; else nil (package sockets' default, this daemon's own uid).
+// No config names them: the keys that did are refused by each role's
+// loader (package roleconf, see docs/runbook.md#layout-accept).
+func (f Flags) Accept(s *wire.Socket) []uint32 {
 	if f.State == "" || f.Users.Single() {
-		return configured, nil
+		return nil
 	}
-	want := layout.AcceptUIDs(f.Users, s)
-	if len(configured) > 0 && !sameSet(configured, want) {
-		return nil, Refuse(fmt.Errorf("config %s: %s accepts uids %v, but the layout says %v; see docs/runbook.md#layout-accept", f.Config, s.Name, configured, want))
-	}
-	return want, nil
+	return layout.AcceptUIDs(f.Users, s)
 }
 
 // Listener is the uids the listener of s may run as, for a client that
-// checks who it reached: the table's listener with a user per role
-// (configured must then be empty or the same), else configured.
-func (f Flags) Listener(s *wire.Socket, configured []uint32) ([]uint32, error) {
+// checks who it reached: the table's listener with a user per role, else
+// nil (this daemon's own uid).
+func (f Flags) Listener(s *wire.Socket) []uint32 {
 	if f.State == "" || f.Users.Single() {
-		return configured, nil
+		return nil
 	}
-	want := []uint32{f.Users.Of(layout.SocketFor(s).Owner).UID}
-	if len(configured) > 0 && !sameSet(configured, want) {
-		return nil, Refuse(fmt.Errorf("config %s: %s's listener may run as uids %v, but the layout says %v; see docs/runbook.md#layout-accept", f.Config, s.Name, configured, want))
-	}
-	return want, nil
+	return []uint32{f.Users.Of(layout.SocketFor(s).Owner).UID}
 }
 
 // OwnerUID is the uid whose files (grants, jobs) the role trusts as the
@@ -110,20 +102,6 @@ func (f Flags) OwnerUID(key string, configured *uint32) (*uint32, error) {
 		return nil, Refuse(fmt.Errorf("config %s: %s = %d is %s; users.toml's owner is uid %d; see docs/runbook.md#layout-owner-uid", f.Config, key, *configured, whose, owner))
 	}
 	return &owner, nil
-}
-
-func sameSet(a, b []uint32) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	for _, x := range b {
-		if !slices.Contains(a, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // Run is a daemon's body. It returns nil when ctx is cancelled.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -228,7 +229,7 @@ mode = "ask"
 // ends the allowance; a revoke on admin.sock closes a held connection.
 func TestCourierSessionAllowance(t *testing.T) {
 	gw, conns := fakeGateway(t)
-	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.GatewaySocket = gw })
 	owner := "mattermost:" + strings.Repeat("o", 26)
 	chat := func() (*conn, int64) {
 		call := h.readIn(t, 0, report)
@@ -338,7 +339,7 @@ func TestAlwaysProposal(t *testing.T) {
 // TestApprovalWithdrawnAndDead), never silence.
 func TestCourierClosesWhenBrokerdStops(t *testing.T) {
 	gw, conns := fakeGateway(t)
-	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.GatewaySocket = gw })
 	call := h.readIn(t, 0, report)
 	p := call.Recv().(*wire.ToolPending)
 	g := next(t, conns)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -40,7 +41,7 @@ func TestRefusesToStartOnATruncatedLog(t *testing.T) {
 }
 
 // adoptAndStart runs the owner's adoption and checks brokerd then starts.
-func adoptAndStart(t *testing.T, h *harness, adopt func(*slog.Logger, Config) error) {
+func adoptAndStart(t *testing.T, h *harness, adopt func(*slog.Logger, brokerd.Config) error) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if err := adopt(log, h.cfg); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/containers/podman/v5/pkg/specgen"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
-	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -33,7 +33,7 @@ func BenchmarkReadFileRoundTrip(b *testing.B) {
 	dir := b.TempDir()
 	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello\n"), 0o644)
 	h := startWith(b, fmt.Sprintf("[[grant]]\nid = \"r\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", dir),
-		func(c *Config) { c.Runner = &runner.Config{PodmanSocket: svc.Socket, ToolImage: image} })
+		func(c *brokerd.Config) { c.Runner = &brokerd.Runner{PodmanSocket: svc.Socket, ToolImage: image} })
 	args := fmt.Sprintf(`{"path":%q}`, dir+"/f.txt")
 	var trip, bare time.Duration
 	pairs := make([]float64, 0, b.N)

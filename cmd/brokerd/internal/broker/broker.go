@@ -22,12 +22,12 @@ package broker
 
 import (
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -45,7 +45,7 @@ import (
 
 // Broker is the running daemon's state.
 type Broker struct {
-	cfg     Config
+	cfg     brokerd.Config
 	log     *slog.Logger
 	ledger  *ledger.Ledger
 	pending *pending.Table
@@ -58,7 +58,13 @@ type Broker struct {
 
 // Run serves both sockets until ctx is cancelled. With acceptBreak it
 // first records the owner's acceptance of a broken audit chain.
-func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) error {
+func Run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak bool) error {
+	return run(ctx, log, cfg, acceptBreak, nil)
+}
+
+// run is Run; tune, if not nil, adjusts the runner's settings before
+// the runner starts (this package's tests give it runner.TestOnlyNetwork).
+func run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak bool, tune func(*runner.Config)) error {
 	auditDir := layout.Audit.In(cfg.StateDir)
 	if acceptBreak {
 		ab, err := audit.AcceptBreak(auditDir, audit.Options{})
@@ -71,7 +77,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 			log.Warn("accept-break: recorded the owner's acceptance of a broken chain", "file", ab.File, "line", ab.Line)
 		}
 	}
-	l, err := ledger.Open(filepath.Join(cfg.StateDir, "broker", "sessions"), auditDir, ledger.Options{})
+	l, err := ledger.Open(layout.BrokerSessions(cfg.StateDir), auditDir, ledger.Options{})
 	if err != nil {
 		return daemon.Refuse(err)
 	}
@@ -81,11 +87,11 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 		return daemon.Refuse(err)
 	}
 	defer consult.close()
-	table, err := pending.New(cfg.ttl(), pending.Options{})
+	table, err := pending.New(cfg.ApprovalTTL(), pending.Options{})
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	run, err := startRunner(ctx, log, cfg)
+	run, err := startRunner(ctx, log, cfg, tune)
 	if err != nil {
 		return daemon.Refuse(err)
 	}
@@ -133,7 +139,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config, acceptBreak bool) er
 // table, Podman, checked (the service answers, the tool image is there,
 // a container gets every limit) and swept of this brokerd's leftover
 // containers; without one, the refusing runner.
-func startRunner(ctx context.Context, log *slog.Logger, cfg Config) (runner.Runner, error) {
+func startRunner(ctx context.Context, log *slog.Logger, cfg brokerd.Config, tune func(*runner.Config)) (runner.Runner, error) {
 	if cfg.Runner == nil {
 		log.Warn("no [runner] in the config: every allowed tool call fails; see docs/runbook.md#runner-unavailable")
 		return runner.Refusing{}, nil
@@ -146,7 +152,11 @@ func startRunner(ctx context.Context, log *slog.Logger, cfg Config) (runner.Runn
 		}
 		return store.Load(ref)
 	}
-	p, err := runner.New(*cfg.Runner, runner.Instance(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "run"), cfg.protected(), secrets, log)
+	rc := runner.Config{Runner: *cfg.Runner}
+	if tune != nil {
+		tune(&rc)
+	}
+	p, err := runner.New(rc, runner.Instance(cfg.StateDir), layout.BrokerScratch(cfg.StateDir), cfg.Protected(), secrets, log)
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +177,8 @@ func startRunner(ctx context.Context, log *slog.Logger, cfg Config) (runner.Runn
 // RebuildState rewrites every session's state file from the audit log
 // alone (brokerd -rebuild-state, with brokerd stopped: the ledger's lock
 // refuses it otherwise).
-func RebuildState(log *slog.Logger, cfg Config) error {
-	rep, err := ledger.Rebuild(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"))
+func RebuildState(log *slog.Logger, cfg brokerd.Config) error {
+	rep, err := ledger.Rebuild(layout.Audit.In(cfg.StateDir), layout.BrokerSessions(cfg.StateDir))
 	if err != nil {
 		return err
 	}
@@ -180,8 +190,8 @@ func RebuildState(log *slog.Logger, cfg Config) error {
 // AdoptAuditHead is brokerd --adopt-audit-head: the owner's decision that
 // the audit log as it is now is the log (after restoring what could be
 // restored; see docs/runbook.md#audit-truncated). brokerd must be stopped.
-func AdoptAuditHead(log *slog.Logger, cfg Config) error {
-	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), filepath.Join(cfg.StateDir, "broker", "sessions"), time.Now())
+func AdoptAuditHead(log *slog.Logger, cfg brokerd.Config) error {
+	old, head, err := ledger.AdoptHead(layout.Audit.In(cfg.StateDir), layout.BrokerSessions(cfg.StateDir), time.Now())
 	return adopted(log, "adopt-audit-head: the audit log's end is recorded as its head; the old record is kept beside it", old, head, err)
 }
 
@@ -189,10 +199,10 @@ func AdoptAuditHead(log *slog.Logger, cfg Config) error {
 // that the consult log as it is now is the log (see
 // docs/runbook.md#consult-truncated). It holds the ledger's lock, so
 // brokerd must be stopped.
-func AdoptConsultHead(log *slog.Logger, cfg Config) error {
+func AdoptConsultHead(log *slog.Logger, cfg brokerd.Config) error {
 	var old *audit.Head
 	var head audit.Head
-	err := ledger.WhileStopped("adopt consult head", filepath.Join(cfg.StateDir, "broker", "sessions"), func() (err error) {
+	err := ledger.WhileStopped("adopt consult head", layout.BrokerSessions(cfg.StateDir), func() (err error) {
 		old, head, err = consultlog.AdoptHead(layout.ConsultLog.In(cfg.StateDir), time.Now())
 		return err
 	})

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -39,19 +41,25 @@ mode = "deny"
 `
 
 type harness struct {
-	cfg  Config
+	cfg  brokerd.Config
 	stop func()
 }
 
 func start(t *testing.T, grantText string) *harness {
 	t.Helper()
-	return startWith(t, grantText, func(*Config) {})
+	return startWith(t, grantText, func(*brokerd.Config) {})
 }
 
-func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
+func startWith(t testing.TB, grantText string, edit func(*brokerd.Config)) *harness {
+	t.Helper()
+	return startTuned(t, grantText, edit, nil)
+}
+
+// startTuned is startWith whose runner settings tune adjusts (run).
+func startTuned(t testing.TB, grantText string, edit func(*brokerd.Config), tune func(*runner.Config)) *harness {
 	t.Helper()
 	root := t.TempDir()
-	cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
+	cfg := brokerd.Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
 		BrokerSocketDir: filepath.Join(root, "run", "broker"), AdminSocketDir: filepath.Join(root, "run", "admin"), ApprovalTTLMS: 60000}
 	edit(&cfg)
 	for _, d := range []string{cfg.StateDir + "/broker/audit", cfg.GrantsDir} {
@@ -65,7 +73,7 @@ func startWith(t testing.TB, grantText string, edit func(*Config)) *harness {
 	}
 	h := &harness{cfg: cfg}
 	h.stop = sockettest.Start(t, "brokerd", filepath.Join(cfg.AdminSocketDir, wire.Admin.Name), func(ctx context.Context) error {
-		return Run(ctx, slog.New(slog.DiscardHandler), cfg, false)
+		return run(ctx, slog.New(slog.DiscardHandler), cfg, false, tune)
 	})
 	return h
 }

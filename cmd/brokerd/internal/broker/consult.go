@@ -13,6 +13,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
 	"wntrmute.dev/boxmaker/pkg/model/consult"
@@ -43,7 +44,7 @@ type consultState struct {
 // start, as the audit log's does: its lost lines may be payloads that
 // left, and nothing else may show them. Any other failure (a broken
 // chain, a torn line, a write that fails) fails every consult only.
-func openConsultLog(log *slog.Logger, cfg Config) (consultState, error) {
+func openConsultLog(log *slog.Logger, cfg brokerd.Config) (consultState, error) {
 	w, err := consultlog.Open(layout.ConsultLog.In(cfg.StateDir))
 	var he *audit.HeadError
 	switch {

@@ -15,6 +15,7 @@ import (
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
@@ -29,7 +30,7 @@ const consultKey = "sk-consult-7e21c9"
 // whose egress proxy may reach the podman bridge) and a recording
 // OpenAI-compatible fake at https://api.test, on the host's port 443
 // (the bridge gateway, 10.88.0.1, as the egress tests' listener).
-func consultHarness(t *testing.T, extraGrants string, edits ...func(*Config)) (*harness, *chatapi.Server, string) {
+func consultHarness(t *testing.T, extraGrants string, edits ...func(*brokerd.Config)) (*harness, *chatapi.Server, string) {
 	t.Helper()
 	svc := podmantest.Require(t)
 	image := svc.TestnetToolImage(t)
@@ -60,18 +61,16 @@ mode = "auto"
 ` + shellGrant("trusted", dir, `result_class = "private"`, "untrusted = false") +
 		shellGrant("secret", dir, `result_class = "secret"`, "untrusted = false") +
 		shellGrant("untrusted", dir, `result_class = "private"`, "untrusted = true") + extraGrants
-	h := startWith(t, grants, func(c *Config) {
-		r := runner.Config{PodmanSocket: svc.Socket, ToolImage: image}
-		runner.TestOnlyNetwork(&r, []string{"api.test:10.88.0.1"})
-		r, _ = r.Check()
+	h := startTuned(t, grants, func(c *brokerd.Config) {
+		r, _ := brokerd.Runner{PodmanSocket: svc.Socket, ToolImage: image}.Check()
 		c.Runner = &r
 		ref, _ := secret.ParseRef("file:" + keyFile)
 		c.Secrets = map[string]secret.Ref{"CONSULT_KEY": ref}
-		c.Consult = &ConsultConfig{Endpoint: "https://api.test/v1", IdleTimeoutS: 2, TotalTimeoutS: 10}
+		c.Consult = &brokerd.Consult{Endpoint: "https://api.test/v1", IdleTimeoutS: 2, TotalTimeoutS: 10}
 		for _, e := range edits {
 			e(c)
 		}
-	})
+	}, func(r *runner.Config) { runner.TestOnlyNetwork(r, []string{"api.test:10.88.0.1"}) })
 	return h, fake, dir
 }
 
@@ -133,7 +132,7 @@ const (
 // logged or sent.
 func TestConsultThroughTheProxy(t *testing.T) {
 	memtool := recallMemoryd(t, markerRecalled)
-	h, fake, dir := consultHarness(t, "", func(c *Config) { c.MemtoolSocket = memtool })
+	h, fake, dir := consultHarness(t, "", func(c *brokerd.Config) { c.MemtoolSocket = memtool })
 	// Each consult's session has a marker in an earlier tool result. A
 	// consult's answer is untrusted, so each consult gets a session of its
 	// own: a second one would be refused (consult-untrusted).
@@ -307,8 +306,8 @@ func consultRequestsOrNone(t *testing.T, state string) []consultlog.Request {
 // pending (the owner stopped the turn) stops it long before its limits,
 // and what happened is still logged.
 func TestConsultStopsWhenLoopdGoes(t *testing.T) {
-	h, fake, _ := consultHarness(t, "", func(c *Config) {
-		c.Consult = &ConsultConfig{Endpoint: "https://api.test/v1", IdleTimeoutS: 30, TotalTimeoutS: 60}
+	h, fake, _ := consultHarness(t, "", func(c *brokerd.Config) {
+		c.Consult = &brokerd.Consult{Endpoint: "https://api.test/v1", IdleTimeoutS: 30, TotalTimeoutS: 60}
 	})
 	fake.SetMode(chatapi.Stall)
 	c := h.callIn(t, "s1", "call_tool", `{"name":"consult","arguments":{"question":"q"}}`)

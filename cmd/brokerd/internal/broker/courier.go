@@ -102,13 +102,13 @@ func (b *Broker) carryOnce(ctx context.Context, e pending.Entry) (bool, error) {
 	// Whoever listens on gateway.sock sees the approval and may answer
 	// it: it must be gatewayd's user, not whoever bound the path first.
 	peer, err := c.Peer()
-	if err != nil || !slices.Contains(b.cfg.gatewayUIDs(), peer.UID()) {
+	if err != nil || !slices.Contains(b.cfg.GatewayUIDs(), peer.UID()) {
 		uid := int64(-1)
 		if err == nil {
 			uid = int64(peer.UID())
 		}
 		b.log.Warn("gateway.sock refused: its listener is not an allowed user; the approval is not sent; see docs/runbook.md#courier-gateway-peer",
-			"approval", e.ID, "socket", b.cfg.GatewaySocket, "uid", uid, "allowed", b.cfg.gatewayUIDs())
+			"approval", e.ID, "socket", b.cfg.GatewaySocket, "uid", uid, "allowed", b.cfg.GatewayUIDs())
 		return true, errors.New("gateway.sock's listener is not an allowed user")
 	}
 	v, err := c.Exchange(&wire.PostApproval{Call: pendingCall(e)}, nil)

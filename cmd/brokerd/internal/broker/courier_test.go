@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -67,7 +68,7 @@ func next(t *testing.T, conns chan *conn) *conn {
 // chat is taken, recorded with the approver, and the call goes on.
 func TestCourierRepostsAndRelays(t *testing.T) {
 	gw, conns := fakeGateway(t)
-	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.GatewaySocket = gw })
 	call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
 	p := call.Recv().(*wire.ToolPending)
 
@@ -123,7 +124,7 @@ func TestCourierRepostsAndRelays(t *testing.T) {
 // courier's connection, which withdraws the chat's post.
 func TestCourierWithdrawsWhenAnsweredElsewhere(t *testing.T) {
 	gw, conns := fakeGateway(t)
-	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.GatewaySocket = gw })
 	call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)
 	p := call.Recv().(*wire.ToolPending)
 	g := next(t, conns)
@@ -160,7 +161,7 @@ func readAudit(t *testing.T, state string) string {
 // connection.
 func TestCourierRefusesForeignGateway(t *testing.T) {
 	gw, conns := fakeGateway(t)
-	h := startWith(t, grants, func(c *Config) {
+	h := startWith(t, grants, func(c *brokerd.Config) {
 		c.GatewaySocket = gw
 		c.GatewayAllowUIDs = []uint32{uint32(os.Getuid()) + 1}
 	})
@@ -174,7 +175,7 @@ func TestCourierRefusesForeignGateway(t *testing.T) {
 }
 
 func TestGatewayUIDsDefault(t *testing.T) {
-	if got := (Config{}).gatewayUIDs(); len(got) != 1 || got[0] != uint32(os.Getuid()) {
+	if got := (brokerd.Config{}).GatewayUIDs(); len(got) != 1 || got[0] != uint32(os.Getuid()) {
 		t.Errorf("default gateway uids = %v", got)
 	}
 }
@@ -188,7 +189,7 @@ func TestCourierConfirmsAfterSlowAnswer(t *testing.T) {
 	afterAnswer = func() { time.Sleep(3 * courierPoll) }
 	t.Cleanup(func() { afterAnswer = nil })
 	gw, conns := fakeGateway(t)
-	h := startWith(t, grants, func(c *Config) { c.GatewaySocket = gw })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.GatewaySocket = gw })
 	owner := "mattermost:" + strings.Repeat("o", 26)
 	for _, approve := range []bool{true, false} {
 		call := h.call(t, "read_file", `{"path":"/home/owner/Downloads/report.pdf"}`)

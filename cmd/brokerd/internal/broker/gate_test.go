@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -21,7 +22,7 @@ func TestGateAnswersSessionStateOnly(t *testing.T) {
 	if err := sockets.MakeDir(gateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	h := startWith(t, grants, func(c *Config) { c.MemtoolSocket = sock; c.GateSocketDir = gateDir })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.MemtoolSocket = sock; c.GateSocketDir = gateDir })
 	ask := func(session string) strict.Variant {
 		c := h.dial(t, gateDir, &wire.Gate)
 		c.Send(&wire.SessionQuery{Session: session})
@@ -65,7 +66,7 @@ func TestGateDirMustDiffer(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "brokerd.toml")
 	os.WriteFile(p, []byte("state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/run/b\"\nadmin_socket_dir = \"/run/a\"\ngate_socket_dir = \"/run/b\"\n"), 0o600)
-	if _, err := Load(p); err == nil {
+	if _, err := brokerd.Load(p); err == nil {
 		t.Error("gate_socket_dir equal to broker_socket_dir was accepted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -32,7 +33,7 @@ func fakeMemoryd(t *testing.T) (string, chan *wire.MemtoolCall) {
 
 func TestMemoryToolsForwarded(t *testing.T) {
 	sock, got := fakeMemoryd(t)
-	h := startWith(t, grants, func(c *Config) { c.MemtoolSocket = sock })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.MemtoolSocket = sock })
 	r := result(t, h.call(t, "recall", `{"query":"tea","k":3}`))
 	if r.Status != wire.StatusRan || r.Output != "memory-tainted: the owner likes tea" || r.Class != dataclass.Secret || !r.Untrusted {
 		t.Errorf("recall = %+v, want memoryd's answer with its label", r)
@@ -66,7 +67,7 @@ func TestMemoryWithoutMemoryd(t *testing.T) {
 
 func TestRebuildStateMatchesLive(t *testing.T) {
 	sock, got := fakeMemoryd(t)
-	h := startWith(t, grants, func(c *Config) { c.MemtoolSocket = sock })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.MemtoolSocket = sock })
 	result(t, h.call(t, "recall", `{"query":"tea","k":3}`))
 	<-got
 	h.stop()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -25,7 +26,7 @@ func TestGrantLinkedToAnotherUsersFileDeniesAll(t *testing.T) {
 	if err := os.Chown(theirs, 4242, -1); err != nil {
 		t.Fatal(err)
 	}
-	h := startWith(t, grants, func(c *Config) {
+	h := startWith(t, grants, func(c *brokerd.Config) {
 		os.MkdirAll(c.GrantsDir, 0o700)
 		if err := os.Symlink(theirs, filepath.Join(c.GrantsDir, "evil.toml")); err != nil {
 			t.Fatal(err)
@@ -52,7 +53,7 @@ func TestOwnerUID(t *testing.T) {
 		t.Skip("giving a file to another uid needs root")
 	}
 	owner := uint32(4243)
-	h := startWith(t, grants, func(c *Config) { c.OwnerUID = &owner })
+	h := startWith(t, grants, func(c *brokerd.Config) { c.OwnerUID = &owner })
 	give := func(uid int) {
 		for _, p := range []string{h.cfg.GrantsDir, filepath.Join(h.cfg.GrantsDir, "grants.toml")} {
 			if err := os.Chown(p, uid, -1); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -99,7 +100,7 @@ func TestWriteSuggestedProposal(t *testing.T) {
 // no allowance or proposal: the approval stays pending, so the owner
 // still reads this payload, and the next consult asks again.
 func TestConsultSessionRefused(t *testing.T) {
-	h := startWith(t, consultGrants, func(c *Config) { c.Consult = &ConsultConfig{Endpoint: "https://api.example.com/v1"} })
+	h := startWith(t, consultGrants, func(c *brokerd.Config) { c.Consult = &brokerd.Consult{Endpoint: "https://api.example.com/v1"} })
 	c := consultCall(h, t)
 	p, ok := c.Recv().(*wire.ToolPending)
 	if !ok {

@@ -40,8 +40,8 @@ func unavailable(err error) *wire.ToolResult {
 
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
-	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: b.cfg.consultEndpoint(), Attachments: b.attachmentsDir(req.Session)}
-	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: consultEndpoint(b.cfg), Attachments: b.attachmentsDir(req.Session)}
+	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.Owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
 	}
@@ -145,7 +145,7 @@ func (b *Broker) answered(ctx context.Context, c *rpc.Conn, req *wire.ToolReques
 		}
 		return denied(msg)
 	}
-	gs, _ := grant.LoadDir(b.cfg.GrantsDir, b.cfg.owners())
+	gs, _ := grant.LoadDir(b.cfg.GrantsDir, b.cfg.Owners())
 	var dec policy.Decision
 	var den *policy.Denial
 	_, err := b.ledger.Answer(seq, func(s policy.Session, unreadable error) audit.Approval {
@@ -232,6 +232,6 @@ func (b *Broker) release(seq int64, output string, exit int, status wire.ToolSta
 		Exit: exit, Class: class, Untrusted: untrusted}); err != nil {
 		return unavailable(err)
 	}
-	text, _ := truncate.Bytes(output, b.cfg.resultCap())
+	text, _ := truncate.Bytes(output, b.cfg.ResultCapBytes())
 	return &wire.ToolResult{Status: status, Output: text, Class: class, Untrusted: untrusted}
 }

@@ -9,6 +9,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -42,8 +43,8 @@ func TestSecretFromTheStore(t *testing.T) {
 		fmt.Sprintf("[[grant]]\nid = \"other\"\ntool = \"shell\"\npaths = [%q]\nsecret = \"UNMAPPED\"\nmax_taint = \"secret\"\nmode = \"auto\"\n", dir+"/other")
 	os.Mkdir(filepath.Join(dir, "gh"), 0o755)
 	os.Mkdir(filepath.Join(dir, "other"), 0o755)
-	h := startWith(t, grants, func(c *Config) {
-		r, _ := runner.Config{PodmanSocket: svc.Socket, ToolImage: image}.Check()
+	h := startWith(t, grants, func(c *brokerd.Config) {
+		r, _ := brokerd.Runner{PodmanSocket: svc.Socket, ToolImage: image}.Check()
 		c.Runner = &r
 		ref, _ := secret.ParseRef("env:BX_TEST_TOKEN")
 		c.Secrets = map[string]secret.Ref{"GH_TOKEN": ref}

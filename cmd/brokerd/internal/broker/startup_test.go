@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
-	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 )
 
@@ -27,9 +27,9 @@ func TestStartupChecksPodmanAndImage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			cfg := Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
+			cfg := brokerd.Config{StateDir: filepath.Join(root, "state"), GrantsDir: filepath.Join(root, "grants"),
 				BrokerSocketDir: filepath.Join(root, "broker"), AdminSocketDir: filepath.Join(root, "admin"),
-				Runner: &runner.Config{PodmanSocket: tt.socket, ToolImage: tt.image}}
+				Runner: &brokerd.Runner{PodmanSocket: tt.socket, ToolImage: tt.image}}
 			os.MkdirAll(filepath.Join(cfg.StateDir, "broker", "audit"), 0o700)
 			for _, d := range []string{cfg.BrokerSocketDir, cfg.AdminSocketDir} {
 				sockets.MakeDir(d, 0o700)

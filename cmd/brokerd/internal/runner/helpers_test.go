@@ -14,6 +14,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
@@ -75,7 +76,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newRunner makes a runner against the test service and tool image.
 func newRunner(t testing.TB, svc *podmantest.Service, image string, mod func(*Config)) *Podman {
 	t.Helper()
-	cfg := Config{PodmanSocket: svc.Socket, ToolImage: image}
+	cfg := Config{Runner: brokerd.Runner{PodmanSocket: svc.Socket, ToolImage: image}}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 // cutAfterCreate is a Unix socket in front of Podman's that forwards each
@@ -92,7 +93,7 @@ func TestCancelledCreateLeavesNothing(t *testing.T) {
 // TestNilLoggerIsDiscard: a runner made without a logger logs nowhere
 // instead of panicking on its first log line (review 10).
 func TestNilLoggerIsDiscard(t *testing.T) {
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, nil)
+	p, err := New(Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}}, "i", t.TempDir(), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

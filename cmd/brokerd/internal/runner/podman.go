@@ -84,7 +84,7 @@ func New(cfg Config, instance, work string, protected []string, secrets func(str
 	if instance == "" {
 		return nil, errNoInstance
 	}
-	url, _ := socketURL(cfg.PodmanSocket)
+	url := cfg.PodmanURL()
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.podman.io/common/pkg/seccomp"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 // goodProbe is what the probe prints in a rootful tool container.
@@ -115,7 +116,7 @@ func TestProbeDiffers(t *testing.T) {
 // pinned setting or mount is refused.
 func TestIsolationDiffers(t *testing.T) {
 	d := decide(t, autoGrant("sh", "shell", []string{"/srv/w"}), "shell", map[string]string{"command": "true", "workdir": "/srv/w"})
-	c, _ := Config{PodmanSocket: "/run/p.sock", ToolImage: testImage}.Check()
+	c, _ := Config{Runner: brokerd.Runner{PodmanSocket: "/run/p.sock", ToolImage: testImage}}.Check()
 	s := c.toolSpec("inst", d, "/state/egress-1")
 	good := func() *define.InspectContainerData {
 		return &define.InspectContainerData{

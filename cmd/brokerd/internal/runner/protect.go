@@ -27,7 +27,7 @@ var alwaysProtected = []string{"/proc", "/sys", "/dev", "/run"}
 // both as given (cleaned) and with its links resolved, as far as it
 // exists, because mount paths are compared after resolution.
 func protectedPaths(cfg Config, work string, extra []string) ([]string, error) {
-	sock, _ := socketURL(cfg.PodmanSocket)
+	sock := cfg.PodmanURL()
 	list := slices.Concat(alwaysProtected, extra, []string{work, filepath.Dir(strings.TrimPrefix(sock, "unix://"))})
 	for _, env := range []string{"XDG_RUNTIME_DIR", "CREDENTIALS_DIRECTORY"} {
 		if v := os.Getenv(env); v != "" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 // TestNamedEntriesRefuseWrites names the four directories issue 19
@@ -23,7 +24,7 @@ func TestNamedEntriesRefuseWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := Config{PodmanSocket: "/nonexistent/podman.sock", ToolImage: testImage}
+	cfg := Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/podman.sock", ToolImage: testImage}}
 	p, err := New(cfg, "i", filepath.Join(t.TempDir(), "work"), layout.In(state), nil, quiet)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 // TestProtectedPathsAreNeverMounted: a mount that holds or lies inside
@@ -32,7 +33,7 @@ func TestProtectedPathsAreNeverMounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(home, "xdg"))
-	cfg := Config{PodmanSocket: filepath.Join(home, "podman", "podman.sock"), ToolImage: testImage}
+	cfg := Config{Runner: brokerd.Runner{PodmanSocket: filepath.Join(home, "podman", "podman.sock"), ToolImage: testImage}}
 	work := filepath.Join(home, "state", "broker", "run")
 	p, err := New(cfg, "i", work, []string{filepath.Join(home, "state"), filepath.Join(home, "grants-link"),
 		filepath.Join(home, "brokerd.toml"), filepath.Join(home, "secrets", "token"), filepath.Join(home, "sockets-not-yet")}, nil, quiet)
@@ -88,7 +89,7 @@ func TestProtectedPathsAreNeverMounted(t *testing.T) {
 // TestProtectedPathsMustBeAbsolute: a relative protected path could not
 // be compared, so New refuses it.
 func TestProtectedPathsMustBeAbsolute(t *testing.T) {
-	if _, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), []string{"state"}, nil, quiet); err == nil {
+	if _, err := New(Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}}, "i", t.TempDir(), []string{"state"}, nil, quiet); err == nil {
 		t.Error("New accepted a relative protected path")
 	}
 }
@@ -118,7 +119,7 @@ func TestEveryLayoutEntryIsProtected(t *testing.T) {
 	if err := os.WriteFile(sibling, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{PodmanSocket: "/nonexistent/podman.sock", ToolImage: testImage}
+	cfg := Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/podman.sock", ToolImage: testImage}}
 	p, err := New(cfg, "i", filepath.Join(t.TempDir(), "work"), layout.In(state), nil, quiet)
 	if err != nil {
 		t.Fatal(err)

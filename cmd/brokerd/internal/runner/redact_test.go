@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/tool/toolinput"
 )
@@ -134,7 +135,7 @@ func TestSecretFormsOrder(t *testing.T) {
 // tool changed by JSON (review 15).
 func TestInvalidUTF8SecretRefused(t *testing.T) {
 	dir := t.TempDir()
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil,
+	p, err := New(Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}}, "i", t.TempDir(), nil,
 		secrets(map[string]string{"BIN": "ok\xff"}), quiet)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 
 	"go.podman.io/common/pkg/seccomp"
 	"golang.org/x/sys/unix"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 // TestToolProfileDecidesNamespaces: the written profile is Podman's
@@ -145,7 +147,7 @@ func TestToolProfileDecidesNamespaces(t *testing.T) {
 // profile (containers.conf's would apply) is refused before Podman is
 // asked.
 func TestCreateNeedsTheProfile(t *testing.T) {
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
+	p, err := New(Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,14 @@ import (
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 var testImage = "sha256:" + strings.Repeat("ab", 32)
 
 func checked(t *testing.T) Config {
 	t.Helper()
-	c, err := Config{PodmanSocket: "/run/p.sock", ToolImage: testImage}.Check()
+	c, err := Config{Runner: brokerd.Runner{PodmanSocket: "/run/p.sock", ToolImage: testImage}}.Check()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +40,13 @@ func TestToolSpecHoldsOnlyTheGrant(t *testing.T) {
 		wantTime uint
 	}{
 		{"read_file", decide(t, autoGrant("r", "read_file", []string{"/h"}), "read_file", map[string]string{"path": "/h/a/f.txt"}),
-			"/h/a/f.txt", []string{"bind", "ro", "nosuid", "nodev", "private", "noexec"}, DefaultTimeoutS + backstop},
+			"/h/a/f.txt", []string{"bind", "ro", "nosuid", "nodev", "private", "noexec"}, brokerd.DefaultTimeoutS + backstop},
 		{"write_file", decide(t, autoGrant("w", "write_file", []string{"/h"}), "write_file", map[string]string{"path": "/h/a/f.txt", "content": "x"}),
-			"/h/a", []string{"bind", "rw", "nosuid", "nodev", "private", "noexec"}, DefaultTimeoutS + backstop},
+			"/h/a", []string{"bind", "rw", "nosuid", "nodev", "private", "noexec"}, brokerd.DefaultTimeoutS + backstop},
 		{"shell ro", decide(t, autoGrant("s", "shell", []string{"/src"}), "shell", map[string]string{"command": "ls", "workdir": "/src/p"}),
-			"/src/p", []string{"bind", "ro", "nosuid", "nodev", "private"}, DefaultShellTimeoutS + backstop},
+			"/src/p", []string{"bind", "ro", "nosuid", "nodev", "private"}, brokerd.DefaultShellTimeoutS + backstop},
 		{"shell rw", decide(t, autoGrant("s", "shell", []string{"/src"}, "writable = true"), "shell", map[string]string{"command": "ls", "workdir": "/src"}),
-			"/src", []string{"bind", "rw", "nosuid", "nodev", "private"}, DefaultShellTimeoutS + backstop},
+			"/src", []string{"bind", "rw", "nosuid", "nodev", "private"}, brokerd.DefaultShellTimeoutS + backstop},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := c.toolSpec("inst", tt.d, "")
@@ -56,7 +57,7 @@ func TestToolSpecHoldsOnlyTheGrant(t *testing.T) {
 				!*s.NoNewPrivileges || s.User != "65534:65534" || s.Privileged != nil && *s.Privileged || len(s.CapAdd) > 0 {
 				t.Errorf("hardening: %+v", s)
 			}
-			if *s.ResourceLimits.Memory.Limit != DefaultMemoryMB<<20 || *s.ResourceLimits.Memory.Swap != DefaultMemoryMB<<20 || s.ResourceLimits.Pids.Limit != DefaultPids {
+			if *s.ResourceLimits.Memory.Limit != brokerd.DefaultMemoryMB<<20 || *s.ResourceLimits.Memory.Swap != brokerd.DefaultMemoryMB<<20 || s.ResourceLimits.Pids.Limit != brokerd.DefaultPids {
 				t.Errorf("limits: %+v", s.ResourceLimits)
 			}
 			if s.Timeout != tt.wantTime || s.LogConfiguration.Driver != "none" || !*s.Stdin || *s.Terminal || len(s.Env) > 0 || s.EnvHost != nil && *s.EnvHost {
@@ -116,7 +117,7 @@ func TestEgressSpecHasTheNetworkTheToolLacks(t *testing.T) {
 }
 
 func TestZeroDecisionRunsNothing(t *testing.T) {
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
+	p, err := New(Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestLinksAreNeverMounted(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "real.txt"), []byte("x"), 0o644)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link.txt"))
 	os.Symlink(dir, filepath.Join(dir, "sub"))
-	p, err := New(Config{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}, "i", t.TempDir(), nil, nil, quiet)
+	p, err := New(Config{Runner: brokerd.Runner{PodmanSocket: "/nonexistent/p.sock", ToolImage: testImage}}, "i", t.TempDir(), nil, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

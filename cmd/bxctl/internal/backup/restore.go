@@ -187,7 +187,7 @@ func moveConfigs(dir, from, to string) ([]string, error) {
 		return nil, nil
 	}
 	var moved []string
-	cfgs, _ := filepath.Glob(filepath.Join(layout.Config.In(dir), "*.toml"))
+	cfgs, _ := filepath.Glob(layout.ConfigGlob(dir))
 	for _, c := range cfgs {
 		b, err := os.ReadFile(c)
 		if err != nil {

@@ -360,7 +360,7 @@ var secretRef = regexp.MustCompile(`"((?:credential|env|file):[^"\s]+)"`)
 // secret under secrets/ by name.
 func credentials(state string) ([]string, error) {
 	out := []string{}
-	cfgs, _ := filepath.Glob(filepath.Join(layout.Config.In(state), "*.toml"))
+	cfgs, _ := filepath.Glob(layout.ConfigGlob(state))
 	for _, c := range cfgs {
 		b, err := os.ReadFile(c)
 		if err != nil {

@@ -296,11 +296,19 @@ func TestDoctorPlanted(t *testing.T) {
 		{name: "missing entry", id: "doctor-layout", sev: doctor.Problem, says: "run/memtool is missing", plant: func(t *testing.T, in *installation) {
 			os.Remove(layout.MemtoolRun.In(in.state))
 		}},
-		{name: "owner's uid let onto a role's socket", id: "doctor-role-uids", sev: doctor.Problem, says: "uid 4242 is named for more than one role", plant: func(t *testing.T, in *installation) {
-			in.edit(t, "brokerd", prepend("admin_allow_uids = [4242]\nbroker_allow_uids = [4243]"))
-			in.edit(t, "memoryd", prepend("memory_allow_uids = [4242]"))
+		{name: "a role's uid as the owner's", id: "doctor-role-uids", sev: doctor.Problem, says: "is named for more than one role", plant: func(t *testing.T, in *installation) {
+			u, err := layout.LoadUsers(in.state)
+			require.NoError(t, err)
+			in.edit(t, "brokerd", ownerUID(u.Of(layout.Loopd).UID, ""))
 		}},
-		{name: "a role as root", id: "doctor-role-uids", sev: doctor.Problem, says: "uid 0 is named by inferproxy.toml allow_uids", plant: func(t *testing.T, in *installation) {
+		// loopd refuses a [jobs] owner_uid other than users.toml's owner
+		// (layout-owner-uid): so does doctor (issue 31).
+		{name: "an owner_uid that is nobody's", id: "doctor-role-uids", sev: doctor.Problem, says: "loopd.toml [jobs] owner_uid = 4242 is not config/users.toml's owner", plant: func(t *testing.T, in *installation) {
+			in.edit(t, "loopd", ownerUID(4242, "[jobs]"))
+		}},
+		// The peers' lists left the configs (issue 25): a config that still
+		// holds one is refused by its role, and so by doctor, naming the key.
+		{name: "a peer list in a config", id: "doctor-config", sev: doctor.Problem, says: "key allow_uids is no longer read; delete its line", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "inferproxy", prepend("allow_uids = [0]"))
 		}},
 		{name: "grant invalid", id: "doctor-grants", sev: doctor.Problem, says: "brokerd denies every call", plant: func(t *testing.T, in *installation) {
@@ -319,9 +327,10 @@ func TestDoctorPlanted(t *testing.T) {
 			chmod(t, p, 0o644)
 			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "https://chat.example.ts.net", "file:"+filepath.Clean(p))))
 		}},
-		// brokerd.toml: doctor still decodes it itself (memoryd's loader would refuse the key first).
-		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `brokerd.toml honcho_url names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
-			in.edit(t, "brokerd", prepend(`honcho_url = "https://honcho.example.com"`))
+		// A key loopd's loader takes as any text (an unknown key is
+		// every loader's refusal, a doctor-config problem).
+		{name: "unlisted destination", id: "doctor-egress", sev: doctor.Problem, says: `loopd.toml system_prompt_file names "https://honcho.example.com", a network destination docs/egress.md does not list`, plant: func(t *testing.T, in *installation) {
+			in.edit(t, "loopd", prepend(`system_prompt_file = "https://honcho.example.com"`))
 		}},
 		{name: "Mattermost in clear", id: "doctor-egress", sev: doctor.Warn, says: "plain HTTP off this host", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "gatewayd", appendTo(gatewayConf(in.state, "http://chat.example.com", "credential:mattermost-token")))

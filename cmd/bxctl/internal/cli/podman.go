@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 )
 
 // The Podman API service `bxctl up` runs for the stack: brokerd creates
@@ -22,14 +21,9 @@ import (
 // podmanRole is the Podman service role when brokerd.toml asks for
 // bxctl's own socket, else nil. podman is the binary ("" finds it on PATH).
 func podmanRole(state, podman string) (*role, error) {
-	var c struct {
-		Runner *struct {
-			PodmanSocket string `toml:"podman_socket"`
-		} `toml:"runner"`
-	}
-	// Only this key is read here; brokerd checks the whole file strictly.
-	if _, err := toml.DecodeFile(layout.ConfigPath(state, "brokerd"), &c); err != nil {
-		return nil, fmt.Errorf("read brokerd.toml: %v", err)
+	c, err := readBrokerd(state)
+	if err != nil {
+		return nil, err
 	}
 	sock := layout.PodmanRun.SocketIn(state)
 	if c.Runner == nil || filepath.Clean(strings.TrimPrefix(c.Runner.PodmanSocket, "unix://")) != sock {
@@ -48,11 +42,20 @@ func podmanRole(state, podman string) (*role, error) {
 // hasRunner reports whether brokerd.toml has a [runner]: brokerd then
 // drives Podman, which as root is rootful.
 func hasRunner(state string) bool {
-	var c struct {
-		Runner *struct{} `toml:"runner"`
-	}
-	_, err := toml.DecodeFile(layout.ConfigPath(state, "brokerd"), &c)
+	c, err := readBrokerd(state)
 	return err == nil && c.Runner != nil
+}
+
+// readBrokerd reads brokerd.toml with brokerd's own loader (package
+// roleconf/brokerd), so bxctl up starts Podman for no config brokerd
+// would refuse.
+func readBrokerd(state string) (brokerd.Config, error) {
+	path := layout.ConfigPath(state, layout.Brokerd)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return brokerd.Config{}, fmt.Errorf("read brokerd.toml: %v", err)
+	}
+	return brokerd.Parse(data, path)
 }
 
 // podmanReady gives Podman's socket the table's group and mode once the

@@ -69,17 +69,19 @@ func (a *auditor) grants(in *install) *grant.Set {
 // children) or a file. The systemd credential is the default for a
 // reason: encrypted at rest, handed to the one service.
 func (a *auditor) secrets(in *install) {
-	refs := map[string]string{} // where -> ref text
+	// Each ref was parsed by its role's loader: one that is no ref is
+	// already a doctor-config problem.
+	refs := map[string]secret.Ref{} // where -> ref
 	if in.has("brokerd") {
 		for name, r := range in.broker.Secrets {
 			refs["brokerd.toml [secrets] "+name] = r
 		}
 	}
 	if in.gateway != nil && in.gateway.Token.Backend() != 0 {
-		refs["gatewayd.toml token"] = in.gateway.Token.String()
+		refs["gatewayd.toml token"] = in.gateway.Token
 	}
 	if s, ok := in.mem.Fleet(); ok && s.HasKey() {
-		refs["memoryd.toml honcho.key"] = s.Key.String()
+		refs["memoryd.toml honcho.key"] = s.Key
 	}
 	where := make([]string, 0, len(refs))
 	for w := range refs {
@@ -88,10 +90,8 @@ func (a *auditor) secrets(in *install) {
 	sort.Strings(where)
 	var plain, bad []string
 	for _, w := range where {
-		r, err := secret.ParseRef(refs[w])
+		r := refs[w]
 		switch {
-		case err != nil:
-			bad = append(bad, fmt.Sprintf("%s: %v", w, err)) // never the text: it may be the secret
 		case r.Backend() == secret.Env:
 			plain = append(plain, fmt.Sprintf("%s is %s (plaintext in the environment)", w, r))
 		case r.Backend() == secret.File:

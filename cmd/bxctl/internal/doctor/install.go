@@ -14,52 +14,19 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 )
 
 // Each role's config is judged by that role's own loader (package
 // roleconf/<role>: the code the daemon runs at start), so a config the
-// daemon refuses is a doctor-config problem, never "ok". brokerd's and
-// loopd's loaders are still their own (brokerd's [runner] is the Podman
-// runner's type, loopd's spans its turn and jobs packages): for those
-// two doctor reads only the keys it audits, and the daemon checks its
-// whole file strictly when it starts. A key doctor does not know is not
-// an error there: the daemon refuses it, and doctor-egress looks at
-// every value for addresses.
-
-type loopCfg struct {
-	StateDir  string   `toml:"state_dir"`
-	AllowUIDs []uint32 `toml:"allow_uids"`
-	Model     struct {
-		Name     string `toml:"name"`
-		MainSlot int    `toml:"main_slot"`
-	} `toml:"model"`
-	Serving struct {
-		NCtx           int    `toml:"n_ctx"`
-		Slots          int    `toml:"slots"`
-		TemplateSHA256 string `toml:"template_sha256"`
-	} `toml:"serving"`
-}
-
-type brokerCfg struct {
-	StateDir         string   `toml:"state_dir"`
-	GrantsDir        string   `toml:"grants_dir"`
-	OwnerUID         *uint32  `toml:"owner_uid"`
-	BrokerAllowUIDs  []uint32 `toml:"broker_allow_uids"`
-	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
-	GatewayAllowUIDs []uint32 `toml:"gateway_allow_uids"`
-	GateAllowUIDs    []uint32 `toml:"gate_allow_uids"`
-	Runner           *struct {
-		PodmanSocket string `toml:"podman_socket"`
-		ToolImage    string `toml:"tool_image"`
-	} `toml:"runner"`
-	Secrets map[string]string `toml:"secrets"`
-}
+// daemon refuses is a doctor-config problem, never "ok".
 
 // roleConfig is one config file doctor reads: parse is the role's own
-// loader's (its checks included), or a decode of the keys doctor audits.
+// loader's Parse, its checks included.
 type roleConfig struct {
 	role     string
 	optional bool // gatewayd's: bxctl up never writes one
@@ -70,8 +37,8 @@ type roleConfig struct {
 type install struct {
 	state   string
 	infer   inferproxy.Config
-	loop    loopCfg
-	broker  brokerCfg
+	loop    loopd.Config
+	broker  brokerd.Config
 	mem     memoryd.Config
 	gateway *gatewayd.Config // nil: no gatewayd.toml, or one its loader refused
 	// raw is each config read, decoded without a schema (doctor-egress).
@@ -96,13 +63,10 @@ func readInstall(state string) (*install, error) {
 		return nil, fmt.Errorf("doctor: %s is not a directory", state)
 	}
 	in := &install{state: state, raw: map[string]map[string]any{}, bad: map[string]error{}}
-	shadow := func(into any) func([]byte, string) error {
-		return func(data []byte, _ string) error { _, err := toml.Decode(string(data), into); return err }
-	}
 	for _, c := range []roleConfig{
 		{"inferproxy", false, func(data []byte, name string) (err error) { in.infer, err = inferproxy.Parse(data, name); return err }},
-		{"loopd", false, shadow(&in.loop)},
-		{"brokerd", false, shadow(&in.broker)},
+		{"loopd", false, func(data []byte, name string) (err error) { in.loop, err = loopd.Parse(data, name); return err }},
+		{"brokerd", false, func(data []byte, name string) (err error) { in.broker, err = brokerd.Parse(data, name); return err }},
 		{"memoryd", false, func(data []byte, name string) (err error) { in.mem, err = memoryd.Parse(data, name); return err }},
 		{"gatewayd", true, func(data []byte, name string) error {
 			gw, err := gatewayd.Parse(data, name)

@@ -9,13 +9,14 @@ import (
 )
 
 // roleUIDs checks that no uid is named for two roles: in
-// config/users.toml (package layout refuses a shared id as it loads it),
-// in the lists of peers each listener accepts (allow_uids and friends,
-// SO_PEERCRED) and in brokerd's owner_uid, each of which names the uid of
-// a known role. A uid that one list names as
-// loopd's and another as the owner's would let that role through the
-// owner's door (admin.sock, memadmin.sock). Empty lists mean each
-// listener's own user: the single-user mode of bxctl up run as a normal
+// config/users.toml (package layout refuses a shared id as it loads it)
+// and in the owner_uid keys (brokerd's, loopd's [jobs]), each of which
+// names the owner. Each listener's peers are the table's, from
+// users.toml (no config names them: the old allow_uids keys are refused
+// by the roles' loaders, so a config holding one is a doctor-config
+// problem). An owner_uid that is a role's uid would let that role write
+// what runs as the owner's. Without users.toml every listener accepts
+// only its own user: the single-user mode of bxctl up run as a normal
 // user, reported as such.
 func (a *auditor) roleUIDs(in *install) {
 	named := map[uint32][]naming{}
@@ -30,39 +31,34 @@ func (a *auditor) roleUIDs(in *install) {
 		return
 	}
 	if !users.Single() {
-		// config/users.toml: each role's own uid, which no allow list may
+		// config/users.toml: each role's own uid, which no owner_uid may
 		// name for another role (the owner may be root; no role may).
 		for _, r := range layout.Daemons {
 			add(r, "config/users.toml", []uint32{users.Of(r).UID})
 		}
 	}
-	if in.has("inferproxy") {
-		add("loopd", "inferproxy.toml allow_uids", in.infer.AllowUIDs)
+	if in.has("brokerd") && in.broker.OwnerUID != nil {
+		add("owner", "brokerd.toml owner_uid", []uint32{*in.broker.OwnerUID})
 	}
-	if in.has("loopd") {
-		add("gatewayd|owner", "loopd.toml allow_uids", in.loop.AllowUIDs) // loop.sock has two clients
+	if in.has("loopd") && in.loop.Jobs.OwnerUID != nil {
+		add("owner", "loopd.toml [jobs] owner_uid", []uint32{*in.loop.Jobs.OwnerUID})
 	}
-	if in.has("brokerd") {
-		add("loopd", "brokerd.toml broker_allow_uids", in.broker.BrokerAllowUIDs)
-		add("owner", "brokerd.toml admin_allow_uids", in.broker.AdminAllowUIDs)
-		add("gatewayd", "brokerd.toml gateway_allow_uids", in.broker.GatewayAllowUIDs)
-		add("memoryd", "brokerd.toml gate_allow_uids", in.broker.GateAllowUIDs)
-		if in.broker.OwnerUID != nil {
-			add("owner", "brokerd.toml owner_uid", []uint32{*in.broker.OwnerUID})
+	// With a user per role each daemon refuses an owner_uid other than
+	// users.toml's owner (pkg/host/daemon Flags.OwnerUID): so does doctor.
+	var problems []string
+	if !users.Single() {
+		owner := users.Of(layout.Owner).UID
+		for _, o := range []struct {
+			role, key string
+			uid       *uint32
+		}{{"brokerd", "brokerd.toml owner_uid", in.broker.OwnerUID}, {"loopd", "loopd.toml [jobs] owner_uid", in.loop.Jobs.OwnerUID}} {
+			if in.has(o.role) && o.uid != nil && *o.uid != owner {
+				problems = append(problems, fmt.Sprintf("%s = %d is not config/users.toml's owner (uid %d): %s refuses to start on it (runbook layout-owner-uid)", o.key, *o.uid, owner, o.role))
+			}
 		}
 	}
-	if in.has("memoryd") {
-		add("loopd", "memoryd.toml memory_allow_uids", in.mem.MemoryAllowUIDs)
-		add("brokerd", "memoryd.toml memtool_allow_uids", in.mem.MemtoolAllowUIDs)
-		add("owner", "memoryd.toml admin_allow_uids", in.mem.AdminAllowUIDs)
-		add("gatewayd", "memoryd.toml chat_allow_uids", in.mem.ChatAllowUIDs)
-		add("brokerd", "memoryd.toml gate_listener_uids", in.mem.GateListenerUIDs)
-	}
-	if in.gateway != nil {
-		add("brokerd", "gatewayd.toml allow_uids", in.gateway.AllowUIDs)
-	}
 	if len(named) == 0 {
-		a.add("doctor-role-uids", OK, "single-user mode: no config/users.toml and no allow list names a role's uid, so every listener accepts only its own user and the roles are kept apart by code and directory checks alone (bxctl up as root gives each role its own)")
+		a.add("doctor-role-uids", OK, "single-user mode: no config/users.toml and no owner_uid, so every listener accepts only its own user and the roles are kept apart by code and directory checks alone (bxctl up as root gives each role its own)")
 		return
 	}
 	uids := make([]uint32, 0, len(named))
@@ -70,7 +66,6 @@ func (a *auditor) roleUIDs(in *install) {
 		uids = append(uids, u)
 	}
 	slices.Sort(uids)
-	var problems []string
 	for _, u := range uids {
 		if u == 0 && !ownerOnly(named[u]) {
 			problems = append(problems, fmt.Sprintf("uid 0 is named by %s: no role runs as root", keys(named[u], func(n naming) string { return n.key })))
@@ -89,7 +84,7 @@ func (a *auditor) roleUIDs(in *install) {
 		a.add("doctor-role-uids", Problem, "%s", strings.Join(problems, "; "))
 		return
 	}
-	a.add("doctor-role-uids", OK, "%d uids named in config/users.toml and the allow lists, each for one role", len(uids))
+	a.add("doctor-role-uids", OK, "%d uids named in config/users.toml and the owner_uid keys, each for one role", len(uids))
 }
 
 // naming is one config key naming a uid for a role.

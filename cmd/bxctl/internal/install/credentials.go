@@ -9,10 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
@@ -105,10 +104,9 @@ func ReadSecrets(r io.Reader, names []string) (map[string][]byte, error) {
 
 // honchoKeyRef is the [honcho] key of the memoryd.toml memoryd will read
 // after this install: the state directory's (the owner's, left alone),
-// or else its first config, which has no [honcho]. Only that key is
-// read: memoryd decodes the whole file strictly when it starts, and its
-// schema is memoryd's own (cmd/memoryd); a file that does not parse is
-// refused here already.
+// or else its first config, which has no [honcho]. The file is read
+// with memoryd's own loader (package roleconf/memoryd): one memoryd
+// would refuse is refused here already.
 func honchoKeyRef(o Options) (ref string, honcho bool, err error) {
 	path := layout.ConfigPath(o.State, layout.Memoryd)
 	b, err := os.ReadFile(path)
@@ -121,18 +119,18 @@ func honchoKeyRef(o Options) (ref string, honcho bool, err error) {
 	if len(b) > config.MaxSize {
 		return "", false, Refusal{fmt.Sprintf("%s is over %d bytes", path, config.MaxSize), "see docs/runbook.md#install-honcho-key"}
 	}
-	var c struct {
-		Honcho *struct {
-			Key string `toml:"key"`
-		} `toml:"honcho"`
+	c, err := memoryd.Parse(b, path)
+	if err != nil {
+		return "", false, Refusal{fmt.Sprintf("memoryd would refuse %s, so whether it needs Honcho's key is unknown: %v", path, err), "see docs/runbook.md#install-honcho-key"}
 	}
-	if _, err := toml.Decode(string(b), &c); err != nil {
-		return "", false, Refusal{fmt.Sprintf("%s does not parse, so whether memoryd needs Honcho's key is unknown: %v", path, err), "see docs/runbook.md#install-honcho-key"}
-	}
-	if c.Honcho == nil {
+	f, ok := c.Fleet()
+	switch {
+	case !ok:
 		return "", false, nil
+	case !f.HasKey():
+		return "", true, nil
 	}
-	return c.Honcho.Key, true, nil
+	return f.Key.String(), true, nil
 }
 
 // Needed checks the credentials given against what this install needs,

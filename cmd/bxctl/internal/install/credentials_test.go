@@ -94,7 +94,10 @@ func state(t *testing.T, text string) Options {
 	return o
 }
 
-const honchoTable = "state_dir = \"/var/lib/boxmaker\"\n[honcho]\nurl = \"https://honcho.example.ts.net\"\npeer = \"agent\"\n"
+// memBase is a memoryd.toml memoryd's loader takes, without [honcho].
+const memBase = "state_dir = \"/var/lib/boxmaker\"\nmemory_socket_dir = \"/run/m\"\nmemtool_socket_dir = \"/run/t\"\nadmin_socket_dir = \"/run/a\"\n"
+
+const honchoTable = memBase + "[honcho]\nurl = \"https://honcho.example.ts.net\"\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n"
 
 // TestNeeded: the token exactly with gatewayd, Honcho's key exactly when
 // memoryd's config names its credential; anything else is refused
@@ -114,8 +117,8 @@ func TestNeeded(t *testing.T) {
 		{"gatewayd with its token", "", "/root/gatewayd.toml", tok, nil, ""},
 		{"gatewayd without a token", "", "/root/gatewayd.toml", nil, nil, "install-token"},
 		{"a token without gatewayd", "", "", tok, nil, "install-token"},
-		{"honcho off", "state_dir = \"/s\"\n", "", nil, nil, ""},
-		{"honcho off with a key", "state_dir = \"/s\"\n", "", key, nil, "install-honcho-key"},
+		{"honcho off", memBase, "", nil, nil, ""},
+		{"honcho off with a key", memBase, "", key, nil, "install-honcho-key"},
 		{"no config with a key", "", "", key, nil, "install-honcho-key"},
 		{"honcho with its auth off", honchoTable, "", nil, nil, ""},
 		{"honcho with its auth off and a key", honchoTable, "", key, nil, "install-honcho-key"},

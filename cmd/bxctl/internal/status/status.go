@@ -21,11 +21,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"golang.org/x/sys/unix"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/report"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
@@ -273,31 +274,28 @@ func fleetText(f *wire.FleetState, err error) string {
 	return fmt.Sprintf("outbox %d pending, %d sent; Honcho's last answer: ok", f.Pending, f.Sent)
 }
 
-type loopCfg struct {
-	Model struct {
-		Name     string `toml:"name"`
-		MainSlot int    `toml:"main_slot"`
-	} `toml:"model"`
-}
-
-// loopConfig reads what status needs of loopd.toml; other keys are
-// loopd's to judge.
-func loopConfig(state string) loopCfg {
-	var c loopCfg
-	if b, err := os.ReadFile(layout.ConfigPath(state, layout.Loopd)); err == nil {
-		toml.Decode(string(b), &c)
+// loopConfig is loopd.toml as loopd's own loader reads it; the zero
+// Config if loopd would refuse it (status then names no model).
+func loopConfig(state string) loopd.Config {
+	path := layout.ConfigPath(state, layout.Loopd)
+	if b, err := os.ReadFile(path); err == nil {
+		if c, err := loopd.Parse(b, path); err == nil {
+			return c
+		}
 	}
-	return c
+	return loopd.Config{}
 }
 
+// inferUpstream is inferproxy.toml's upstream, as inferproxy's own
+// loader reads it; "" if inferproxy would refuse the file.
 func inferUpstream(state string) string {
-	var c struct {
-		Upstream string `toml:"upstream"`
+	path := layout.ConfigPath(state, layout.Inferproxy)
+	if b, err := os.ReadFile(path); err == nil {
+		if c, err := inferproxy.Parse(b, path); err == nil {
+			return c.Upstream
+		}
 	}
-	if b, err := os.ReadFile(layout.ConfigPath(state, layout.Inferproxy)); err == nil {
-		toml.Decode(string(b), &c)
-	}
-	return c.Upstream
+	return ""
 }
 
 // slotContext asks llama-server's /props for the context per slot.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -83,7 +84,7 @@ func TestSessionAllowanceEndedReplied(t *testing.T) {
 // cannot make an allowance: the command is ignored and nothing reaches
 // brokerd; the approver's own answer that follows is the one relayed.
 func TestApproveSessionNonApprover(t *testing.T) {
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		c.Allow.Channels = []string{r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, r.other.ID)}
 		c.Allow.Users = append(c.Allow.Users, r.other.ID)
 		c.Approvals.Users = []string{r.owner.ID}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -82,7 +82,7 @@ func (g *Gateway) checkApproval(ctx context.Context, call wire.PendingCall) (*ap
 		return g.jobApproval(ctx, call, code, job) // jobs.go: no thread of its own
 	}
 	root, ok := strings.CutPrefix(call.Session, SessionPrefix)
-	if !ok || !mattermost.ValidID(root) {
+	if !ok || !gatewayd.ValidID(root) {
 		return nil, postRefusal(wire.Invalid, "session %q is not a Mattermost thread of this gateway; answer it with bxctl approve", call.Session)
 	}
 	rootPost, err := g.mm.GetPost(ctx, root)

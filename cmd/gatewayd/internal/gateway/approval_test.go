@@ -14,6 +14,7 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -95,7 +96,7 @@ func TestApprovalMultiPartOnlyLast(t *testing.T) {
 }
 
 func TestApprovalNonApproverIgnored(t *testing.T) {
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		c.Allow.Channels = []string{r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, r.other.ID)}
 		c.Allow.Users = append(c.Allow.Users, r.other.ID)
 		c.Approvals.Users = []string{r.owner.ID}

@@ -13,6 +13,7 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -39,7 +40,7 @@ func onePagePDF(text string) []byte {
 // exactly the kept files (the text, the PDF's text, the image's bytes),
 // mode 0640, and the owner gets one line for each file not kept.
 func TestFilesPosted(t *testing.T) {
-	r := newRig(t, func(_ *rig, c *Config) {
+	r := newRig(t, func(_ *rig, c *gatewayd.Config) {
 		require.NoError(t, os.MkdirAll(layout.Attachments.In(c.StateDir), 0o750))
 		require.NoError(t, os.MkdirAll(layout.Images.In(c.StateDir), 0o750))
 	})
@@ -110,7 +111,7 @@ func TestFilesPosted(t *testing.T) {
 
 // TestFileOnlyPost: a post of files and no text still reaches loopd.
 func TestFileOnlyPost(t *testing.T) {
-	r := newRig(t, func(_ *rig, c *Config) {
+	r := newRig(t, func(_ *rig, c *gatewayd.Config) {
 		require.NoError(t, os.MkdirAll(layout.Attachments.In(c.StateDir), 0o750))
 	})
 	f, err := r.mm.Upload(r.owner.ID, r.dm, "a.txt", []byte("hi"))
@@ -161,7 +162,7 @@ func TestAttachmentCommitIsWhole(t *testing.T) {
 // TestFilesUnlisted: when the server will not list a post's files, the
 // owner gets one line and the message still goes to loopd, without them.
 func TestFilesUnlisted(t *testing.T) {
-	r := newRig(t, func(_ *rig, c *Config) {
+	r := newRig(t, func(_ *rig, c *gatewayd.Config) {
 		require.NoError(t, os.MkdirAll(layout.Attachments.In(c.StateDir), 0o750))
 	})
 	f, err := r.mm.Upload(r.owner.ID, r.dm, "a.txt", []byte("hi"))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -115,7 +116,7 @@ func testMemoryCommands(t *testing.T, served bool) {
 				return &wire.Error{Op: "forget", Kind: wire.Denied, Msg: "nothing was forgotten: the code is wrong; see docs/runbook.md#memory-chat-commands"}
 			})).Serve(ctx, peer, c)
 	}
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		c.Allow.Channels = []string{r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, r.other.ID)}
 		c.Allow.Users = append(c.Allow.Users, r.other.ID)
 		c.Approvals.Users = []string{r.owner.ID}

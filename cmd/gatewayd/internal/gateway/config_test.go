@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	c, err := Load("../../../../deploy/gatewayd.toml")
+	c, err := gatewayd.Load("../../../../deploy/gatewayd.toml")
 	if err != nil {
 		t.Fatalf("deploy/gatewayd.toml: %v", err)
 	}
@@ -40,7 +42,7 @@ users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "g.toml")
 			os.WriteFile(p, []byte(tt.text), 0o600)
-			_, err := Load(p)
+			_, err := gatewayd.Load(p)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "k3j9x8c7") {
 				t.Errorf("Load = %v, want %q", err, tt.want)
 			}
@@ -48,7 +50,7 @@ users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 	}
 	p := filepath.Join(t.TempDir(), "g.toml")
 	os.WriteFile(p, []byte(base), 0o600)
-	if c, err := Load(p); err != nil || c.MaxApprovalParts != DefaultMaxApprovalParts {
-		t.Errorf("Load(base) = %+v, %v", c, err)
+	if c, err := gatewayd.Load(p); err != nil || c.MaxApprovalParts != gatewayd.DefaultMaxApprovalParts {
+		t.Errorf("gatewayd.Load(base) = %+v, %v", c, err)
 	}
 }

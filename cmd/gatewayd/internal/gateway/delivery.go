@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -73,7 +73,7 @@ func (s *deliveryState) check() error {
 	}
 	seen := map[string]bool{}
 	for _, e := range s.Sessions {
-		if wire.CheckSessionID(e.Session) != nil || e.Session != SessionPrefix+e.Root || !mattermost.ValidID(e.Channel) || e.Turn < 0 || seen[e.Session] {
+		if wire.CheckSessionID(e.Session) != nil || e.Session != SessionPrefix+e.Root || !gatewayd.ValidID(e.Channel) || e.Turn < 0 || seen[e.Session] {
 			return fmt.Errorf("bad entry %+v", e)
 		}
 		seen[e.Session] = true

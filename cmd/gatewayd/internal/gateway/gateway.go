@@ -32,12 +32,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -46,7 +47,7 @@ import (
 
 // Gateway is the running daemon.
 type Gateway struct {
-	cfg  Config
+	cfg  gatewayd.Config
 	log  *slog.Logger
 	mm   *mattermost.Client
 	me   *mattermost.User
@@ -90,7 +91,7 @@ const maxSeen = 4096
 const MaxCatchUp = 24 * time.Hour
 
 // Run loads the token, connects and serves until ctx ends.
-func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
+func Run(ctx context.Context, log *slog.Logger, cfg gatewayd.Config) error {
 	tok, err := secret.NewStore(log).Load(cfg.Token)
 	if err != nil {
 		return daemon.Refuse(fmt.Errorf("bot token: %v", err))
@@ -108,7 +109,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 
 // New prepares a gateway: who the bot is, the allowlisted users' direct
 // channels, and the approval posts a previous run left (marked dead).
-func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Client) (*Gateway, error) {
+func New(ctx context.Context, log *slog.Logger, cfg gatewayd.Config, mm *mattermost.Client) (*Gateway, error) {
 	me, err := mm.Me(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("who am I: %v; see docs/runbook.md#gateway-mattermost", err)
@@ -131,7 +132,7 @@ func New(ctx context.Context, log *slog.Logger, cfg Config, mm *mattermost.Clien
 		}
 		g.channels[ch.ID] = true
 	}
-	dir := filepath.Join(cfg.StateDir, "gateway")
+	dir := layout.Gateway.In(cfg.StateDir)
 	if g.dead, err = openDeadLog(ctx, dir, mm, log); err != nil {
 		return nil, err
 	}

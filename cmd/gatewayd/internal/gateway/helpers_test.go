@@ -16,6 +16,7 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -166,7 +167,7 @@ type rig struct {
 	dm      string
 	loop    *fakeLoop
 	g       *Gateway
-	cfg     Config
+	cfg     gatewayd.Config
 	logs    *syncBuf
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -204,7 +205,7 @@ func shortDir(t *testing.T) string {
 }
 
 // newRig starts everything; edit(cfg) may change the config first.
-func newRig(t *testing.T, edit func(r *rig, c *Config)) *rig {
+func newRig(t *testing.T, edit func(r *rig, c *gatewayd.Config)) *rig {
 	t.Helper()
 	r := &rig{mm: fake.New(t), loop: &fakeLoop{}, logs: &syncBuf{}, connect: make(chan string, 100)}
 	r.bot = r.mm.AddUser("boxmaker", true)
@@ -213,9 +214,9 @@ func newRig(t *testing.T, edit func(r *rig, c *Config)) *rig {
 	r.dm = r.mm.Direct(r.bot.ID, r.owner.ID)
 	dir := shortDir(t)
 	loopSock := sockettest.Serve(t, filepath.Join(dir, "loop"), &wire.Loop, r.loop.serve)
-	r.cfg = Config{URL: r.mm.URL(), StateDir: filepath.Join(dir, "state"), LoopSocket: loopSock,
-		SocketDir: filepath.Join(dir, "gw"), MaxApprovalParts: DefaultMaxApprovalParts,
-		Allow: Allow{Users: []string{r.owner.ID}}}
+	r.cfg = gatewayd.Config{URL: r.mm.URL(), StateDir: filepath.Join(dir, "state"), LoopSocket: loopSock,
+		SocketDir: filepath.Join(dir, "gw"), MaxApprovalParts: gatewayd.DefaultMaxApprovalParts,
+		Allow: gatewayd.Allow{Users: []string{r.owner.ID}}}
 	if edit != nil {
 		edit(r, &r.cfg)
 	}

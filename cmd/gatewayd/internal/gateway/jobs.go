@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -34,7 +34,7 @@ const maxJobRounds = 8
 // at every poll, until ctx ends. A record it cannot read stops job
 // delivery (loudly) rather than post every report again.
 func (g *Gateway) deliverJobs(ctx context.Context) {
-	path := filepath.Join(g.cfg.StateDir, "gateway", "jobs.json")
+	path := layout.GatewayJobs(g.cfg.StateDir)
 	var cur jobCursor
 	if err := readOwn(path, "job report cursor", "gateway-job-report", &cur); err != nil {
 		g.log.Error("job reports are not posted", "err", err.Error())

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/sockettest"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -44,7 +45,7 @@ func (f *fakeJobLoop) serve(ctx context.Context, peer sockets.Peer, c net.Conn) 
 func TestJobReportsPostedOnce(t *testing.T) {
 	jl := &fakeJobLoop{}
 	var dm, elsewhere string
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		dm = r.dm
 		elsewhere = r.mm.AddChannel("O", "elsewhere", r.bot.ID, r.owner.ID)
 		c.LoopSocket = sockettest.Serve(t, filepath.Join(shortDir(t), "loop"), &wire.Loop, jl.serve)

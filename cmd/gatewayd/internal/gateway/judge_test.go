@@ -8,6 +8,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/mattermost"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
 
 // logLines returns the rig's JSON log records.
@@ -30,7 +31,7 @@ func (r *rig) logLines() []map[string]any {
 func TestStrangerApproveRecorded(t *testing.T) {
 	var eve fake.User
 	var ch string
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		eve = r.mm.AddUser("eve", false)
 		ch = r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID, eve.ID)
 		c.Allow.Channels = []string{ch}
@@ -64,7 +65,7 @@ func TestStrangerApproveRecorded(t *testing.T) {
 // set (a stranger cannot flush it to replay a heard post).
 func TestUnheardNotSeen(t *testing.T) {
 	var eve fake.User
-	r := newRig(t, func(r *rig, c *Config) { eve = r.mm.AddUser("eve", false) })
+	r := newRig(t, func(r *rig, c *gatewayd.Config) { eve = r.mm.AddUser("eve", false) })
 	dm := r.mm.Direct(r.bot.ID, eve.ID)
 	p := r.post(t, eve, dm, "", "hello")
 	waitFor(t, "the post judged", func() bool { return strings.Contains(r.logs.String(), p.ID) })
@@ -82,7 +83,7 @@ func TestUnheardNotSeen(t *testing.T) {
 // later and answered, not dropped for good.
 func TestThreadLookupFailureRetried(t *testing.T) {
 	var ch string
-	r := newRig(t, func(r *rig, c *Config) {
+	r := newRig(t, func(r *rig, c *gatewayd.Config) {
 		ch = r.mm.AddChannel("O", "ops", r.bot.ID, r.owner.ID)
 		c.Allow.Channels = []string{ch}
 		r.lookupRetries = []time.Duration{50 * time.Millisecond}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 // never through a link.
 func TestReadOutbox(t *testing.T) {
 	state := t.TempDir()
-	g := &Gateway{cfg: Config{StateDir: state}}
+	g := &Gateway{cfg: gatewayd.Config{StateDir: state}}
 	dir := filepath.Join(layout.Outbox.In(state), "mm-x")
 	require.NoError(t, os.MkdirAll(dir, 0o750))
 	id := strings.Repeat("ab", 16)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/text/truncate"
 )
 
@@ -44,7 +45,7 @@ const MaxPostFiles = 10
 // belongs to the post, so a file id the post does not hold never passes
 // for one of its files. Infos with a bad id or size are dropped.
 func (c *Client) FileInfosForPost(ctx context.Context, post string) (map[string]*FileInfo, error) {
-	if !ValidID(post) {
+	if !gatewayd.ValidID(post) {
 		return nil, fmt.Errorf("file infos: bad post id %q", post)
 	}
 	var list []*FileInfo
@@ -53,7 +54,7 @@ func (c *Client) FileInfosForPost(ctx context.Context, post string) (map[string]
 	}
 	out := map[string]*FileInfo{}
 	for _, fi := range list {
-		if fi == nil || !ValidID(fi.ID) || fi.Size < 0 || len(out) == MaxPostFiles {
+		if fi == nil || !gatewayd.ValidID(fi.ID) || fi.Size < 0 || len(out) == MaxPostFiles {
 			continue
 		}
 		out[fi.ID] = fi
@@ -68,7 +69,7 @@ var ErrTooLarge = errors.New("over the size cap")
 // a longer body is [ErrTooLarge] after max bytes were written. A 429 is
 // retried as [Client.do] does, before any byte is written.
 func (c *Client) Download(ctx context.Context, id string, max int64, w io.Writer) (int64, error) {
-	if !ValidID(id) {
+	if !gatewayd.ValidID(id) {
 		return 0, fmt.Errorf("download file: bad id %q", id)
 	}
 	u := *c.base
@@ -128,7 +129,7 @@ func (c *Client) Download(ctx context.Context, id string, max int64, w io.Writer
 // the file as a "files" part, as the official client's uploadFile sends
 // a FormData) and returns its id, to attach to a post.
 func (c *Client) UploadFile(ctx context.Context, channel, name string, data []byte) (string, error) {
-	if !ValidID(channel) {
+	if !gatewayd.ValidID(channel) {
 		return "", fmt.Errorf("upload file: bad channel id %q", channel)
 	}
 	var body bytes.Buffer
@@ -171,7 +172,7 @@ func (c *Client) UploadFile(ctx context.Context, channel, name string, data []by
 	var up struct {
 		FileInfos []FileInfo `json:"file_infos"`
 	}
-	if err := json.Unmarshal(b, &up); err != nil || len(up.FileInfos) != 1 || !ValidID(up.FileInfos[0].ID) {
+	if err := json.Unmarshal(b, &up); err != nil || len(up.FileInfos) != 1 || !gatewayd.ValidID(up.FileInfos[0].ID) {
 		return "", errors.New("mattermost upload file: the server sent no valid file info")
 	}
 	return up.FileInfos[0].ID, nil

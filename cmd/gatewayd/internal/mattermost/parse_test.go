@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
 
 const (
@@ -87,10 +89,10 @@ func FuzzParseEvent(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !ValidID(p.Post.ID) || !ValidID(p.Post.UserID) || !ValidID(p.Post.ChannelID) || (p.Post.RootID != "" && !ValidID(p.Post.RootID)) {
+		if !gatewayd.ValidID(p.Post.ID) || !gatewayd.ValidID(p.Post.UserID) || !gatewayd.ValidID(p.Post.ChannelID) || (p.Post.RootID != "" && !gatewayd.ValidID(p.Post.RootID)) {
 			t.Fatalf("unchecked ids in %+v", p.Post)
 		}
-		if !ValidID(p.Post.Thread()) {
+		if !gatewayd.ValidID(p.Post.Thread()) {
 			t.Fatal("bad thread id")
 		}
 	})
@@ -103,7 +105,7 @@ func FuzzParsePost(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !ValidID(p.ID) || p.CreateAt < 0 {
+		if !gatewayd.ValidID(p.ID) || p.CreateAt < 0 {
 			t.Fatalf("accepted %+v", p)
 		}
 	})

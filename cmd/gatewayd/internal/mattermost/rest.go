@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/text/truncate"
 )
@@ -190,7 +191,7 @@ func (c *Client) Me(ctx context.Context) (*User, error) {
 	if err := c.do(ctx, "users/me", http.MethodGet, "/users/me", nil, nil, &u); err != nil {
 		return nil, err
 	}
-	if !ValidID(u.ID) {
+	if !gatewayd.ValidID(u.ID) {
 		return nil, errors.New("mattermost users/me: the server sent no valid user id")
 	}
 	return &u, nil
@@ -253,7 +254,7 @@ func (c *Client) CreatePostFiles(ctx context.Context, channel, root, message, ke
 
 // PatchMessage replaces a post's message (PUT /posts/{id}/patch).
 func (c *Client) PatchMessage(ctx context.Context, id, message string) error {
-	if !ValidID(id) {
+	if !gatewayd.ValidID(id) {
 		return fmt.Errorf("patch post: bad id %q", id)
 	}
 	return c.do(ctx, "patch post", http.MethodPut, "/posts/"+id+"/patch", nil, map[string]string{"message": message}, nil)
@@ -261,7 +262,7 @@ func (c *Client) PatchMessage(ctx context.Context, id, message string) error {
 
 // GetPost fetches one post (GET /posts/{id}).
 func (c *Client) GetPost(ctx context.Context, id string) (*Post, error) {
-	if !ValidID(id) {
+	if !gatewayd.ValidID(id) {
 		return nil, fmt.Errorf("get post: bad id %q", id)
 	}
 	var p Post
@@ -281,7 +282,7 @@ func (c *Client) DirectChannel(ctx context.Context, me, user string) (*Channel, 
 	if err := c.do(ctx, "direct channel", http.MethodPost, "/channels/direct", nil, []string{me, user}, &ch); err != nil {
 		return nil, err
 	}
-	if !ValidID(ch.ID) || ch.Type != ChannelDirect {
+	if !gatewayd.ValidID(ch.ID) || ch.Type != ChannelDirect {
 		return nil, errors.New("direct channel: the server sent no valid direct channel")
 	}
 	return &ch, nil
@@ -296,7 +297,7 @@ func (c *Client) Typing(ctx context.Context, channel, root string) error {
 // Thread returns a thread's posts, oldest first (GET /posts/{id}/thread;
 // the order of order is not relied on).
 func (c *Client) Thread(ctx context.Context, root string) ([]*Post, error) {
-	if !ValidID(root) {
+	if !gatewayd.ValidID(root) {
 		return nil, fmt.Errorf("thread: bad id %q", root)
 	}
 	var l PostList
@@ -326,7 +327,7 @@ const maxSincePages = 50
 // (ChannelId, UpdateAt) the database returns the oldest first, which
 // this paging relies on.
 func (c *Client) PostsSince(ctx context.Context, channel string, since int64) ([]*Post, error) {
-	if !ValidID(channel) {
+	if !gatewayd.ValidID(channel) {
 		return nil, fmt.Errorf("posts since: bad channel id %q", channel)
 	}
 	// api4/post.go getPostsForChannel reads since only when it is above

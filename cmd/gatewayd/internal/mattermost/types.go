@@ -5,7 +5,7 @@
 //
 // Invariants:
 //   - everything the server sends is untrusted: bodies are size-capped
-//     before they are read, ids are checked against [IDPattern] before
+//     before they are read, ids are checked against [gatewayd.IDPattern] before
 //     they are used, and a post whose fields do not parse is dropped, not
 //     half-read (the server's model grows fields, so unknown ones are
 //     ignored here, unlike on Boxmaker's own sockets);
@@ -25,14 +25,6 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
-
-// IDPattern is a Mattermost id: 26 characters of lower-case base32
-// (model.NewId, server/public/model/utils.go); gatewayd.toml's loader
-// holds the one pattern.
-var IDPattern = gatewayd.IDPattern
-
-// ValidID reports whether s is a Mattermost id.
-func ValidID(s string) bool { return gatewayd.ValidID(s) }
 
 // Post is the part of model.Post (server/public/model/post.go) gatewayd
 // reads.
@@ -72,7 +64,7 @@ func ParsePost(b []byte) (*Post, error) {
 }
 
 func (p *Post) check() error {
-	if !ValidID(p.ID) || !ValidID(p.UserID) || !ValidID(p.ChannelID) || (p.RootID != "" && !ValidID(p.RootID)) {
+	if !gatewayd.ValidID(p.ID) || !gatewayd.ValidID(p.UserID) || !gatewayd.ValidID(p.ChannelID) || (p.RootID != "" && !gatewayd.ValidID(p.RootID)) {
 		return errors.New("parse post: an id is not a Mattermost id")
 	}
 	if p.CreateAt < 0 {

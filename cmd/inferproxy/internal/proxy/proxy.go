@@ -19,12 +19,13 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Run serves until ctx is cancelled.
-func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
+func Run(ctx context.Context, log *slog.Logger, cfg inferproxy.Config) error {
 	ln, err := sockets.Listen(sockets.Config{
 		Dir: cfg.SocketDir, Name: wire.Infer.Name,
 		AllowUIDs: cfg.AllowUIDs, AllowGIDs: cfg.AllowGIDs,
@@ -42,7 +43,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 }
 
 type proxy struct {
-	cfg    Config
+	cfg    inferproxy.Config
 	log    *slog.Logger
 	bucket *bucket
 }

@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	c, err := Load("../../../../deploy/inferproxy.toml")
+	c, err := inferproxy.Load("../../../../deploy/inferproxy.toml")
 	if err != nil {
 		t.Fatalf("deploy/inferproxy.toml: %v", err)
 	}
@@ -31,16 +32,16 @@ func TestExampleConfigLoads(t *testing.T) {
 func TestConfigRefusals(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		c    Config
+		c    inferproxy.Config
 		want string
 	}{
-		{"relative dir", Config{SocketDir: "run", Upstream: "h:1"}, "absolute"},
-		{"no port", Config{SocketDir: "/run", Upstream: "localhost"}, "host:port"},
-		{"no host", Config{SocketDir: "/run", Upstream: ":8080"}, "host:port"},
-		{"bad port", Config{SocketDir: "/run", Upstream: "h:99999"}, "1..65535"},
-		{"named port", Config{SocketDir: "/run", Upstream: "h:http"}, "1..65535"},
-		{"negative", Config{SocketDir: "/run", Upstream: "h:1", MaxConns: -1}, "max_conns"},
-		{"negative timeout", Config{SocketDir: "/run", Upstream: "h:1", IdleTimeoutMS: -1}, "negative"},
+		{"relative dir", inferproxy.Config{SocketDir: "run", Upstream: "h:1"}, "absolute"},
+		{"no port", inferproxy.Config{SocketDir: "/run", Upstream: "localhost"}, "host:port"},
+		{"no host", inferproxy.Config{SocketDir: "/run", Upstream: ":8080"}, "host:port"},
+		{"bad port", inferproxy.Config{SocketDir: "/run", Upstream: "h:99999"}, "1..65535"},
+		{"named port", inferproxy.Config{SocketDir: "/run", Upstream: "h:http"}, "1..65535"},
+		{"negative", inferproxy.Config{SocketDir: "/run", Upstream: "h:1", MaxConns: -1}, "max_conns"},
+		{"negative timeout", inferproxy.Config{SocketDir: "/run", Upstream: "h:1", IdleTimeoutMS: -1}, "negative"},
 	} {
 		if _, err := tt.c.WithDefaults(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: WithDefaults = %v, want %q", tt.name, err, tt.want)
@@ -78,7 +79,7 @@ type harness struct {
 	stop func()
 }
 
-func start(t *testing.T, cfg Config) harness {
+func start(t *testing.T, cfg inferproxy.Config) harness {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "infer")
 	if err := sockets.MakeDir(dir, 0o700); err != nil {
@@ -142,7 +143,7 @@ func TestStreamOutlastsIdleTimeout(t *testing.T) {
 		}
 		io.WriteString(w, "data: [DONE]\n\n")
 	})
-	h := start(t, Config{Upstream: up, IdleTimeoutMS: 300})
+	h := start(t, inferproxy.Config{Upstream: up, IdleTimeoutMS: 300})
 	resp, err := unixClient(h.sock).Post("http://llama/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 	release := make(chan struct{})
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { <-release })
 	defer close(release)
-	h := start(t, Config{Upstream: up, IdleTimeoutMS: 150})
+	h := start(t, inferproxy.Config{Upstream: up, IdleTimeoutMS: 150})
 	c, err := net.Dial("unix", h.sock)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +184,7 @@ func TestUpstreamDownClosesConnection(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	h := start(t, Config{Upstream: addr})
+	h := start(t, inferproxy.Config{Upstream: addr})
 	_, err := unixClient(h.sock).Get("http://llama/health")
 	if err == nil {
 		t.Error("request through a proxy with no upstream succeeded")
@@ -192,7 +193,7 @@ func TestUpstreamDownClosesConnection(t *testing.T) {
 
 func TestAcceptRateLimit(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	h := start(t, Config{Upstream: up, AcceptsPerSec: 1, AcceptBurst: 2})
+	h := start(t, inferproxy.Config{Upstream: up, AcceptsPerSec: 1, AcceptBurst: 2})
 	var ok, refused int
 	for range 4 {
 		c, err := net.Dial("unix", h.sock)
@@ -216,7 +217,7 @@ func TestAcceptRateLimit(t *testing.T) {
 
 func TestStopRemovesSocket(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {})
-	h := start(t, Config{Upstream: up})
+	h := start(t, inferproxy.Config{Upstream: up})
 	h.stop()
 	if _, err := os.Stat(h.sock); !os.IsNotExist(err) {
 		t.Errorf("infer.sock still there after stop: %v", err)

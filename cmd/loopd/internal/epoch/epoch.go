@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/model/chat"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
 	"wntrmute.dev/boxmaker/pkg/text/sanitize"
@@ -214,7 +215,7 @@ func uncovered(recs []session.Record, covered, upTo, epoch int64) string {
 func Text(content string, epoch int64) string {
 	t := strings.TrimSpace(sanitize.Neutralise(content))
 	if t == "" {
-		return fmt.Sprintf("(The model wrote no summary of epoch %d; its full log is kept as sessions/<id>/%d.jsonl.)", epoch, epoch)
+		return fmt.Sprintf("(The model wrote no summary of epoch %d; its full log is kept as %s.)", epoch, layout.EpochRel("<id>", epoch))
 	}
 	t, _ = truncate.Bytes(t, MaxSummaryBytes)
 	return t

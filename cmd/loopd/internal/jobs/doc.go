@@ -1,5 +1,5 @@
 // Package jobs is loopd's scheduler of the owner's jobs: the files
-// jobs/*.toml (job.go), their schedules (schedule.go), loopd's record of
+// jobs/*.toml (job.go), their schedules (package roleconf/loopd/schedule), loopd's record of
 // runs (state.go, loop/jobs.json) and the runs themselves (run.go).
 //
 // Invariants:

@@ -15,6 +15,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd/schedule"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -81,7 +82,7 @@ type file struct {
 type Job struct {
 	Name     string
 	File     string // its path
-	Schedule Schedule
+	Schedule schedule.Schedule
 	Prompt   string
 	Deliver  Deliver
 	Caps     Caps
@@ -137,15 +138,15 @@ func Parse(path string, data []byte, lim Limits) (Job, error) {
 		slices.Sort(set)
 		return Job{}, fmt.Errorf("job %s: give exactly one of cron, every or at (got %d: %s)", path, len(set), strings.Join(set, ", "))
 	}
-	var s Schedule
+	var s schedule.Schedule
 	var err error
 	switch set[0] {
 	case "cron":
-		s, err = ParseCron(f.Cron)
+		s, err = schedule.ParseCron(f.Cron)
 	case "every":
-		s, err = ParseEvery(f.Every)
+		s, err = schedule.ParseEvery(f.Every)
 	default:
-		s, err = ParseAt(f.At)
+		s, err = schedule.ParseAt(f.At)
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("job %s: %v", path, err)

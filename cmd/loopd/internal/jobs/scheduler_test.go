@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd/schedule"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -213,7 +214,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if j.Name != "a" || j.Prompt == "" || len(j.Prompt) > MaxPrompt || j.Schedule.kind == 0 || j.Deliver.Kind == "" {
+		if j.Name != "a" || j.Prompt == "" || len(j.Prompt) > MaxPrompt || j.Schedule == (schedule.Schedule{}) || j.Deliver.Kind == "" {
 			t.Fatalf("Parse accepted %+v", j)
 		}
 	})
@@ -273,7 +274,7 @@ func TestBuiltinNameReserved(t *testing.T) {
 	var runs []ran
 	writeJob(t, dir, TieringName, hourly(TieringName, "p"))
 	s := newScheduler(t, dir, state, c, &runs)
-	sched, err := ParseCron("0 * * * *")
+	sched, err := schedule.ParseCron("0 * * * *")
 	require.NoError(t, err)
 	s.Builtin = []Job{Tiering(sched, func(context.Context, string) (*wire.TieringStats, error) { return &wire.TieringStats{}, nil })}
 	s.Tick(context.Background(), c.now())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd/schedule"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
@@ -12,10 +13,6 @@ import (
 // TieringName is the built-in memory tiering job's name; no job file may
 // take it.
 const TieringName = "memory-tiering"
-
-// DefaultTiering is when the tiering job runs unless loopd.toml says
-// otherwise: Sundays at 04:00 UTC.
-const DefaultTiering = "0 4 * * 0"
 
 // tieringCalls caps the run: one consolidate per file, and an answer.
 const tieringCalls = 4
@@ -27,7 +24,7 @@ const tieringCalls = 4
 // file. The proposal is the model's memory tool call, decided by brokerd
 // and journalled (and undoable) by memoryd like every other write; this
 // job writes nothing itself.
-func Tiering(s Schedule, stats func(ctx context.Context, session string) (*wire.TieringStats, error)) Job {
+func Tiering(s schedule.Schedule, stats func(ctx context.Context, session string) (*wire.TieringStats, error)) Job {
 	return Job{Name: TieringName, File: "(built in)", Schedule: s, Deliver: Deliver{Kind: "log"}, Caps: Caps{MaxCalls: tieringCalls},
 		SHA256: "builtin",
 		Build: func(ctx context.Context, session string) (string, error) {

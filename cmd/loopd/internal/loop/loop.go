@@ -25,6 +25,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
 	"wntrmute.dev/boxmaker/pkg/model/selftest"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
@@ -36,7 +37,7 @@ import (
 var defaultSystem string
 
 // Run runs loopd until ctx is cancelled.
-func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
+func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 	system := defaultSystem
 	if cfg.SystemFile != "" {
 		b, err := os.ReadFile(cfg.SystemFile)
@@ -45,15 +46,15 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		}
 		system = string(b)
 	}
-	main, err := cfg.client(cfg.Model.MainSlot)
+	main, err := client(cfg, cfg.Model.MainSlot)
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	bg, err := cfg.client(*cfg.Model.BackgroundSlot)
+	bg, err := client(cfg, *cfg.Model.BackgroundSlot)
 	if err != nil {
 		return daemon.Refuse(err)
 	}
-	base, _ := cfg.Baseline(ctx, system, nil, "", "", 0)
+	base, _ := baseline(ctx, cfg, system, nil, "", "", 0)
 	nCtx, vision, err := startupCheck(ctx, log, cfg, bg, base)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		return daemon.Refuse(err)
 	}
 	defer ln.Close()
-	engine := &turn.Engine{Model: main, Broker: cfg.broker(), Limits: cfg.limits(),
+	engine := &turn.Engine{Model: main, Broker: brokerPort(cfg), Limits: limits(cfg),
 		Context: turn.Context{NCtx: nCtx, MaxTokens: main.MaxTokens()},
 		Vision:  vision, Media: turn.Cached(loadImage(cfg.StateDir))}
 	var mem *memory.Client
@@ -81,7 +82,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	// session of its own through brokerd like any other (jobs.go).
 	bgEngine := *engine
 	bgEngine.Model = bg
-	sched := cfg.scheduler(log, &bgEngine, func(id string) (session.Baseline, error) { return cfg.Baseline(ctx, system, mem, id, "", 0) }, mem)
+	sched := scheduler(cfg, log, &bgEngine, func(id string) (session.Baseline, error) { return baseline(ctx, cfg, system, mem, id, "", 0) }, mem)
 	if err := sched.Start(); err != nil {
 		return daemon.Refuse(err)
 	}
@@ -89,14 +90,14 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 		State:  cfg.StateDir,
 		Engine: engine,
 		Baseline: func(id, channel string) (session.Baseline, error) {
-			return cfg.Baseline(ctx, system, mem, id, channel, 0)
+			return baseline(ctx, cfg, system, mem, id, channel, 0)
 		},
 		Log:        log,
-		Epoch:      cfg.changer(log, main, bg, nCtx, system, mem),
-		Policy:     cfg.policy(),
+		Epoch:      changer(cfg, log, main, bg, nCtx, system, mem),
+		Policy:     policy(cfg),
 		Jobs:       sched.List,
 		JobReports: sched.Reports,
-		Status:     cfg.statusInfo(nCtx),
+		Status:     statusInfo(cfg, nCtx),
 		Vision:     vision,
 	}
 	m.Start(ctx)
@@ -109,13 +110,12 @@ func Run(ctx context.Context, log *slog.Logger, cfg Config) error {
 	return err
 }
 
-// Baseline builds epoch's baseline for session id of channel ("" for
+// baseline builds epoch's baseline for session id of channel ("" for
 // none): the system prompt, then the identity block from memoryd (when
 // one is configured, told the channel), then the core tools (with
-// ask_memory when the config offers it). A block memoryd
-// refuses, or no answer, refuses the session: it must not start without
-// its identity.
-func (c Config) Baseline(ctx context.Context, system string, mem *memory.Client, id, channel string, epoch int64) (session.Baseline, error) {
+// ask_memory when the config offers it). A block memoryd refuses, or no
+// answer, refuses the session: it must not start without its identity.
+func baseline(ctx context.Context, c loopd.Config, system string, mem *memory.Client, id, channel string, epoch int64) (session.Baseline, error) {
 	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core(c.AskMemory), Channel: channel}
 	if mem == nil {
 		return b, nil
@@ -128,9 +128,9 @@ func (c Config) Baseline(ctx context.Context, system string, mem *memory.Client,
 	return b, nil
 }
 
-// broker is the port to brokerd: its socket, or a refusal of every call
+// brokerPort is the port to brokerd: its socket, or a refusal of every call
 // when none is configured.
-func (c Config) broker() broker.Port {
+func brokerPort(c loopd.Config) broker.Port {
 	if c.BrokerSocket == "" {
 		return broker.Refusing{}
 	}
@@ -143,7 +143,7 @@ func (c Config) broker() broker.Port {
 // (memoryd hands that over per session, under its own cap). It returns
 // the per-slot context the server reported and whether the model can see
 // (its /props modalities.vision).
-func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Client, base session.Baseline) (int, bool, error) {
+func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *llama.Client, base session.Baseline) (int, bool, error) {
 	r := selftest.Run(ctx, c, *cfg.Model.BackgroundSlot, selftest.Expect{
 		NCtx: cfg.Serving.NCtx, Slots: cfg.Serving.Slots, TemplateSHA256: cfg.Serving.TemplateSHA256,
 		OtherSlots: []int{cfg.Model.MainSlot},
@@ -170,7 +170,7 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg Config, c *llama.Cl
 
 // statusInfo is what gatewayd's !status shows of this loopd: its model,
 // slot and context, and the sockets of the roles it talks to.
-func (c *Config) statusInfo(nCtx int) server.StatusInfo {
+func statusInfo(c loopd.Config, nCtx int) server.StatusInfo {
 	si := server.StatusInfo{Model: c.Model.Name, Slot: c.Model.MainSlot, SlotContext: nCtx}
 	for _, p := range []server.StatusPeer{{Role: "inferproxy", Socket: c.InferSocket}, {Role: "brokerd", Socket: c.BrokerSocket}, {Role: "memoryd", Socket: c.MemorySocket}} {
 		if p.Socket != "" {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -47,7 +47,7 @@ func (m *Manager) status(ctx context.Context, _ sockets.Peer, q *wire.StatusQuer
 		st.Running = l.running
 		l.mu.Unlock()
 	}
-	files, _ := sessionlog.Files(filepath.Join(m.State, "sessions"))
+	files, _ := sessionlog.Files(layout.Sessions.In(m.State))
 	y, mo, d := time.Now().UTC().Date()
 	midnight := time.Date(y, mo, d, 0, 0, 0, 0, time.UTC)
 	var prefillUS int64

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 )
@@ -34,13 +34,9 @@ type (
 
 var logRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.jsonl$`)
 
-func logPath(dir string, epoch int64) string {
-	return filepath.Join(dir, fmt.Sprintf("%d.jsonl", epoch))
-}
+func logPath(dir string, epoch int64) string { return layout.EpochLog(dir, epoch) }
 
-func baselinePath(dir string, epoch int64) string {
-	return filepath.Join(dir, fmt.Sprintf("%d.baseline.json", epoch))
-}
+func baselinePath(dir string, epoch int64) string { return layout.EpochBaseline(dir, epoch) }
 
 // Current is the current epoch of the session in dir: the highest n with
 // a regular file n.jsonl, 0 if there is none.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/model/chat"
@@ -38,7 +39,7 @@ type Session struct {
 }
 
 // Dir is sessions/<id> under the state directory.
-func Dir(state, id string) string { return filepath.Join(state, "sessions", id) }
+func Dir(state, id string) string { return layout.SessionDir(state, id) }
 
 // Open opens (or creates) session id under state, at its current epoch.
 // A new session snapshots newBaseline as epoch 0's; an existing one keeps

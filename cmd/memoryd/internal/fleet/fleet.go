@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -22,7 +24,7 @@ const IdentitySession = "_identity"
 
 // Config is what fleet memory runs with.
 type Config struct {
-	Honcho   honcho.Settings
+	Honcho   honchoconf.Settings
 	Gate     Gate
 	Sessions string // loopd's sessions/, read only
 	// Backoff bounds the wait between failed sends (doubling from Min).
@@ -37,7 +39,7 @@ type Config struct {
 
 // Pair is a trusted and an untrusted workspace: clean turns go to the
 // first, every other written turn to the second (P23).
-type Pair struct{ Trusted, Untrusted honcho.ID }
+type Pair struct{ Trusted, Untrusted honchoconf.ID }
 
 // Defaults.
 const (
@@ -47,12 +49,12 @@ const (
 
 // Client is the part of *honcho.Client fleet memory uses.
 type Client interface {
-	Workspace(ctx context.Context, id honcho.ID) (honcho.Workspace, error)
-	AddMessages(ctx context.Context, w, s honcho.ID, msgs []honcho.NewMessage) ([]honcho.Message, error)
-	ListMessages(ctx context.Context, w, s honcho.ID, page, size int, reverse bool) (honcho.Page, error)
+	Workspace(ctx context.Context, id honchoconf.ID) (honcho.Workspace, error)
+	AddMessages(ctx context.Context, w, s honchoconf.ID, msgs []honcho.NewMessage) ([]honcho.Message, error)
+	ListMessages(ctx context.Context, w, s honchoconf.ID, page, size int, reverse bool) (honcho.Page, error)
 	Search(ctx context.Context, scope honcho.Search, query string, limit int) ([]honcho.Message, error)
-	Chat(ctx context.Context, w, p honcho.ID, q honcho.Question) (honcho.Answer, error)
-	DeleteSession(ctx context.Context, w, s honcho.ID) error
+	Chat(ctx context.Context, w, p honchoconf.ID, q honcho.Question) (honcho.Answer, error)
+	DeleteSession(ctx context.Context, w, s honchoconf.ID) error
 }
 
 // Fleet is fleet memory.
@@ -65,7 +67,7 @@ type Fleet struct {
 	wake   chan struct{}
 
 	mu      sync.Mutex // guards ensured and pending
-	ensured map[honcho.ID]bool
+	ensured map[honchoconf.ID]bool
 	pending map[pendingTurns]bool
 
 	fileMu sync.Mutex // orders filing: one turn's decision at a time
@@ -86,7 +88,7 @@ func Open(log *slog.Logger, cfg Config, client Client, path string) (*Fleet, err
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honcho.ID]bool{},
+	return &Fleet{cfg: cfg, log: log, client: client, outbox: o, now: time.Now, wake: make(chan struct{}, 1), ensured: map[honchoconf.ID]bool{},
 		pending: map[pendingTurns]bool{}}, nil
 }
 
@@ -117,7 +119,7 @@ func MessageID(session string, epoch int64, record int) string {
 // that comes later files them untrusted, never trusted), the session is
 // retried by [Fleet.Retry], and the error wraps [ErrDeferred].
 func (f *Fleet) TurnEnded(ctx context.Context, session string, epoch int64) (map[Filing]int, error) {
-	turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, session, fmt.Sprintf("%d.jsonl", epoch)))
+	turns, err := ReadTurns(layout.EpochLog(filepath.Join(f.cfg.Sessions, session), epoch))
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +222,7 @@ func (f *Fleet) Retry(ctx context.Context) (int, error) {
 	f.mu.Unlock()
 	waiting := 0
 	for _, p := range todo {
-		turns, err := ReadTurns(filepath.Join(f.cfg.Sessions, p.session, fmt.Sprintf("%d.jsonl", p.epoch)))
+		turns, err := ReadTurns(layout.EpochLog(filepath.Join(f.cfg.Sessions, p.session), p.epoch))
 		if err == nil {
 			_, err = f.fileTurns(ctx, p.session, turns, false)
 		}
@@ -257,7 +259,7 @@ func (f *Fleet) items(t Turn, filing Filing, pair Pair) []Item {
 		ws, source = pair.Untrusted, "memory-tainted"
 	}
 	class := dataclass.Join(t.Labels.Taint, dataclass.Floor)
-	one := func(l Line, peer honcho.ID) Item {
+	one := func(l Line, peer honchoconf.ID) Item {
 		return Item{ID: MessageID(t.Session, t.Epoch, l.Record), Workspace: ws.String(), Session: t.Session, Peer: peer.String(),
 			Content: content(l.Text), Metadata: map[string]string{
 				"boxmaker_id": MessageID(t.Session, t.Epoch, l.Record), "class": class.String(), "source": source,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // Forgetting in fleet memory. Honcho cannot delete one message; the
@@ -85,7 +85,7 @@ func (o *Outbox) Forget(id, tomb string) (Forgotten, error) {
 	f.Filed = true
 	orig, _, _ := strings.Cut(f.Old, afterMark)
 	f.New = orig + afterMark + tomb
-	if _, err := honcho.ParseID(f.New); err != nil {
+	if _, err := honchoconf.ParseID(f.New); err != nil {
 		return Forgotten{}, fmt.Errorf("forget %s: %w", id, err)
 	}
 	steps := []struct {
@@ -130,8 +130,8 @@ func (f *Fleet) deleteDue(ctx context.Context) error {
 	}
 	rows.Close()
 	for _, d := range due {
-		w, err1 := honcho.ParseID(d.ws)
-		s, err2 := honcho.ParseID(d.s)
+		w, err1 := honchoconf.ParseID(d.ws)
+		s, err2 := honchoconf.ParseID(d.s)
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("outbox deletion of %s/%s: bad id", d.ws, d.s)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -21,9 +22,9 @@ func FuzzFleetHit(f *testing.F) {
 	f.Add([]byte(`{"class":"secret","source":"memory-tainted","boxmaker_id":7}`), true)
 	f.Add([]byte(`{}`), true)
 	f.Fuzz(func(t *testing.T, md []byte, trusted bool) {
-		m := honcho.Message{ID: "m", Content: "text", Peer: honcho.MustID("p"), Session: honcho.MustID("s"), Workspace: honcho.MustID("w"),
+		m := honcho.Message{ID: "m", Content: "text", Peer: honchoconf.MustID("p"), Session: honchoconf.MustID("s"), Workspace: honchoconf.MustID("w"),
 			Metadata: json.RawMessage(md), CreatedAt: time.Unix(0, 0)}
-		h := fleetHit(honcho.Source{ID: honcho.MustID("w"), Trusted: trusted}, m)
+		h := fleetHit(honchoconf.Source{ID: honchoconf.MustID("w"), Trusted: trusted}, m)
 		if !trusted && h.Source != recall.SourceTainted {
 			t.Fatalf("untrusted workspace hit labelled %s", h.Source)
 		}

@@ -12,6 +12,7 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/model/chat"
@@ -85,14 +86,14 @@ type rig struct {
 	sessions string
 	db       string
 	gate     Gate
-	settings honcho.Settings
+	settings honchoconf.Settings
 	client   Client
 	fleet    *Fleet
 }
 
-func settings(t testing.TB, url string, others ...honcho.Other) honcho.Settings {
+func settings(t testing.TB, url string, others ...honchoconf.Other) honchoconf.Settings {
 	t.Helper()
-	s, err := honcho.Parse(honcho.Config{URL: url, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
+	s, err := honchoconf.Parse(honchoconf.Config{URL: url, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
 		TimeoutMS: 2000, ReadBoundMS: 300, Workspaces: others})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func settings(t testing.TB, url string, others ...honcho.Other) honcho.Settings 
 
 // newRig starts a fake Honcho and a fake gate (answer) and opens fleet
 // memory over them.
-func newRig(t testing.TB, answer func(q *wire.SessionQuery) strict.Variant, others ...honcho.Other) *rig {
+func newRig(t testing.TB, answer func(q *wire.SessionQuery) strict.Variant, others ...honchoconf.Other) *rig {
 	t.Helper()
 	r := &rig{t: t, honcho: fake.New(t, fake.Options{}), sessions: filepath.Join(t.TempDir(), "sessions"), db: filepath.Join(t.TempDir(), "fleet.db")}
 	r.settings = settings(t, r.honcho.URL, others...)

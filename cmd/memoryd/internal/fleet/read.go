@@ -10,15 +10,16 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/text/truncate"
 )
 
 // Source is a workspace read, with the owner's trust in it: the agent's
 // two and the others configured.
-func (f *Fleet) sources() []honcho.Source {
+func (f *Fleet) sources() []honchoconf.Source {
 	s := f.cfg.Honcho
-	return append([]honcho.Source{{ID: s.Trusted, Trusted: true}, {ID: s.Untrusted}}, s.Others...)
+	return append([]honchoconf.Source{{ID: s.Trusted, Trusted: true}, {ID: s.Untrusted}}, s.Others...)
 }
 
 // ReadBound is how long a read waits on Honcho.
@@ -40,7 +41,7 @@ func (r Reach) Reached() bool { return r.Answered == r.Asked }
 // keeps the source its writer gave it (identity for a moved entry). Its
 // class is the one its metadata names, never below private (an entry
 // without one is private: nothing above it is written).
-func (f *Fleet) Search(ctx context.Context, query string, k int, extra ...honcho.Source) ([]recall.Hit, Reach) {
+func (f *Fleet) Search(ctx context.Context, query string, k int, extra ...honchoconf.Source) ([]recall.Hit, Reach) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Honcho.ReadBound)
 	defer cancel()
 	srcs := append(f.sources(), extra...)
@@ -90,7 +91,7 @@ func (f *Fleet) Search(ctx context.Context, query string, k int, extra ...honcho
 	return out, r
 }
 
-func fleetHit(src honcho.Source, m honcho.Message) recall.Hit {
+func fleetHit(src honchoconf.Source, m honcho.Message) recall.Hit {
 	var md map[string]json.RawMessage
 	json.Unmarshal(m.Metadata, &md)
 	str := func(k string) string {
@@ -170,7 +171,7 @@ type WorkspaceAnswer struct {
 // within the read bound. The dialectic's answer carries no provenance,
 // so a workspace that answered labels the whole: one untrusted answer
 // makes it untrusted.
-func (f *Fleet) Ask(ctx context.Context, question string, extra ...honcho.Source) Asked {
+func (f *Fleet) Ask(ctx context.Context, question string, extra ...honchoconf.Source) Asked {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Honcho.ReadBound)
 	defer cancel()
 	srcs := append(f.sources(), extra...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // lookPages bounds how far back a message whose earlier send may have
@@ -92,11 +93,11 @@ func (f *Fleet) SendOnce(ctx context.Context) (int, error) {
 }
 
 func (f *Fleet) send(ctx context.Context, items []Item) error {
-	w, err := honcho.ParseID(items[0].Workspace)
+	w, err := honchoconf.ParseID(items[0].Workspace)
 	if err != nil {
 		return err
 	}
-	s, err := honcho.ParseID(items[0].Session)
+	s, err := honchoconf.ParseID(items[0].Session)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (f *Fleet) send(ctx context.Context, items []Item) error {
 	msgs := make([]honcho.NewMessage, len(items))
 	ids := make([]string, len(items))
 	for i, it := range items {
-		p, err := honcho.ParseID(it.Peer)
+		p, err := honchoconf.ParseID(it.Peer)
 		if err != nil {
 			return err
 		}
@@ -165,7 +166,7 @@ func (f *Fleet) send(ctx context.Context, items []Item) error {
 var testOnlyBeforeSend func()
 
 // ensure gets or creates workspace w once per process.
-func (f *Fleet) ensure(ctx context.Context, w honcho.ID) error {
+func (f *Fleet) ensure(ctx context.Context, w honchoconf.ID) error {
 	f.mu.Lock()
 	done := f.ensured[w]
 	f.mu.Unlock()
@@ -185,7 +186,7 @@ func (f *Fleet) ensure(ctx context.Context, w honcho.ID) error {
 // boxmaker_id in each message's metadata, newest first: over the newest
 // lookPages pages, or with whole over every page (a message of a
 // rebuilt outbox, or resynced, may have been sent long ago).
-func (f *Fleet) held(ctx context.Context, w, s honcho.ID, ids []string, whole bool) (map[string]bool, error) {
+func (f *Fleet) held(ctx context.Context, w, s honchoconf.ID, ids []string, whole bool) (map[string]bool, error) {
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // Limits from Honcho's schemas (src/schemas/api.py) and settings
@@ -30,14 +32,14 @@ func refuse(op, format string, a ...any) error {
 }
 
 type idBody struct {
-	ID ID `json:"id"`
+	ID honchoconf.ID `json:"id"`
 }
 
-func ws(w ID, rest ...string) []string {
+func ws(w honchoconf.ID, rest ...string) []string {
 	return append([]string{"v3", "workspaces", w.String()}, rest...)
 }
 
-func need(op string, ids ...ID) error {
+func need(op string, ids ...honchoconf.ID) error {
 	for _, id := range ids {
 		if id.IsZero() {
 			return refuse(op, "an id is empty")
@@ -48,7 +50,7 @@ func need(op string, ids ...ID) error {
 
 // Workspace gets or creates a workspace (POST /v3/workspaces: 201 when
 // created, 200 when it existed; src/routers/workspaces.py).
-func (c *Client) Workspace(ctx context.Context, id ID) (Workspace, error) {
+func (c *Client) Workspace(ctx context.Context, id honchoconf.ID) (Workspace, error) {
 	const op = "get or create honcho workspace"
 	if err := need(op, id); err != nil {
 		return Workspace{}, err
@@ -69,7 +71,7 @@ func (c *Client) Workspace(ctx context.Context, id ID) (Workspace, error) {
 }
 
 // Peer gets or creates a peer (POST /v3/workspaces/{w}/peers; src/routers/peers.py get_or_create_peer).
-func (c *Client) Peer(ctx context.Context, w, id ID) (Peer, error) {
+func (c *Client) Peer(ctx context.Context, w, id honchoconf.ID) (Peer, error) {
 	const op = "get or create honcho peer"
 	if err := need(op, w, id); err != nil {
 		return Peer{}, err
@@ -98,11 +100,11 @@ type PeerConfig struct {
 }
 
 type sessionBody struct {
-	ID    ID                    `json:"id"`
+	ID    honchoconf.ID         `json:"id"`
 	Peers map[string]PeerConfig `json:"peers,omitempty"`
 }
 
-func peerMap(op string, peers map[ID]PeerConfig) (map[string]PeerConfig, error) {
+func peerMap(op string, peers map[honchoconf.ID]PeerConfig) (map[string]PeerConfig, error) {
 	if peers == nil {
 		return nil, nil
 	}
@@ -118,7 +120,7 @@ func peerMap(op string, peers map[ID]PeerConfig) (map[string]PeerConfig, error) 
 
 // Session gets or creates a session, adding peers (POST
 // /v3/workspaces/{w}/sessions; src/routers/sessions.py get_or_create_session).
-func (c *Client) Session(ctx context.Context, w, id ID, peers map[ID]PeerConfig) (Session, error) {
+func (c *Client) Session(ctx context.Context, w, id honchoconf.ID, peers map[honchoconf.ID]PeerConfig) (Session, error) {
 	const op = "get or create honcho session"
 	if err := need(op, w, id); err != nil {
 		return Session{}, err
@@ -137,7 +139,7 @@ func (c *Client) Session(ctx context.Context, w, id ID, peers map[ID]PeerConfig)
 // AddPeers adds peers to a session (POST /v3/workspaces/{w}/sessions/{s}/peers,
 // a map of peer to config; 200 with the session; src/routers/sessions.py
 // add_peers_to_session).
-func (c *Client) AddPeers(ctx context.Context, w, s ID, peers map[ID]PeerConfig) (Session, error) {
+func (c *Client) AddPeers(ctx context.Context, w, s honchoconf.ID, peers map[honchoconf.ID]PeerConfig) (Session, error) {
 	const op = "add peers to honcho session"
 	if err := need(op, w, s); err != nil {
 		return Session{}, err
@@ -156,7 +158,7 @@ func (c *Client) AddPeers(ctx context.Context, w, s ID, peers map[ID]PeerConfig)
 	return c.session(op, b, st, w, s)
 }
 
-func (c *Client) session(op string, b []byte, st int, w, id ID) (Session, error) {
+func (c *Client) session(op string, b []byte, st int, w, id honchoconf.ID) (Session, error) {
 	s, err := DecodeSession(b)
 	if err == nil && (s.ID != id || s.Workspace != w) {
 		err = undecodable("session", fmt.Errorf("session %s/%s, asked for %s/%s", s.Workspace, s.ID, w, id))
@@ -172,7 +174,7 @@ func (c *Client) session(op string, b []byte, st int, w, id ID) (Session, error)
 // would change (a NUL, which MessageCreate.sanitize_content strips) or
 // refuse (over [MaxContent] characters, invalid UTF-8) is refused here.
 type NewMessage struct {
-	Peer      ID
+	Peer      honchoconf.ID
 	Content   string
 	Metadata  map[string]string // at most MaxMetadata keys
 	CreatedAt time.Time         // zero: Honcho's now
@@ -180,7 +182,7 @@ type NewMessage struct {
 
 type newMessageJSON struct {
 	Content   string            `json:"content"`
-	PeerID    ID                `json:"peer_id"`
+	PeerID    honchoconf.ID     `json:"peer_id"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	CreatedAt string            `json:"created_at,omitempty"`
 }
@@ -219,7 +221,7 @@ func (m NewMessage) check(op string, i int) (newMessageJSON, error) {
 // On error the result holds the messages of the batches Honcho confirmed
 // before the failing one (never any of the failing batch), so a caller
 // can tell what is stored.
-func (c *Client) AddMessages(ctx context.Context, w, s ID, msgs []NewMessage) ([]Message, error) {
+func (c *Client) AddMessages(ctx context.Context, w, s honchoconf.ID, msgs []NewMessage) ([]Message, error) {
 	const op = "add honcho messages"
 	if err := need(op, w, s); err != nil {
 		return nil, err
@@ -254,7 +256,7 @@ func (c *Client) AddMessages(ctx context.Context, w, s ID, msgs []NewMessage) ([
 	return out, nil
 }
 
-func matchBatch(sent []newMessageJSON, got []Message, w, s ID) error {
+func matchBatch(sent []newMessageJSON, got []Message, w, s honchoconf.ID) error {
 	if len(got) != len(sent) {
 		return undecodable("messages", fmt.Errorf("%d messages stored, %d sent", len(got), len(sent)))
 	}
@@ -274,9 +276,9 @@ type searchBody struct {
 // Search is a message search's scope: a workspace, or a session or a
 // peer of one.
 type Search struct {
-	Workspace ID
-	Session   ID // set: POST /v3/workspaces/{w}/sessions/{s}/search
-	Peer      ID // set: POST /v3/workspaces/{w}/peers/{p}/search
+	Workspace honchoconf.ID
+	Session   honchoconf.ID // set: POST /v3/workspaces/{w}/sessions/{s}/search
+	Peer      honchoconf.ID // set: POST /v3/workspaces/{w}/peers/{p}/search
 }
 
 // Search asks Honcho for up to limit messages matching query in scope
@@ -332,22 +334,22 @@ var reasoningLevels = []string{"minimal", "low", "medium", "high", "max"}
 // Question is a question for the dialectic.
 type Question struct {
 	Query     string
-	Session   ID     // zero: every session
-	Target    ID     // zero: the peer itself
-	Reasoning string // empty: "low", Honcho's default
+	Session   honchoconf.ID // zero: every session
+	Target    honchoconf.ID // zero: the peer itself
+	Reasoning string        // empty: "low", Honcho's default
 }
 
 type chatBody struct {
-	Query     string `json:"query"`
-	SessionID *ID    `json:"session_id,omitempty"`
-	Target    *ID    `json:"target,omitempty"`
-	Stream    bool   `json:"stream"`
-	Reasoning string `json:"reasoning_level"`
+	Query     string         `json:"query"`
+	SessionID *honchoconf.ID `json:"session_id,omitempty"`
+	Target    *honchoconf.ID `json:"target,omitempty"`
+	Stream    bool           `json:"stream"`
+	Reasoning string         `json:"reasoning_level"`
 }
 
 // Chat asks the dialectic about peer p of workspace w (POST
 // /v3/workspaces/{w}/peers/{p}/chat, never streaming; src/routers/peers.py chat).
-func (c *Client) Chat(ctx context.Context, w, p ID, q Question) (Answer, error) {
+func (c *Client) Chat(ctx context.Context, w, p honchoconf.ID, q Question) (Answer, error) {
 	const op = "ask honcho"
 	if err := need(op, w, p); err != nil {
 		return Answer{}, err

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
@@ -37,7 +38,7 @@ type Client struct {
 
 // New makes a client for s. key is the secret s.Key names (zero when s
 // has no key); [Open] loads it from the secret store.
-func New(s Settings, key secret.Value) (*Client, error) {
+func New(s honchoconf.Settings, key secret.Value) (*Client, error) {
 	if s.URL == nil || s.Timeout <= 0 {
 		return nil, errors.New("new honcho client: settings not from Parse")
 	}
@@ -69,7 +70,7 @@ func New(s Settings, key secret.Value) (*Client, error) {
 }
 
 // Open loads s's key, if any, from st and makes a client.
-func Open(s Settings, st *secret.Store) (*Client, error) {
+func Open(s honchoconf.Settings, st *secret.Store) (*Client, error) {
 	var key secret.Value
 	if s.HasKey() {
 		v, err := st.Load(s.Key)

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 func TestBatches(t *testing.T) {
 	tg := fakeTarget(t, fake.Options{})
 	var msgs []NewMessage
 	for range 250 {
-		msgs = append(msgs, NewMessage{Peer: MustID("u"), Content: "x"})
+		msgs = append(msgs, NewMessage{Peer: honchoconf.MustID("u"), Content: "x"})
 	}
-	got, err := tg.client.AddMessages(context.Background(), MustID("w"), MustID("s"), msgs)
+	got, err := tg.client.AddMessages(context.Background(), honchoconf.MustID("w"), honchoconf.MustID("s"), msgs)
 	if err != nil || len(got) != 250 {
 		t.Fatalf("AddMessages = %d, %v", len(got), err)
 	}
@@ -38,7 +39,7 @@ func TestBatches(t *testing.T) {
 
 func TestRefusedBeforeSending(t *testing.T) {
 	tg := fakeTarget(t, fake.Options{})
-	c, ctx, w, s, p := tg.client, context.Background(), MustID("w"), MustID("s"), MustID("p")
+	c, ctx, w, s, p := tg.client, context.Background(), honchoconf.MustID("w"), honchoconf.MustID("s"), honchoconf.MustID("p")
 	long := strings.Repeat("é", MaxContent+1)
 	for _, tc := range []struct {
 		name string
@@ -55,8 +56,8 @@ func TestRefusedBeforeSending(t *testing.T) {
 		{"utf8", func() error { _, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "\xff"}}); return err }},
 		{"no peer", func() error { _, err := c.AddMessages(ctx, w, s, []NewMessage{{Content: "x"}}); return err }},
 		{"none", func() error { _, err := c.AddMessages(ctx, w, s, nil); return err }},
-		{"zero workspace", func() error { _, err := c.Workspace(ctx, ID{}); return err }},
-		{"zero session", func() error { _, err := c.Session(ctx, w, ID{}, nil); return err }},
+		{"zero workspace", func() error { _, err := c.Workspace(ctx, honchoconf.ID{}); return err }},
+		{"zero session", func() error { _, err := c.Session(ctx, w, honchoconf.ID{}, nil); return err }},
 		{"no peers", func() error { _, err := c.AddPeers(ctx, w, s, nil); return err }},
 		{"limit 0", func() error { _, err := c.Search(ctx, Search{Workspace: w}, "q", 0); return err }},
 		{"limit 101", func() error { _, err := c.Search(ctx, Search{Workspace: w}, "q", MaxLimit+1); return err }},
@@ -82,16 +83,16 @@ func TestRefusedBeforeSending(t *testing.T) {
 
 func TestKey(t *testing.T) {
 	f := fake.New(t, fake.Options{Key: "k-secret"})
-	_, err := clientFor(t, f.URL, "", DefaultTimeout).Workspace(context.Background(), MustID("w"))
+	_, err := clientFor(t, f.URL, "", honchoconf.DefaultTimeout).Workspace(context.Background(), honchoconf.MustID("w"))
 	var ae *APIError
 	if !errors.Is(err, ErrAuth) || !errors.As(err, &ae) || ae.Detail != "No access token provided" {
 		t.Fatalf("no key: %v, want 401 No access token provided", err)
 	}
-	_, err = clientFor(t, f.URL, "k-wrong", DefaultTimeout).Workspace(context.Background(), MustID("w"))
+	_, err = clientFor(t, f.URL, "k-wrong", honchoconf.DefaultTimeout).Workspace(context.Background(), honchoconf.MustID("w"))
 	if !errors.Is(err, ErrAuth) || strings.Contains(err.Error(), "k-wrong") {
 		t.Fatalf("wrong key: %v", err)
 	}
-	if _, err := clientFor(t, f.URL, "k-secret", DefaultTimeout).Workspace(context.Background(), MustID("w")); err != nil {
+	if _, err := clientFor(t, f.URL, "k-secret", honchoconf.DefaultTimeout).Workspace(context.Background(), honchoconf.MustID("w")); err != nil {
 		t.Fatal(err)
 	}
 	if rs := f.Requests(); len(rs) != 3 || rs[0].Authorized || rs[1].Authorized || !rs[2].Authorized {
@@ -101,16 +102,16 @@ func TestKey(t *testing.T) {
 
 func TestTimeoutAndFailure(t *testing.T) {
 	tg := fakeTarget(t, fake.Options{})
-	c := clientFor(t, tg.fake.URL, "", MinTimeout)
+	c := clientFor(t, tg.fake.URL, "", honchoconf.MinTimeout)
 	tg.fake.SetDelay(2 * time.Second)
 	start := time.Now()
-	_, err := c.Workspace(context.Background(), MustID("w"))
+	_, err := c.Workspace(context.Background(), honchoconf.MustID("w"))
 	if !errors.Is(err, ErrUnreachable) || time.Since(start) > time.Second {
 		t.Fatalf("slow Honcho: %v after %v, want ErrUnreachable within the timeout", err, time.Since(start))
 	}
 	tg.fake.SetDelay(0)
 	tg.fake.SetFailure(http.StatusServiceUnavailable)
-	if _, err := c.Workspace(context.Background(), MustID("w")); !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), "An unexpected error occurred") {
+	if _, err := c.Workspace(context.Background(), honchoconf.MustID("w")); !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), "An unexpected error occurred") {
 		t.Fatalf("failing Honcho: %v, want ErrServer", err)
 	}
 }
@@ -128,20 +129,20 @@ func hostile(t *testing.T, status int, ctype, body string) *Client {
 		w.Write([]byte(body))
 	}))
 	t.Cleanup(srv.Close)
-	return clientFor(t, srv.URL, "", DefaultTimeout)
+	return clientFor(t, srv.URL, "", honchoconf.DefaultTimeout)
 }
 
 const goodWS = `{"id":"w","metadata":{},"configuration":{},"created_at":"2025-01-01T00:00:00Z"}`
 
 func TestUndecodable(t *testing.T) {
 	ctx := context.Background()
-	if _, err := hostile(t, 201, "application/json", goodWS).Workspace(ctx, MustID("w")); err != nil {
+	if _, err := hostile(t, 201, "application/json", goodWS).Workspace(ctx, honchoconf.MustID("w")); err != nil {
 		t.Fatalf("good answer refused: %v", err)
 	}
 	for _, tc := range []struct{ name, ctype, body string }{
 		{"extra field", "application/json", strings.Replace(goodWS, `"id"`, `"x":1,"id"`, 1)},
 		{"missing field", "application/json", `{"id":"w","metadata":{},"configuration":{}}`},
-		{"case", "application/json", strings.Replace(goodWS, `"id"`, `"ID"`, 1)},
+		{"case", "application/json", strings.Replace(goodWS, `"id"`, `"honchoconf.ID"`, 1)},
 		{"duplicate", "application/json", strings.Replace(goodWS, `"id":"w"`, `"id":"w","id":"w"`, 1)},
 		{"trailing", "application/json", goodWS + `{}`},
 		{"other id", "application/json", strings.Replace(goodWS, `"id":"w"`, `"id":"v"`, 1)},
@@ -152,7 +153,7 @@ func TestUndecodable(t *testing.T) {
 		{"too large", "application/json", `{"id":"` + strings.Repeat("w", MaxResponse) + `"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := hostile(t, 201, tc.ctype, tc.body).Workspace(ctx, MustID("w"))
+			w, err := hostile(t, 201, tc.ctype, tc.body).Workspace(ctx, honchoconf.MustID("w"))
 			if !errors.Is(err, ErrUndecodable) || !w.ID.IsZero() {
 				t.Fatalf("Workspace = %+v, %v; want ErrUndecodable and nothing", w, err)
 			}
@@ -162,22 +163,22 @@ func TestUndecodable(t *testing.T) {
 	one := func(content, session string) string {
 		return "[" + strings.Replace(strings.Replace(msg, "%s", content, 1), "%s", session, 1) + "]"
 	}
-	if _, err := hostile(t, 201, "application/json", one("hi", "s")).AddMessages(ctx, MustID("w"), MustID("s"), []NewMessage{{Peer: MustID("p"), Content: "hi"}}); err != nil {
+	if _, err := hostile(t, 201, "application/json", one("hi", "s")).AddMessages(ctx, honchoconf.MustID("w"), honchoconf.MustID("s"), []NewMessage{{Peer: honchoconf.MustID("p"), Content: "hi"}}); err != nil {
 		t.Fatalf("good batch refused: %v", err)
 	}
-	if got, err := hostile(t, 201, "application/json", one("altered", "s")).AddMessages(ctx, MustID("w"), MustID("s"), []NewMessage{{Peer: MustID("p"), Content: "hi"}}); !errors.Is(err, ErrUndecodable) || len(got) != 0 {
+	if got, err := hostile(t, 201, "application/json", one("altered", "s")).AddMessages(ctx, honchoconf.MustID("w"), honchoconf.MustID("s"), []NewMessage{{Peer: honchoconf.MustID("p"), Content: "hi"}}); !errors.Is(err, ErrUndecodable) || len(got) != 0 {
 		t.Fatalf("altered batch: %v, %d messages", err, len(got))
 	}
-	if _, err := hostile(t, 200, "application/json", one("hi", "other")).Search(ctx, Search{Workspace: MustID("w"), Session: MustID("s")}, "hi", 5); !errors.Is(err, ErrUndecodable) {
+	if _, err := hostile(t, 200, "application/json", one("hi", "other")).Search(ctx, Search{Workspace: honchoconf.MustID("w"), Session: honchoconf.MustID("s")}, "hi", 5); !errors.Is(err, ErrUndecodable) {
 		t.Fatalf("hit outside the session searched: %v", err)
 	}
-	if _, err := hostile(t, 200, "application/json", `{"content":1}`).Chat(ctx, MustID("w"), MustID("p"), Question{Query: "q"}); !errors.Is(err, ErrUndecodable) {
+	if _, err := hostile(t, 200, "application/json", `{"content":1}`).Chat(ctx, honchoconf.MustID("w"), honchoconf.MustID("p"), Question{Query: "q"}); !errors.Is(err, ErrUndecodable) {
 		t.Fatalf("chat number: %v", err)
 	}
-	if _, err := hostile(t, http.StatusFound, "", "").Workspace(ctx, MustID("w")); !errors.Is(err, ErrUnexpected) {
+	if _, err := hostile(t, http.StatusFound, "", "").Workspace(ctx, honchoconf.MustID("w")); !errors.Is(err, ErrUnexpected) {
 		t.Fatalf("redirect: %v, want ErrUnexpected (not followed)", err)
 	}
-	_, err := hostile(t, 502, "text/html", "<html>bad gateway</html>").Workspace(ctx, MustID("w"))
+	_, err := hostile(t, 502, "text/html", "<html>bad gateway</html>").Workspace(ctx, honchoconf.MustID("w"))
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Shaped || !errors.Is(err, ErrServer) || strings.Contains(err.Error(), "html") {
 		t.Fatalf("proxy page: %v", err)

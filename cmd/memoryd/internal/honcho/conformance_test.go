@@ -14,6 +14,7 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 )
 
@@ -31,7 +32,7 @@ type target struct {
 func fakeTarget(t *testing.T, opts fake.Options) target {
 	t.Helper()
 	f := fake.New(t, opts)
-	return target{client: clientFor(t, f.URL, opts.Key, DefaultTimeout), exact: true, chat: true, fake: f}
+	return target{client: clientFor(t, f.URL, opts.Key, honchoconf.DefaultTimeout), exact: true, chat: true, fake: f}
 }
 
 func clientFor(t *testing.T, rawURL, key string, timeout time.Duration) *Client {
@@ -40,7 +41,7 @@ func clientFor(t *testing.T, rawURL, key string, timeout time.Duration) *Client 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Settings{URL: u, Peer: MustID("agent"), Trusted: MustID("t"), Untrusted: MustID("u"), Timeout: timeout}
+	s := honchoconf.Settings{URL: u, Peer: honchoconf.MustID("agent"), Trusted: honchoconf.MustID("t"), Untrusted: honchoconf.MustID("u"), Timeout: timeout}
 	var v secret.Value
 	if key != "" {
 		s.Key, _ = secret.ParseRef("env:BOXMAKER_TEST_UNUSED")
@@ -80,7 +81,7 @@ func suite(t *testing.T, tg target) {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	run := "bxtest-" + hex.EncodeToString(rnd[:])
-	w, p, other, s := MustID(run+"-ws"), MustID("agent"), MustID("owner"), MustID("s1")
+	w, p, other, s := honchoconf.MustID(run+"-ws"), honchoconf.MustID("agent"), honchoconf.MustID("owner"), honchoconf.MustID("s1")
 
 	if err := c.Health(ctx); err != nil {
 		t.Fatalf("Health: %v", err)
@@ -100,11 +101,11 @@ func suite(t *testing.T, tg target) {
 		t.Fatalf("Peer (again) = %+v, %v", pr, err)
 	}
 	no := false
-	sess, err := c.Session(ctx, w, s, map[ID]PeerConfig{p: {ObserveMe: &no}})
+	sess, err := c.Session(ctx, w, s, map[honchoconf.ID]PeerConfig{p: {ObserveMe: &no}})
 	if err != nil || !sess.Created || !sess.Active || sess.ID != s {
 		t.Fatalf("Session (new) = %+v, %v", sess, err)
 	}
-	if sess, err = c.AddPeers(ctx, w, s, map[ID]PeerConfig{other: {}}); err != nil || sess.ID != s {
+	if sess, err = c.AddPeers(ctx, w, s, map[honchoconf.ID]PeerConfig{other: {}}); err != nil || sess.ID != s {
 		t.Fatalf("AddPeers = %+v, %v", sess, err)
 	}
 

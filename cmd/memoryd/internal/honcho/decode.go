@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
@@ -54,7 +55,7 @@ type (
 
 // Workspace is a workspace as Honcho holds it.
 type Workspace struct {
-	ID            ID
+	ID            honchoconf.ID
 	Metadata      json.RawMessage // a JSON object
 	Configuration json.RawMessage // a JSON object
 	CreatedAt     time.Time
@@ -63,7 +64,7 @@ type Workspace struct {
 
 // Peer is a peer of one workspace.
 type Peer struct {
-	ID, Workspace ID
+	ID, Workspace honchoconf.ID
 	Metadata      json.RawMessage
 	Configuration json.RawMessage
 	CreatedAt     time.Time
@@ -72,7 +73,7 @@ type Peer struct {
 
 // Session is a session of one workspace.
 type Session struct {
-	ID, Workspace ID
+	ID, Workspace honchoconf.ID
 	Active        bool
 	Metadata      json.RawMessage
 	Configuration json.RawMessage
@@ -84,9 +85,9 @@ type Session struct {
 type Message struct {
 	ID         string // Honcho's public id (a nanoid), not one of ours
 	Content    string
-	Peer       ID
-	Session    ID
-	Workspace  ID
+	Peer       honchoconf.ID
+	Session    honchoconf.ID
+	Workspace  honchoconf.ID
 	Metadata   json.RawMessage
 	CreatedAt  time.Time
 	TokenCount int64
@@ -109,8 +110,8 @@ func undecodable(what string, err error) error {
 // time in RFC 3339 (pydantic's datetime), metadata objects.
 type fields struct{ err error }
 
-func (f *fields) id(name, s string) ID {
-	id, err := ParseID(s)
+func (f *fields) id(name, s string) honchoconf.ID {
+	id, err := honchoconf.ParseID(s)
 	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("%s: %v", name, err)
 	}

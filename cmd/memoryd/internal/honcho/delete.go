@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // # What Honcho lets a client delete
@@ -33,7 +35,7 @@ import (
 // DeleteSession asks Honcho to delete session s of workspace w: 202 when
 // it was marked for deletion, and a session Honcho no longer has (404:
 // deleted before, or never written) counts as deleted.
-func (c *Client) DeleteSession(ctx context.Context, w, s ID) error {
+func (c *Client) DeleteSession(ctx context.Context, w, s honchoconf.ID) error {
 	const op = "delete honcho session"
 	if err := need(op, w, s); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // TestDeleteSession: 202 marks the session inactive (new messages to it
@@ -15,9 +16,9 @@ import (
 // an error.
 func TestDeleteSession(t *testing.T) {
 	f := fake.New(t, fake.Options{})
-	c := clientFor(t, f.URL, "", DefaultTimeout)
+	c := clientFor(t, f.URL, "", honchoconf.DefaultTimeout)
 	ctx := context.Background()
-	w, s, p := MustID("ws1"), MustID("s1"), MustID("owner")
+	w, s, p := honchoconf.MustID("ws1"), honchoconf.MustID("s1"), honchoconf.MustID("owner")
 	if _, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: p, Content: "a fact"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +38,11 @@ func TestDeleteSession(t *testing.T) {
 	if len(f.Messages()) != 0 {
 		t.Errorf("messages after the deletion job: %+v", f.Messages())
 	}
-	if err := c.DeleteSession(ctx, w, MustID("never")); err != nil {
+	if err := c.DeleteSession(ctx, w, honchoconf.MustID("never")); err != nil {
 		t.Errorf("DeleteSession of a session never made = %v", err)
 	}
 	f.SetFailure(http.StatusInternalServerError)
-	if err := c.DeleteSession(ctx, w, MustID("x")); !errors.Is(err, ErrServer) {
+	if err := c.DeleteSession(ctx, w, honchoconf.MustID("x")); !errors.Is(err, ErrServer) {
 		t.Errorf("DeleteSession on a 500 = %v", err)
 	}
 }

@@ -8,10 +8,10 @@
 // the recall merge live there.
 //
 // Invariants:
-//   - every request carries a deadline ([Settings.Timeout]) on top of its
+//   - every request carries a deadline ([honchoconf.Settings.Timeout]) on top of its
 //     caller's context, follows no redirect and uses no proxy from the
 //     environment: memoryd's one egress is the configured Honcho URL;
-//   - every id sent is an [ID], which holds only what Honcho's
+//   - every id sent is a [honchoconf.ID], which holds only what Honcho's
 //     RESOURCE_NAME_PATTERN accepts (1 to 512 of A-Z a-z 0-9 _ -), and a
 //     batch of messages is split at Honcho's limit ([MaxBatch]) with each
 //     message's content checked against [MaxContent] before anything is

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
 
@@ -57,7 +58,7 @@ func DecodePage(b []byte) (Page, error) {
 // /v3/workspaces/{w}/sessions/{s}/messages/list?page=&size=&reverse=;
 // src/routers/messages.py get_messages, with no filter body). Every item
 // must be of w and s.
-func (c *Client) ListMessages(ctx context.Context, w, s ID, page, size int, reverse bool) (Page, error) {
+func (c *Client) ListMessages(ctx context.Context, w, s honchoconf.ID, page, size int, reverse bool) (Page, error) {
 	const op = "list honcho messages"
 	if err := need(op, w, s); err != nil {
 		return Page{}, err

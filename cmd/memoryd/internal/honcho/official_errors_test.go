@@ -9,6 +9,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/clients"
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 // TestOfficialSDKErrors holds memoryd's reading of the fake's error
@@ -26,18 +27,18 @@ func TestOfficialSDKErrors(t *testing.T) {
 	}
 	var ours []got
 	var ae *APIError
-	if _, err := clientFor(t, f.URL, "wrong", DefaultTimeout).Workspace(ctx, MustID("w")); errors.As(err, &ae) {
+	if _, err := clientFor(t, f.URL, "wrong", honchoconf.DefaultTimeout).Workspace(ctx, honchoconf.MustID("w")); errors.As(err, &ae) {
 		ours = append(ours, got{ae.Status, ae.Detail})
 	}
 	f.SetFailure(http.StatusInternalServerError)
-	if _, err := clientFor(t, f.URL, "k1", DefaultTimeout).Workspace(ctx, MustID("w")); errors.As(err, &ae) {
+	if _, err := clientFor(t, f.URL, "k1", honchoconf.DefaultTimeout).Workspace(ctx, honchoconf.MustID("w")); errors.As(err, &ae) {
 		ours = append(ours, got{ae.Status, ae.Detail})
 	}
 	f.SetFailure(0)
 	if len(ours) != 2 {
 		t.Fatalf("memoryd's errors = %+v, want two APIErrors", ours)
 	}
-	if _, err := ParseID("a b"); err == nil {
+	if _, err := honchoconf.ParseID("a b"); err == nil {
 		t.Fatal("memoryd accepts the id \"a b\"")
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/clients"
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 )
 
 type sdkOp struct {
@@ -58,9 +59,9 @@ func TestOfficialSDK(t *testing.T) {
 		a := "an answer"
 		return &a
 	}})
-	c := clientFor(t, f.URL, "k1", DefaultTimeout)
+	c := clientFor(t, f.URL, "k1", honchoconf.DefaultTimeout)
 	ctx := context.Background()
-	w, s, agent, owner := MustID("ws1"), MustID("s1"), MustID("agent"), MustID("owner")
+	w, s, agent, owner := honchoconf.MustID("ws1"), honchoconf.MustID("s1"), honchoconf.MustID("agent"), honchoconf.MustID("owner")
 	ours := map[string][]fake.Request{}
 	mark := func(op string, fn func() error) {
 		t.Helper()
@@ -74,10 +75,13 @@ func TestOfficialSDK(t *testing.T) {
 	mark("Workspace", func() error { _, err := c.Workspace(ctx, w); return err })
 	mark("Peer", func() error { _, err := c.Peer(ctx, w, agent); return err })
 	mark("Session", func() error {
-		_, err := c.Session(ctx, w, s, map[ID]PeerConfig{agent: {ObserveMe: &no}})
+		_, err := c.Session(ctx, w, s, map[honchoconf.ID]PeerConfig{agent: {ObserveMe: &no}})
 		return err
 	})
-	mark("AddPeers", func() error { _, err := c.AddPeers(ctx, w, s, map[ID]PeerConfig{owner: {ObserveMe: &no}}); return err })
+	mark("AddPeers", func() error {
+		_, err := c.AddPeers(ctx, w, s, map[honchoconf.ID]PeerConfig{owner: {ObserveMe: &no}})
+		return err
+	})
 	mark("AddMessages", func() error {
 		_, err := c.AddMessages(ctx, w, s, []NewMessage{{Peer: owner, Content: "likes tea", Metadata: map[string]string{"boxmaker_id": "r1"}}})
 		return err
@@ -90,7 +94,7 @@ func TestOfficialSDK(t *testing.T) {
 		_, err := c.Chat(ctx, w, agent, Question{Query: "what does the owner like?", Target: owner, Reasoning: "minimal"})
 		return err
 	})
-	gone := MustID("s2")
+	gone := honchoconf.MustID("s2")
 	if _, err := c.Session(ctx, w, gone, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,8 @@ package memd
 import (
 	"time"
 
-	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -14,15 +14,15 @@ type Config struct {
 	memoryd.Config
 
 	maxClass dataclass.Class
-	fleet    *honcho.Settings
+	fleet    *honchoconf.Settings
 	// backoffMin is the outbox's first retry wait (tests shorten it).
 	backoffMin time.Duration
 }
 
 // Fleet is the checked [honcho] table, if the config has one.
-func (c Config) Fleet() (honcho.Settings, bool) {
+func (c Config) Fleet() (honchoconf.Settings, bool) {
 	if c.fleet == nil {
-		return honcho.Settings{}, false
+		return honchoconf.Settings{}, false
 	}
 	return *c.fleet, true
 }

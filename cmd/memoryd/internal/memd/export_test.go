@@ -1,11 +1,10 @@
 package memd
 
 import (
-	"path/filepath"
-
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 func openIndexForTest(cfg Config) (*recall.Index, error) {
-	return recall.Open(filepath.Join(cfg.StateDir, "index", "recall.db"), cfg.maxClass, nil)
+	return recall.Open(layout.RecallIndex(cfg.StateDir), cfg.maxClass, nil)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -24,7 +25,7 @@ import (
 
 // testOnlyClient replaces the Honcho client (a test puts a failing or
 // lossy one in its place).
-var testOnlyClient func(honcho.Settings) fleet.Client
+var testOnlyClient func(honchoconf.Settings) fleet.Client
 
 // openFleet opens fleet memory if memoryd.toml has a [honcho] table.
 func (m *Memd) openFleet() error {
@@ -47,8 +48,8 @@ func (m *Memd) openFleet() error {
 		listeners = []uint32{uint32(os.Getuid())}
 	}
 	gate := fleet.Gate{Socket: m.cfg.GateSocket, Listeners: listeners, Wait: time.Duration(m.cfg.GateTimeoutMS) * time.Millisecond}
-	f, err := fleet.Open(m.log, fleet.Config{Honcho: s, Gate: gate, Sessions: filepath.Join(m.cfg.StateDir, "sessions"),
-		BackoffMin: m.cfg.backoffMin, Place: m.place}, client, filepath.Join(m.cfg.StateDir, "index", "fleet.db"))
+	f, err := fleet.Open(m.log, fleet.Config{Honcho: s, Gate: gate, Sessions: layout.Sessions.In(m.cfg.StateDir),
+		BackoffMin: m.cfg.backoffMin, Place: m.place}, client, layout.FleetOutbox(m.cfg.StateDir))
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (m *Memd) runFleet(ctx context.Context) {
 const catchUpRetry = 2 * time.Second
 
 func (m *Memd) fleetCatchUp(ctx context.Context) (int, error) {
-	logs, err := sessionlog.Files(filepath.Join(m.cfg.StateDir, "sessions"))
+	logs, err := sessionlog.Files(layout.Sessions.In(m.cfg.StateDir))
 	if err != nil {
 		return 0, err
 	}

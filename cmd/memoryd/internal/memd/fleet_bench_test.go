@@ -12,9 +12,9 @@ import (
 	"time"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
-	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -23,8 +23,8 @@ import (
 func benchMemd(b *testing.B, n int, bound time.Duration) (*Memd, *fake.Server) {
 	b.Helper()
 	srv := fake.New(b, fake.Options{})
-	s, err := honcho.Parse(honcho.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
-		ReadBoundMS: bound.Milliseconds(), Workspaces: []honcho.Other{{Name: "host2-trusted", Trust: "trusted"}}})
+	s, err := honchoconf.Parse(honchoconf.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
+		ReadBoundMS: bound.Milliseconds(), Workspaces: []honchoconf.Other{{Name: "host2-trusted", Trust: "trusted"}}})
 	if err != nil {
 		b.Fatal(err)
 	}

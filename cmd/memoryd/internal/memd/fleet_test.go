@@ -14,6 +14,7 @@ import (
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -25,7 +26,7 @@ import (
 // startFleet runs memoryd with a [honcho] table over a fake Honcho (and
 // another trusted and an untrusted workspace to read), and a fake gate
 // that says every session is clean.
-func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honcho.Settings) {
+func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honchoconf.Settings) {
 	t.Helper()
 	return startFleetGate(t, opts, func(q *wire.SessionQuery) strict.Variant {
 		return &wire.SessionState{Session: q.Session, Taint: dataclass.Private}
@@ -34,11 +35,11 @@ func startFleet(t *testing.T, opts fake.Options) (*harness, *fake.Server, honcho
 
 // startFleetGate is startFleet with a gate that answers with answer;
 // edit, if given, changes the config first.
-func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant, edit ...func(*Config)) (*harness, *fake.Server, honcho.Settings) {
+func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.SessionQuery) strict.Variant, edit ...func(*Config)) (*harness, *fake.Server, honchoconf.Settings) {
 	t.Helper()
 	srv := fake.New(t, opts)
-	s, err := honcho.Parse(honcho.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
-		ReadBoundMS: 300, Workspaces: []honcho.Other{{Name: "host2-trusted", Trust: "trusted"}, {Name: "web-untrusted"}}})
+	s, err := honchoconf.Parse(honchoconf.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "host1-trusted", UntrustedWorkspace: "host1-untrusted",
+		ReadBoundMS: 300, Workspaces: []honchoconf.Other{{Name: "host2-trusted", Trust: "trusted"}, {Name: "web-untrusted"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,15 +71,15 @@ func startFleetGate(t *testing.T, opts fake.Options, answer func(q *wire.Session
 
 // seed adds a message to a workspace of the fake, as another Boxmaker
 // would have.
-func seed(t *testing.T, s honcho.Settings, ws, text string, md map[string]string) {
+func seed(t *testing.T, s honchoconf.Settings, ws, text string, md map[string]string) {
 	t.Helper()
 	c, err := honcho.New(s, secret.Value{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := honcho.MustID(ws)
+	w := honchoconf.MustID(ws)
 	c.Workspace(context.Background(), w)
-	if _, err := c.AddMessages(context.Background(), w, honcho.MustID("x1"), []honcho.NewMessage{{Peer: honcho.MustID("someone"), Content: text, Metadata: md}}); err != nil {
+	if _, err := c.AddMessages(context.Background(), w, honchoconf.MustID("x1"), []honcho.NewMessage{{Peer: honchoconf.MustID("someone"), Content: text, Metadata: md}}); err != nil {
 		t.Fatal(err)
 	}
 }

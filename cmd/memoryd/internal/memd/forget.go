@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -68,7 +68,7 @@ func (m *Memd) Forget(ctx context.Context, id string, undo bool, by string) (str
 
 // recordExists checks that a session record key names a line of a log.
 func (m *Memd) recordExists(s string, epoch, turn int64, rec int) error {
-	path := filepath.Join(m.cfg.StateDir, "sessions", s, fmt.Sprintf("%d.jsonl", epoch))
+	path := layout.EpochLog(layout.SessionDir(m.cfg.StateDir, s), epoch)
 	found := false
 	err := sessionlog.Scan(path, func(line int, r sessionlog.Record, _ sessionlog.Trust) error {
 		found = found || (line == rec && r.TurnOf() == turn)
@@ -78,7 +78,7 @@ func (m *Memd) recordExists(s string, epoch, turn int64, rec int) error {
 		return err
 	}
 	if !found {
-		return &store.Refused{Msg: fmt.Sprintf("forget: sessions/%s/%d.jsonl has no record %d in turn %d; see docs/runbook.md#memory-forget-refused", s, epoch, rec, turn)}
+		return &store.Refused{Msg: fmt.Sprintf("forget: %s has no record %d in turn %d; see docs/runbook.md#memory-forget-refused", layout.EpochRel(s, epoch), rec, turn)}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
 	"wntrmute.dev/boxmaker/pkg/host/daemon"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
@@ -60,15 +61,15 @@ type Memd struct {
 // New opens memory/ and index/ under the state directory and catches the
 // index up with the files.
 func New(log *slog.Logger, cfg Config) (*Memd, error) {
-	st, err := store.Open(filepath.Join(cfg.StateDir, "memory"), cfg.StageIdentityWrites, nil)
+	st, err := store.Open(layout.Memory.In(cfg.StateDir), cfg.StageIdentityWrites, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "index"), 0o700); err != nil {
+	if err := os.MkdirAll(layout.Index.In(cfg.StateDir), 0o700); err != nil {
 		st.Close()
 		return nil, err
 	}
-	ix, err := recall.Open(filepath.Join(cfg.StateDir, "index", "recall.db"), cfg.maxClass, nil)
+	ix, err := recall.Open(layout.RecallIndex(cfg.StateDir), cfg.maxClass, nil)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -98,7 +99,7 @@ func (m *Memd) Close() error {
 // log it cannot read (loopd refuses a damaged one until the owner acts)
 // is logged and skipped, not fatal: the rest of memory still works.
 func (m *Memd) catchUp() (int, error) {
-	files, err := sessionlog.Files(filepath.Join(m.cfg.StateDir, "sessions"))
+	files, err := sessionlog.Files(layout.Sessions.In(m.cfg.StateDir))
 	if err != nil {
 		return 0, err
 	}

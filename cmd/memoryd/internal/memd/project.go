@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
-	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -48,7 +48,7 @@ func (m *Memd) channelOf(session string) string {
 	if ok {
 		return ch
 	}
-	b, err := sessionlog.ReadBaseline(filepath.Join(m.cfg.StateDir, "sessions", session, "0.baseline.json"))
+	b, err := sessionlog.ReadBaseline(layout.EpochBaseline(layout.SessionDir(m.cfg.StateDir, session), 0))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -153,7 +153,7 @@ func (m *Memd) projectWrite(session string, raw []byte) string {
 // projectSources are the Honcho workspaces session's project adds to
 // what recall and ask_memory read: its pair, the trusted one trusted only
 // when the project is.
-func (m *Memd) projectSources(session string) []honcho.Source {
+func (m *Memd) projectSources(session string) []honchoconf.Source {
 	p, in := m.cfg.ProjectOfSession(session, m.channelOf(session))
 	if !in {
 		return nil
@@ -162,5 +162,5 @@ func (m *Memd) projectSources(session string) []honcho.Source {
 	if !ok {
 		return nil
 	}
-	return []honcho.Source{{ID: t, Trusted: p.Trusted()}, {ID: u}}
+	return []honchoconf.Source{{ID: t, Trusted: p.Trusted()}, {ID: u}}
 }

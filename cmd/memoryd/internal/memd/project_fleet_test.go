@@ -11,6 +11,7 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -19,7 +20,7 @@ import (
 
 // projectsWith are [[project]] tables parsed as memoryd.toml's loader
 // parses them (the pairs are checked against s's workspaces).
-func projectsWith(t *testing.T, s honcho.Settings, tables string) []memoryd.Project {
+func projectsWith(t *testing.T, s honchoconf.Settings, tables string) []memoryd.Project {
 	t.Helper()
 	text := fmt.Sprintf("state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n\n[honcho]\nurl = %q\npeer = %q\ntrusted_workspace = %q\nuntrusted_workspace = %q\n\n%s",
 		s.URL.String(), s.Peer, s.Trusted, s.Untrusted, tables)
@@ -52,7 +53,7 @@ func turnIn(t *testing.T, h *harness, session, word string) {
 // agent's; in another project's thread or outside every project they do
 // not, so Honcho's hits keep the local walls.
 func TestProjectWorkspacePairs(t *testing.T) {
-	var s0 honcho.Settings
+	var s0 honchoconf.Settings
 	h, srv, _ := startFleetGate(t, fake.Options{Chat: func(c fake.ChatCall) *string { s := "asked in " + c.Workspace; return &s }},
 		func(q *wire.SessionQuery) strict.Variant {
 			return &wire.SessionState{Session: q.Session, Taint: dataclass.Private}
@@ -136,7 +137,7 @@ func TestProjectWorkspacePairs(t *testing.T) {
 // here; the wall this design gives is the reader's own discipline.
 func TestProjectDesignOneWorkspace(t *testing.T) {
 	srv := fake.New(t, fake.Options{})
-	s, err := honcho.Parse(honcho.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "shared-trusted", UntrustedWorkspace: "shared-untrusted"})
+	s, err := honchoconf.Parse(honchoconf.Config{URL: srv.URL, Peer: "agent", TrustedWorkspace: "shared-trusted", UntrustedWorkspace: "shared-untrusted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +146,10 @@ func TestProjectDesignOneWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	w := honcho.MustID("shared-trusted")
+	w := honchoconf.MustID("shared-trusted")
 	c.Workspace(ctx, w)
 	for _, m := range []struct{ session, project, text string }{{"mm-a1", "alpha", "the alpha boiler code is kestrel"}, {"mm-b1", "beta", "the beta launch word is osprey"}} {
-		if _, err := c.AddMessages(ctx, w, honcho.MustID(m.session), []honcho.NewMessage{{Peer: honcho.MustID("owner"), Content: m.text, Metadata: map[string]string{"project": m.project}}}); err != nil {
+		if _, err := c.AddMessages(ctx, w, honchoconf.MustID(m.session), []honcho.NewMessage{{Peer: honchoconf.MustID("owner"), Content: m.text, Metadata: map[string]string{"project": m.project}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -49,7 +49,7 @@ func (m *Memd) turnDone(ctx context.Context, _ sockets.Peer, r *wire.TurnDone) s
 	if err := wire.CheckSessionID(r.Session); err != nil || r.Epoch < 0 {
 		return &wire.Error{Op: "turn_done", Kind: wire.Invalid, Msg: "bad session or epoch"}
 	}
-	turns, err := recall.ReadLog(filepath.Join(m.cfg.StateDir, "sessions", r.Session, fmt.Sprintf("%d.jsonl", r.Epoch)))
+	turns, err := recall.ReadLog(layout.EpochLog(layout.SessionDir(m.cfg.StateDir, r.Session), r.Epoch))
 	n := 0
 	if err == nil {
 		n, err = m.index.AddTurns(m.projectTurns(turns))

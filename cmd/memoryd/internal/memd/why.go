@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -87,7 +88,7 @@ func (m *Memd) Why(id string) (*wire.WhyChain, error) {
 			return nil, &store.Refused{Msg: fmt.Sprintf("why: %q is not a note id (n12), a session record as recall shows it (session s1 epoch 0 turn 2 record 5), an identity entry (memory.md#2) or a Honcho hit (honcho workspace W session S peer P); see docs/runbook.md#memory-why-refused", id)}
 		}
 		c.Session = s
-		add("a record of session %s's log, sessions/%s/%d.jsonl line %d (epoch %d, turn %d)", s, s, e, rec, e, t)
+		add("a record of session %s's log, %s line %d (epoch %d, turn %d)", s, layout.EpochRel(s, e), rec, e, t)
 		if err := m.sessionOf(c, add, s, func(*sessionlog.ToolResult) bool { return false }, e, int64(rec)); err != nil {
 			return nil, err
 		}
@@ -119,7 +120,7 @@ func (m *Memd) journalOf(c *wire.WhyChain, add func(string, ...any), match func(
 // record at (epoch, line) when at is given; and the first untrusted tool
 // result before it, the one that made the session untrusted.
 func (m *Memd) sessionOf(c *wire.WhyChain, add func(string, ...any), s string, match func(*sessionlog.ToolResult) bool, at ...int64) error {
-	files, err := sessionlog.Files(filepath.Join(m.cfg.StateDir, "sessions"))
+	files, err := sessionlog.Files(layout.Sessions.In(m.cfg.StateDir))
 	if err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func (m *Memd) sessionOf(c *wire.WhyChain, add func(string, ...any), s string, m
 					sum := sha256.Sum256([]byte(tr.Content))
 					c.Output = hex.EncodeToString(sum[:])
 				}
-				add("written by the memory tool call %s in session %s epoch %d turn %d (sessions/%s/%d.jsonl line %d)", escape.Line(tr.CallID), s, epoch, tr.Turn, s, epoch, line)
+				add("written by the memory tool call %s in session %s epoch %d turn %d (%s line %d)", escape.Line(tr.CallID), s, epoch, tr.Turn, layout.EpochRel(s, epoch), line)
 			}
 			trust := "trusted"
 			if t.Untrusted {
@@ -171,7 +172,7 @@ func (m *Memd) sessionOf(c *wire.WhyChain, add func(string, ...any), s string, m
 		add("session %s's log does not show where (sessions/%s/ is missing or was cut)", s, s)
 	}
 	if first != nil {
-		add("session %s became untrusted at epoch %d turn %d: the %s result of call %s (sessions/%s/%d.jsonl line %d, class %s)", s, firstEpoch, first.Turn, first.Tool, escape.Line(first.CallID), s, firstEpoch, firstLine, first.Class)
+		add("session %s became untrusted at epoch %d turn %d: the %s result of call %s (%s line %d, class %s)", s, firstEpoch, first.Turn, first.Tool, escape.Line(first.CallID), layout.EpochRel(s, firstEpoch), firstLine, first.Class)
 	} else if found {
 		add("session %s had read no untrusted tool result before it", s)
 	}
@@ -285,7 +286,7 @@ func (m *Memd) whyHoncho(add func(string, ...any), p []string) {
 	add("a fleet memory hit from Honcho workspace %s (%s), Honcho session %s, peer %s", ws, trust, sess, peer)
 	add("Honcho keeps no per-entry provenance: it does not record which tool results or which session state led to a message or a conclusion; what is known is the workspace and the trust memoryd.toml gives it")
 	if wire.CheckSessionID(sess) == nil {
-		if _, err := os.Stat(filepath.Join(m.cfg.StateDir, "sessions", sess)); err == nil {
+		if _, err := os.Stat(layout.SessionDir(m.cfg.StateDir, sess)); err == nil {
 			add("Honcho session %s names a session of this Boxmaker: its log is sessions/%s/ (bxctl memory why \"session %s epoch E turn T record R\" for a record of it)", sess, sess, sess)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Config is gatewayd.toml; deploy/gatewayd.toml is the documented
@@ -32,7 +33,7 @@ type Config struct {
 	MemoryChatSocket string `toml:"memory_chat_socket"`
 
 	SocketDir string   `toml:"socket_dir"` // holds gateway.sock (brokerd connects)
-	AllowUIDs []uint32 `toml:"allow_uids"` // peers allowed on gateway.sock; empty: gatewayd's own user
+	AllowUIDs []uint32 `toml:"-"`          // gateway.sock's peers: the layout table's, set by gatewayd (pkg/host/daemon); no key
 
 	// MaxApprovalParts: an approval needing more posts than this is
 	// posted as a pointer to bxctl approvals, not answerable in the chat.
@@ -63,24 +64,20 @@ var IDPattern = regexp.MustCompile(`^[a-z0-9]{26}$`)
 // ValidID reports whether s is a Mattermost id.
 func ValidID(s string) bool { return IDPattern.MatchString(s) }
 
-// Load reads and checks gatewayd.toml.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(path)
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"allow_uids": config.RetiredPeers(wire.Gateway.Name),
 }
+
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+
+// Load reads and checks gatewayd.toml.
+func Load(path string) (Config, error) { return loader.Load(path) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) {
-	var c Config
-	if err := config.Decode(data, name, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(name)
-}
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
 
 func (c Config) check(path string) (Config, error) {
 	bad := func(format string, a ...any) (Config, error) {

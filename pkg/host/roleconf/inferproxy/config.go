@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Config is inferproxy.toml. deploy/inferproxy.toml is the documented
 // example.
 type Config struct {
 	SocketDir string   `toml:"socket_dir"` // holds infer.sock; 0700, or 0750 shared with loopd's group
-	AllowUIDs []uint32 `toml:"allow_uids"` // peers allowed on infer.sock; empty = this user only
+	AllowUIDs []uint32 `toml:"-"`          // infer.sock's peers: the layout table's, set by inferproxy (pkg/host/daemon); no key
 	AllowGIDs []uint32 `toml:"allow_gids"` // if set, the peer's gid must be in it too
 	Upstream  string   `toml:"upstream"`   // llama-server's host:port; the only address this role dials
 
@@ -42,24 +43,20 @@ const (
 	DefaultDialTimeout   = 10 * time.Second
 )
 
-// Load reads and checks the config file.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c.WithDefaults()
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"allow_uids": config.RetiredPeers(wire.Infer.Name),
 }
+
+var loader = config.Checked[Config]{Check: func(c Config, _ string) (Config, error) { return c.WithDefaults() }, Retired: retired}
+
+// Load reads and checks the config file.
+func Load(path string) (Config, error) { return loader.Load(path) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) {
-	var c Config
-	if err := config.Decode(data, name, &c); err != nil {
-		return Config{}, err
-	}
-	return c.WithDefaults()
-}
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
 
 // WithDefaults checks c and fills its defaults.
 func (c Config) WithDefaults() (Config, error) {

@@ -14,6 +14,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -23,22 +24,25 @@ type Config struct {
 	// read-only here).
 	StateDir string `toml:"state_dir"`
 
+	// The *AllowUIDs fields and GateListenerUIDs are each socket's peers:
+	// the layout table's, set by memoryd (pkg/host/daemon), never read
+	// from the file (retired).
 	MemorySocketDir  string   `toml:"memory_socket_dir"` // holds memory.sock (loopd connects)
-	MemoryAllowUIDs  []uint32 `toml:"memory_allow_uids"`
+	MemoryAllowUIDs  []uint32 `toml:"-"`
 	MemtoolSocketDir string   `toml:"memtool_socket_dir"` // holds memtool.sock (brokerd connects)
-	MemtoolAllowUIDs []uint32 `toml:"memtool_allow_uids"`
+	MemtoolAllowUIDs []uint32 `toml:"-"`
 	AdminSocketDir   string   `toml:"admin_socket_dir"` // holds memadmin.sock (bxctl connects)
-	AdminAllowUIDs   []uint32 `toml:"admin_allow_uids"`
+	AdminAllowUIDs   []uint32 `toml:"-"`
 	// ChatSocketDir holds memchat.sock (gatewayd connects: the owner's
 	// !why and !forget); empty, memoryd serves neither in the chat.
 	ChatSocketDir string   `toml:"chat_socket_dir"`
-	ChatAllowUIDs []uint32 `toml:"chat_allow_uids"`
+	ChatAllowUIDs []uint32 `toml:"-"`
 	// GateSocket is brokerd's gate.sock, asked each session's state when
 	// a turn ends (the clean-turn gate); GateListenerUIDs are the users
 	// its listener may run as (empty: memoryd's own). Without it no turn
 	// is written to Honcho (none is filed by loopd's labels alone).
 	GateSocket       string   `toml:"gate_socket"`
-	GateListenerUIDs []uint32 `toml:"gate_listener_uids"`
+	GateListenerUIDs []uint32 `toml:"-"`
 	// GateTimeoutMS bounds one gate query; default 2000, at most 10000.
 	GateTimeoutMS int64 `toml:"gate_timeout_ms"`
 
@@ -71,24 +75,23 @@ func (c Config) Fleet() (honchoconf.Settings, bool) {
 	return *c.fleet, true
 }
 
-// Load reads and checks memoryd.toml.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(path)
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"memory_allow_uids":  config.RetiredPeers(wire.Memory.Name),
+	"memtool_allow_uids": config.RetiredPeers(wire.Memtool.Name),
+	"admin_allow_uids":   config.RetiredPeers(wire.Memadmin.Name),
+	"gate_listener_uids": "whose " + wire.Gate.Name + " memoryd reaches is the layout table's (its listener's uid in config/users.toml, else this daemon's own); see docs/runbook.md#layout-accept",
 }
+
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+
+// Load reads and checks memoryd.toml.
+func Load(path string) (Config, error) { return loader.Load(path) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) {
-	var c Config
-	if err := config.Decode(data, name, &c); err != nil {
-		return Config{}, err
-	}
-	return c.check(name)
-}
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
 
 func (c Config) check(path string) (Config, error) {
 	dirs := map[string]string{"state_dir": c.StateDir, "memory_socket_dir": c.MemorySocketDir,

@@ -1,4 +1,13 @@
-package broker
+// Package brokerd is brokerd.toml: its keys, defaults and checks (the
+// [runner] table's in runner.go, [consult]'s in consult.go), the one
+// loader both brokerd and `bxctl doctor` run, so a config brokerd
+// refuses is never "ok" to the doctor.
+//
+// Invariant: a Config that [Load] or [Parse] returns has every path
+// absolute, its socket directories distinct, its [runner] and [consult]
+// tables (if any) checked with their defaults filled, and every
+// [secrets] name one a grant can spell.
+package brokerd
 
 import (
 	"fmt"
@@ -8,11 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/host/config"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
 )
 
@@ -27,16 +36,19 @@ type Config struct {
 	// grant brokerd's uid could have written is refused.
 	OwnerUID *uint32 `toml:"owner_uid"`
 
+	// The *AllowUIDs fields are each listener's peers (and the courier's
+	// listener): the layout table's, set by brokerd (pkg/host/daemon),
+	// never read from the file (retired).
 	BrokerSocketDir string   `toml:"broker_socket_dir"` // holds broker.sock (loopd connects)
-	BrokerAllowUIDs []uint32 `toml:"broker_allow_uids"`
+	BrokerAllowUIDs []uint32 `toml:"-"`
 	AdminSocketDir  string   `toml:"admin_socket_dir"` // holds admin.sock (bxctl connects)
-	AdminAllowUIDs  []uint32 `toml:"admin_allow_uids"`
+	AdminAllowUIDs  []uint32 `toml:"-"`
 
 	// GateSocketDir holds gate.sock (memoryd connects): the read-only
 	// session-state query of the clean-turn gate. Empty: no gate.sock,
 	// and memoryd writes no turn to Honcho (it files none without an answer).
 	GateSocketDir string   `toml:"gate_socket_dir"`
-	GateAllowUIDs []uint32 `toml:"gate_allow_uids"`
+	GateAllowUIDs []uint32 `toml:"-"`
 
 	// MemtoolSocket is memoryd's memtool.sock, where decided memory tool
 	// calls go. Empty: memory tools fail with a runbook pointer.
@@ -49,7 +61,7 @@ type Config struct {
 	// GatewayAllowUIDs are the users gateway.sock's listener may run as
 	// (SO_PEERCRED of the dialled socket); empty: brokerd's own user.
 	// The courier sends approvals, and takes answers, from no one else.
-	GatewayAllowUIDs []uint32 `toml:"gateway_allow_uids"`
+	GatewayAllowUIDs []uint32 `toml:"-"`
 
 	// ApprovalTTLMS is how long a call waits for the owner; at most a day.
 	ApprovalTTLMS int64 `toml:"approval_ttl_ms"`
@@ -58,24 +70,24 @@ type Config struct {
 
 	// Runner is where tool containers run. Absent: every allowed tool
 	// call fails with a runbook pointer (runner-unavailable).
-	Runner *runner.Config `toml:"runner"`
+	Runner *Runner `toml:"runner"`
 	// Secrets maps the secret names grants use to where each value
 	// lives ("credential:NAME", "env:NAME", "file:/path").
 	Secrets map[string]secret.Ref `toml:"secrets"`
-	// Consult is where the consult tool goes (consult_config.go).
+	// Consult is where the consult tool goes (consult.go).
 	// Absent: every consult is refused (consult-unconfigured).
-	Consult *ConsultConfig `toml:"consult"`
+	Consult *Consult `toml:"consult"`
 
 	// path is the file Load read, which no tool call may mount.
 	path string
 }
 
-// protected lists brokerd's own files and directories and every entry
+// Protected lists brokerd's own files and directories and every entry
 // of the state directory's layout table, which no tool
 // call may mount or reach through a mount: a Unix socket can be
 // connected through a read-only mount, and admin.sock would let a tool
 // approve its own calls.
-func (c Config) protected() []string {
+func (c Config) Protected() []string {
 	list := []string{c.StateDir, c.GrantsDir, c.BrokerSocketDir, c.AdminSocketDir}
 	if c.GateSocketDir != "" {
 		list = append(list, c.GateSocketDir)
@@ -109,12 +121,25 @@ const (
 	DefaultResultCap   = 64 << 10
 )
 
+// retired are the keys this config no longer reads: the layout table
+// decides them, and the daemon sets the fields from it (pkg/host/daemon).
+var retired = map[string]string{
+	"broker_allow_uids":  config.RetiredPeers(wire.Broker.Name),
+	"admin_allow_uids":   config.RetiredPeers(wire.Admin.Name),
+	"gate_allow_uids":    config.RetiredPeers(wire.Gate.Name),
+	"gateway_allow_uids": "whose " + wire.Gateway.Name + " brokerd reaches is the layout table's (its listener's uid in config/users.toml, else this daemon's own); see docs/runbook.md#layout-accept",
+}
+
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+
 // Load reads and checks brokerd.toml.
-func Load(path string) (Config, error) {
-	var c Config
-	if err := config.Load(path, &c); err != nil {
-		return Config{}, err
-	}
+func Load(path string) (Config, error) { return loader.Load(path) }
+
+// Parse checks the config's text, named name in errors, as [Load] does
+// once the file is read.
+func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
+
+func (c Config) check(path string) (Config, error) {
 	c.path = path
 	for name, p := range map[string]string{"state_dir": c.StateDir, "grants_dir": c.GrantsDir,
 		"broker_socket_dir": c.BrokerSocketDir, "admin_socket_dir": c.AdminSocketDir} {
@@ -174,30 +199,32 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// owners are whose grant files brokerd believes: root and the owner.
-func (c Config) owners() ownership.Owners {
+// Owners are whose grant files brokerd believes: root and the owner.
+func (c Config) Owners() ownership.Owners {
 	if c.OwnerUID != nil {
 		return ownership.Trust(*c.OwnerUID)
 	}
 	return ownership.Self()
 }
 
-// gatewayUIDs is GatewayAllowUIDs, or brokerd's own uid when empty.
-func (c Config) gatewayUIDs() []uint32 {
+// GatewayUIDs is GatewayAllowUIDs, or brokerd's own uid when empty.
+func (c Config) GatewayUIDs() []uint32 {
 	if len(c.GatewayAllowUIDs) > 0 {
 		return c.GatewayAllowUIDs
 	}
 	return []uint32{uint32(os.Getuid())}
 }
 
-func (c Config) ttl() time.Duration {
+// ApprovalTTL is how long a call waits for the owner.
+func (c Config) ApprovalTTL() time.Duration {
 	if c.ApprovalTTLMS == 0 {
 		return DefaultApprovalTTL
 	}
 	return time.Duration(c.ApprovalTTLMS) * time.Millisecond
 }
 
-func (c Config) resultCap() int {
+// ResultCapBytes caps one tool result sent back to loopd.
+func (c Config) ResultCapBytes() int {
 	if c.ResultCap == 0 {
 		return DefaultResultCap
 	}

@@ -1,4 +1,4 @@
-package broker
+package brokerd
 
 import (
 	"os"
@@ -15,7 +15,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("deploy/brokerd.toml: %v", err)
 	}
-	if c.ttl().Minutes() != 15 || c.resultCap() != 65536 || c.GrantsDir != "/etc/boxmaker/grants" ||
+	if c.ApprovalTTL().Minutes() != 15 || c.ResultCapBytes() != 65536 || c.GrantsDir != "/etc/boxmaker/grants" ||
 		c.Runner == nil || c.Runner.Pids != 128 || c.Runner.ShellTimeoutS != 75 {
 		t.Errorf("example = %+v", c)
 	}
@@ -58,7 +58,7 @@ func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := c.protected()
+	got := c.Protected()
 	for _, want := range []string{"/s", "/g", "/b", "/a", "/m", "/w", "/etc/bx/token", p} {
 		if !slices.Contains(got, want) {
 			t.Errorf("protected() = %q lacks %s", got, want)
@@ -74,5 +74,25 @@ func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 	}
 	if slices.Contains(got, "X") || len(got) != 8+len(layout.In("/s")) {
 		t.Errorf("protected() = %q", got)
+	}
+}
+
+// TestConsultRefusals: a bad endpoint or a temperature above 0.6 is
+// refused.
+func TestConsultRefusals(t *testing.T) {
+	hot := 700
+	for _, cc := range []Consult{
+		{Endpoint: "http://api.example.com/v1"},
+		{Endpoint: "https://api.example.com:8443/v1"},
+		{Endpoint: "https://127.0.0.1/v1"},
+		{Endpoint: "https://api.example.com/v1?key=x"},
+		{Endpoint: "https://api.example.com/v1/chat/completions"},
+		{Endpoint: "https://api.example.com/v1", TemperatureMilli: &hot},
+		{Endpoint: "https://api.example.com/v1", IdleTimeoutS: 100, TotalTimeoutS: 50},
+		{},
+	} {
+		if err := cc.check(); err == nil {
+			t.Errorf("[consult] %+v accepted", cc)
+		}
 	}
 }

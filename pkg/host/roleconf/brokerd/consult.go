@@ -1,4 +1,4 @@
-package broker
+package brokerd
 
 import (
 	"errors"
@@ -6,17 +6,17 @@ import (
 	"net/url"
 	"strings"
 
-	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/model/consult"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
 
-// ConsultConfig is brokerd.toml's [consult] table: the one
+// Consult is brokerd.toml's [consult] table: the one
 // OpenAI-compatible endpoint consult calls go to and how long one may
 // take. Which model, which key and which sessions may use it are the
-// owner's grants (pkg/tool/grant, consult.go); the endpoint's host must be
+// owner's grants (pkg/tool/grant, brokerd's consult.go); the endpoint's host must be
 // one a consult grant names, or every consult is refused (consult-host).
-type ConsultConfig struct {
+type Consult struct {
 	// Endpoint is the API's base URL, without "/chat/completions":
 	// https, a host name, no port, query or fragment.
 	Endpoint string `toml:"endpoint"`
@@ -30,7 +30,17 @@ type ConsultConfig struct {
 	// included. 10 to 3600; absent or 0: 900.
 	TotalTimeoutS int `toml:"total_timeout_s"`
 
-	endpoint *policy.Endpoint
+	endpoint *Endpoint
+}
+
+// Endpoint is a checked [consult] table: what brokerd's policy needs of
+// the endpoint (its policy.Endpoint).
+type Endpoint struct {
+	Base             string // the URL without "/chat/completions"
+	Host             hostrule.Name
+	TemperatureMilli int   // at most consult.MaxTemperatureMilli
+	IdleMS           int64 // the liveness limit
+	TotalMS          int64 // the total bound
 }
 
 // Consult defaults.
@@ -39,7 +49,7 @@ const (
 	DefaultConsultTotalS = 900
 )
 
-func (c *ConsultConfig) check() error {
+func (c *Consult) check() error {
 	if c == nil {
 		return nil
 	}
@@ -80,18 +90,20 @@ func (c *ConsultConfig) check() error {
 	case idle > total:
 		return fmt.Errorf("idle_timeout_s %d must not exceed total_timeout_s %d", idle, total)
 	}
-	c.endpoint = &policy.Endpoint{Base: base, Host: full.Host(), TemperatureMilli: temp,
+	c.endpoint = &Endpoint{Base: base, Host: full.Host(), TemperatureMilli: temp,
 		IdleMS: int64(idle) * 1000, TotalMS: int64(total) * 1000}
 	return nil
 }
 
-// consultEndpoint is the checked endpoint, nil without [consult].
-func (c Config) consultEndpoint() *policy.Endpoint {
+// ConsultEndpoint is the checked [consult] table; ok is false without
+// one (or for a hand-made table its check refuses: Load refuses such a
+// table).
+func (c Config) ConsultEndpoint() (e Endpoint, ok bool) {
 	if c.Consult == nil {
-		return nil
+		return Endpoint{}, false
 	}
 	if c.Consult.endpoint == nil && c.Consult.check() != nil {
-		return nil // Load refuses such a table; a hand-made Config is refused here
+		return Endpoint{}, false
 	}
-	return c.Consult.endpoint
+	return *c.Consult.endpoint, true
 }

@@ -1,4 +1,4 @@
-package honcho
+package honchoconf
 
 import (
 	"strings"

@@ -1,4 +1,10 @@
-package jobs
+// Package schedule is when a job runs: the cron, every and at schedules
+// of the owner's job files (loopd's package jobs) and of loopd.toml's
+// [jobs] tiering, parsed by the one parser loopd and `bxctl doctor` run.
+//
+// Invariant: a parse function returns only a schedule that can fire; the
+// zero Schedule never fires.
+package schedule
 
 import (
 	"errors"
