@@ -65,5 +65,5 @@ func parseReadAttachment(raw []byte) (Args, error) {
 	if w.Length == 0 {
 		w.Length = DefaultAttachmentRead
 	}
-	return ReadAttachment{ID: w.ID, Offset: w.Offset, Length: w.Length}, nil
+	return ReadAttachment(w), nil
 }
