@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,9 @@ func soakReply(body []byte) (fake.Reply, bool) {
 		}
 	}
 	n, _ := strconv.Atoi(turn)
+	if last := req.Messages[len(req.Messages)-1]; last.Role == "user" && soakAsks(n) {
+		return fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{{Name: "call_tool", Arguments: soakAskCall}}}, true
+	}
 	if last := req.Messages[len(req.Messages)-1]; last.Role == "user" && n%3 == 0 {
 		return fake.Reply{Reasoning: "Search.", ToolCalls: []fake.ToolCall{{Name: "recall", Arguments: fmt.Sprintf(`{"query":"soak %d","k":3}`, n)}}}, true
 	}
@@ -84,18 +88,31 @@ func roleRSS(t *testing.T, bin, role, state string) int {
 	return 0
 }
 
-// TestStackSoak drives turns (every third with a recall through brokerd
-// and memoryd) over three sessions, with compaction at idle and an
-// owner's job every minute, while a random role is killed with
-// SIGKILL at a random point, in or between turns, and the stack is
-// started again. At the end every logged owner message's turn ended
-// exactly once, with the model's answer or as interrupted; no turn has
-// two answers; every session log decodes; `bxctl audit verify` passes;
-// and each role's resident memory is reported and bounded.
+// TestStackSoak drives turns over three bxctl chat sessions and two
+// Mattermost threads (through gatewayd and the fake Mattermost): every
+// third a recall through brokerd and memoryd, every eighth a read under
+// an ask grant whose approval brokerd posts in the thread and the owner
+// answers there; with compaction at idle and an owner's job every
+// minute; while a random role is killed with SIGKILL at a random point,
+// in or between turns, and the stack is started again. At the end every
+// logged owner message's turn ended exactly once, with the model's
+// answer or as interrupted; no turn has two answers; no answer and no
+// approval is posted twice in Mattermost, and every answer a thread's
+// log holds is posted there; every session log decodes; `bxctl audit
+// verify` passes (the audit and consult chains); and each role's
+// resident memory is reported and bounded.
 func TestStackSoak(t *testing.T) {
 	turns, every := soakSize()
-	bin, state, srv := stack(t, 65536)
+	if testing.Short() {
+		t.Skip("builds and runs the stack")
+	}
+	bin := Build(t, "bxctl", "loopd", "inferproxy", "brokerd", "memoryd", "gatewayd")
+	state := ShortState(t)
+	srv := fake.New(t, fake.Options{Slots: 2, NCtx: 65536})
+	selftestReplies(srv)
+	preconfigure(t, state, srv)
 	srv.Respond(soakReply)
+	mmChat := newSoakChat(t, state)
 	// Compaction at idle once a session's context passes 3% of the slot
 	// (every few turns), and an owner's job every minute.
 	epochConfig(t, state, 300, 3, false, "")
@@ -104,21 +121,47 @@ func TestStackSoak(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("soak: %d turns, a kill every %d on average, seed %d", turns, every, seed)
-	exited := up(t, bin, state, srv)
-	roles := []string{"inferproxy", "memoryd", "brokerd", "loopd"}
+	u, _ := url.Parse(srv.URL())
+	start := func() <-chan error { return Up(t, bin, state, u.Host, mmChat.tokenEnv()) }
+	exited := start()
+	// gatewayd's first start fetches nothing it missed (it has no
+	// cursor yet): the first post waits for its WebSocket.
+	mmChat.connected(t, 1, func() string {
+		b, _ := os.ReadFile(filepath.Join(state, "logs", "gatewayd.log"))
+		return string(b)
+	})
+	stopOwner := make(chan struct{})
+	ownerDone := make(chan struct{})
+	go func() { defer close(ownerDone); mmChat.approve(t, stopOwner) }()
+	roles := []string{"inferproxy", "memoryd", "brokerd", "loopd", "gatewayd"}
 	peak := map[string]int{}
 	measure := func() {
 		for _, r := range roles {
 			peak[r] = max(peak[r], roleRSS(t, bin, r, state))
 		}
 	}
-	kills, failed := 0, 0
+	kills, failed, mmTurns := 0, 0, 0
+	var inMM bool
+	began := time.Now()
 	for i := 1; i <= turns; i++ {
-		sess := fmt.Sprintf("soak%d", i%3)
-		cmd := exec.Command(filepath.Join(bin, "bxctl"), "chat", "--state", state, "--session", sess, "--message", fmt.Sprintf("soak turn %d", i))
-		require.NoError(t, cmd.Start())
 		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		var thread int
+		if inMM, thread = soakInMattermost(i); inMM {
+			mmTurns++
+			root := mmChat.post(t, i, thread)
+			go func() {
+				if !mmChat.answeredIn(root, i, time.Minute) {
+					done <- fmt.Errorf("turn %d not answered in its thread", i)
+					return
+				}
+				done <- nil
+			}()
+		} else {
+			sess := fmt.Sprintf("soak%d", i%3)
+			cmd := exec.Command(filepath.Join(bin, "bxctl"), "chat", "--state", state, "--session", sess, "--message", fmt.Sprintf("soak turn %d", i))
+			require.NoError(t, cmd.Start())
+			go func() { done <- cmd.Wait() }()
+		}
 		if rng.IntN(every) == 0 {
 			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond) // a turn takes tens of ms on the fake
 			measure()
@@ -132,25 +175,44 @@ func TestStackSoak(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("bxctl up did not stop after a role was killed")
 			}
-			if err := <-done; err != nil {
+			selftestReplies(srv)
+			exited = start()
+			// A Mattermost turn the kill interrupted is told so, not
+			// answered: its thread is checked at the end.
+			wait := time.After(time.Hour)
+			if inMM {
+				wait = time.After(20 * time.Second)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					failed++
+				}
+			case <-wait:
 				failed++
 			}
-			selftestReplies(srv)
-			exited = up(t, bin, state, srv)
 			continue
 		}
 		if err := <-done; err != nil {
+			t.Logf("turn %d: %v", i, err)
 			failed++
 		}
 	}
-	// One more message per session closes a turn a kill left open.
+	// One more message per session closes a turn a kill left open (turn
+	// numbers past the soak's, none of them one that asks).
 	for s := 0; s < 3; s++ {
-		chat(t, bin, state, fmt.Sprintf("soak%d", s), fmt.Sprintf("soak turn %d", turns+1+s))
+		chat(t, bin, state, fmt.Sprintf("soak%d", s), fmt.Sprintf("soak turn %d", 1000+2*s))
 	}
+	close(stopOwner)
+	<-ownerDone
 	measure()
+	elapsed := time.Since(began)
 	out, err := bxctl(t, bin, "audit", "verify", "--anchors", filepath.Join(t.TempDir(), "anchors"), layout.Audit.In(state))
 	require.NoError(t, err, out)
 	checkSoakLogs(t, state)
+	answers, approvals := mmChat.check(t, state)
+	t.Logf("soak: Mattermost: %d turns in 2 threads, %d answers and %d approval posts, each posted once; %d approvals answered by the owner", mmTurns, answers, approvals, len(mmChat.answered))
+	require.NotZero(t, approvals, "no approval was posted")
 	jobs, err := bxctl(t, bin, "jobs", "--state", state)
 	require.NoError(t, err, jobs)
 	require.Contains(t, jobs, "job soak-job: every 1m", "the owner's job is not scheduled")
@@ -159,8 +221,8 @@ func TestStackSoak(t *testing.T) {
 		t.Logf("soak: %s peak resident memory %d KiB", r, peak[r])
 		require.Less(t, peak[r], 256<<10, "%s's resident memory", r)
 	}
-	t.Logf("soak: %d turns, %d kills, %d chat commands failed (each killed mid-turn)", turns, kills, failed)
-	require.LessOrEqual(t, failed, kills, "a chat failed without a kill")
+	t.Logf("soak: %d turns in %v, %d kills, %d turns failed (each killed mid-turn)", turns, elapsed.Round(time.Second), kills, failed)
+	require.LessOrEqual(t, failed, kills, "a turn failed without a kill")
 	stopStack(t, bin, exited)
 }
 
@@ -179,8 +241,14 @@ func checkSoakLogs(t *testing.T, state string) {
 	}
 	t.Logf("soak: %d session logs, %d of them epochs after a compaction", len(files), epochs)
 	type turn struct{ users, ends, answers, stops int }
-	for s := 0; s < 3; s++ {
-		id := fmt.Sprintf("soak%d", s)
+	ids := map[string]bool{}
+	for _, f := range files {
+		if id := filepath.Base(filepath.Dir(f)); strings.HasPrefix(id, "soak") || strings.HasPrefix(id, "mm-") {
+			ids[id] = true
+		}
+	}
+	require.GreaterOrEqual(t, len(ids), 3, "the soak's sessions: %v", ids)
+	for id := range ids {
 		turns := map[int64]*turn{}
 		at := func(n int64) *turn {
 			if turns[n] == nil {

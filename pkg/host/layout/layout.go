@@ -154,15 +154,15 @@ var (
 	// port for a dashboard. Others may list and read it (node_exporter
 	// runs as a user of its own); it holds counts, never content.
 	Metrics = Entry{Path: "metrics", Kind: Dir, Mode: 0o755, Writer: "bxctl", Up: true, Owner: Owner, Files: 0o644,
-		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
+		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory), and " + AnchorTimeName + ", when bxctl audit anchor last anchored the audit log (loopd reads it for !status)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
 	// Attachments holds the files the owner posts with a message (issue
 	// 29): gatewayd fetches each from Mattermost and writes it whole or
-	// not at all (a temporary name, then a rename), one directory per
+	// not at all (an unnamed file linked on commit), one directory per
 	// session, <session>/<file id>; brokerd reads a text one for
 	// read_attachment, which its grants must cover. Nothing else reads
 	// them; no role writes them but gatewayd.
 	Attachments = Entry{Path: "attachments", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Brokerd, Files: 0o640,
-		Doc:   "files posted with the owner's messages, <session>/<file id> (text, a PDF's extracted text, or an image); read through read_attachment",
+		Doc:   "files posted with the owner's messages, <session>/<file id> (text, or a PDF's extracted text); read through read_attachment",
 		Rests: "setgid 0750 gatewayd's, group brokerd's; files 0640: gatewayd writes, brokerd reads, no other role enters"}
 	// Images holds the images among those files: gatewayd writes them as
 	// it writes attachments/, one directory per session, and loopd reads
@@ -246,6 +246,13 @@ var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, app
 	&Logs, &Sessions, &Grants, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments, &Images, &Outbox,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &MemchatRun, &GateRun, &PodmanRun)...)
+
+// AnchorTimeName is the textfile in metrics/ that bxctl audit anchor
+// writes with the newest anchor's time (audit.WriteAnchorTime).
+const AnchorTimeName = "audit_anchor.prom"
+
+// AnchorTimeFile is its path in state directory state.
+func AnchorTimeFile(state string) string { return filepath.Join(Metrics.In(state), AnchorTimeName) }
 
 // SocketFor is the socket directory entry that holds s.
 func SocketFor(s *wire.Socket) *Entry {

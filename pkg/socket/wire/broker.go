@@ -186,6 +186,8 @@ var BrokerMessages = strict.NewUnion[strict.Variant]("type",
 	func() strict.Variant { return new(RevokeAllowance) },
 	func() strict.Variant { return new(DropProposal) },
 	func() strict.Variant { return new(WriteProposal) },
+	func() strict.Variant { return new(BrokerStatusQuery) },
+	func() strict.Variant { return new(BrokerStatus) },
 )
 
 // BrokerFrameMax caps frames on both sockets: a capped tool result plus

@@ -2,6 +2,8 @@ package wire
 
 // Fleet memory's admin messages, on memadmin.sock (bxctl memory and
 // bxctl memory resync): they are in [MemorydMessages] like the rest.
+// FleetStatus is also taken on memory.sock, read-only, for loopd's
+// answer to !status.
 
 // FleetStatus asks for the outbox's state.
 type FleetStatus struct{}
@@ -21,6 +23,8 @@ type FleetState struct {
 	OldestPending string `json:"oldest_pending"`
 	LastError     string `json:"last_error"`
 	NextTry       string `json:"next_try"`
+	// Version is memoryd's (on memory.sock, for loopd's status).
+	Version string `json:"version,omitempty"`
 }
 
 // FleetResync asks memoryd to make Honcho hold what the session logs and

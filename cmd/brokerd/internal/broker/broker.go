@@ -120,7 +120,9 @@ func run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak 
 		go b.courier(ctx)
 	}
 	errc := make(chan error, 3)
-	go func() { errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool)).Serve) }()
+	go func() {
+		errc <- bl.Serve(ctx, rpc.NewServer(&wire.Broker, log, rpc.Stream(b.serveTool), rpc.On(b.statusSummary)).Serve)
+	}()
 	go func() { errc <- al.Serve(ctx, b.adminServer().Serve) }()
 	n := 2
 	if gl != nil {

@@ -18,9 +18,11 @@
 //     it into place only after the audit and consult chains, every
 //     session log, the identity files and the grants verified: a state
 //     directory is either the verified backup or untouched;
-//   - the recall index and the fleet outbox (index/) are left out: the
-//     files rebuild them (memoryd's catch-up at start, the outbox's
-//     rebuilt mode with its whole-session lookups).
+//   - every entry of the layout table is held, held in part or left out
+//     with its reason (taken, partly, leftOut; a test keeps them
+//     whole): the recall index is left out (memoryd rebuilds it), the
+//     fleet outbox, which nothing rebuilds, is taken through SQLite's
+//     VACUUM INTO and checked by SQLite's integrity check on restore.
 package backup
 
 import (

@@ -51,6 +51,8 @@ type Restored struct {
 	Anchors      int // the owner's anchors checked
 	SessionLogs  int
 	Grants       int
+	// Outbox is the messages the restored fleet outbox has yet to send.
+	Outbox int
 	// Moved are the configs whose paths were moved from the backup's
 	// state directory to the restored one.
 	Moved []string
@@ -273,6 +275,9 @@ func (r *Restored) verify(dir string, o Options) error {
 		}
 	}
 	r.SessionLogs = len(files)
+	if r.Outbox, err = checkOutbox(dir); err != nil {
+		return fail("the fleet outbox (%s): %v", OutboxPath, err)
+	}
 	for _, name := range identity {
 		b, err := os.ReadFile(filepath.Join(layout.Memory.In(dir), name))
 		if errors.Is(err, fs.ErrNotExist) {

@@ -29,16 +29,46 @@ import (
 // (its sessions/; run/ is per-call scratch, and the logs are taken by
 // their heads).
 var trees = []*layout.Entry{&layout.Config, &layout.Grants, &layout.Jobs, &layout.Sessions, &layout.Memory,
-	&layout.Gateway, &layout.LoopState}
+	&layout.Gateway, &layout.LoopState, &layout.Proposals}
 
 // brokerSessions is brokerd's session state under broker/.
 const brokerSessions = "broker/sessions"
 
-// leftOut is what every backup leaves out, and why.
-var leftOut = []string{
-	"secrets/: never in a backup; the credentials list says what the restored stack needs",
-	"index/: the recall index and the fleet outbox; memoryd rebuilds the index from sessions/ and notes.md at its start, and a new outbox files every turn again after looking each up in Honcho",
-	"logs/, run/, broker/run/: each role's output, the sockets and per-call scratch",
+// taken are the other entries a backup holds: the logs (to their heads)
+// and the state's format.
+var taken = []*layout.Entry{&layout.Audit, &layout.ConsultLog, &layout.FormatFile}
+
+// Part is an entry of the layout table a backup holds only in part, or
+// not at all, and why.
+type Part struct {
+	Entry *layout.Entry
+	Why   string
+}
+
+// partly are the entries a backup holds in part: what it takes and why
+// the rest is left.
+var partly = []Part{
+	{&layout.State, "the state directory itself: restore makes it, with the table's mode"},
+	{&layout.Broker, "broker/: its sessions/ and the two logs are taken; run/ is per-call scratch"},
+	{&layout.Index, "index/: the fleet outbox (" + OutboxPath + ") is taken through SQLite; the recall index is left out, memoryd rebuilds it from sessions/ and notes.md at its start"},
+}
+
+// leftOut are the entries no backup holds, and why: each is rebuilt or
+// is never to be copied.
+var leftOut = []Part{
+	{&layout.Secrets, "secrets/: never in a backup; the credentials list says what the restored stack needs"},
+	{&layout.Logs, "logs/: each role's output under bxctl up, written again as the roles run"},
+	{&layout.Run, "run/: the sockets, made again by the roles that listen on them"},
+	{&layout.Metrics, "metrics/: figures bxctl metrics and bxctl audit anchor write again from the logs and the owner's anchors"},
+}
+
+// leftOutText is the manifest's account of what a backup leaves, and why.
+func leftOutText() []string {
+	var out []string
+	for _, p := range append(append([]Part{}, partly[1:]...), leftOut...) {
+		out = append(out, p.Why)
+	}
+	return out
 }
 
 // Tries bounds how often the two logs are copied before a backup gives
@@ -69,11 +99,17 @@ func Take(state, dest string, now time.Time) (*Manifest, error) {
 	}
 	auditDir, consultDir := layout.Audit.In(state), layout.ConsultLog.In(state)
 	m := &Manifest{Kind: Kind, Version: Version, Format: format, Taken: now.UTC().Format(time.RFC3339), Source: state,
-		AuditLog: resolved(auditDir), ConsultLog: resolved(consultDir), LeftOut: leftOut, Dirs: []Dir{}, Files: []File{}}
+		AuditLog: resolved(auditDir), ConsultLog: resolved(consultDir), LeftOut: leftOutText(), Dirs: []Dir{}, Files: []File{}}
 	t := &taker{state: state, dest: filepath.Join(dest, FilesDir), m: m, dirs: map[string]bool{}}
-	// broker/sessions before the logs: brokerd's session state may be
-	// rebuilt from a longer log, never from a shorter one.
-	err = t.tree(brokerSessions)
+	// The outbox before the session logs: what it says was filed is in
+	// the logs copied after it (a record it names and the logs lacked
+	// would be reused by the restored session's next turn and never
+	// filed). broker/sessions before the logs: brokerd's session state
+	// may be rebuilt from a longer log, never from a shorter one.
+	err = t.outbox()
+	if err == nil {
+		err = t.tree(brokerSessions)
+	}
 	if err == nil {
 		err = t.logs(auditDir, consultDir)
 	}

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/text/escape"
@@ -174,7 +176,33 @@ func runAuditAnchor(args []string, stdout, stderr io.Writer) int {
 		line, _ := a.Line()
 		fmt.Fprintf(stdout, "anchored seq %d, hash %s of %s in %s\n%s\n", a.Seq, a.Hash, escape.Line(a.Log), path, line)
 	}
+	anchorTime(dir, now, stdout, stderr)
 	return ExitOK
+}
+
+// anchorTime writes the anchor's time into the metrics/ directory of
+// the state whose audit log dir is, when it is one (STATE/broker/audit
+// with a STATE/metrics/): the one figure of the owner's anchors that
+// !status and a dashboard show. A failure is a warning: the anchor
+// itself is recorded.
+func anchorTime(dir string, now time.Time, stdout, stderr io.Writer) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return
+	}
+	state := strings.TrimSuffix(abs, string(filepath.Separator)+filepath.FromSlash(layout.Audit.Path))
+	if state == abs {
+		return
+	}
+	if fi, err := os.Stat(layout.Metrics.In(state)); err != nil || !fi.IsDir() {
+		return
+	}
+	p := layout.AnchorTimeFile(state)
+	if err := audit.WriteAnchorTime(p, now); err != nil {
+		fmt.Fprintf(stderr, "bxctl audit anchor: the anchor is recorded, but its time was not written to %s (!status and the metrics will show an older anchor): %v; see docs/runbook.md#metrics-not-written\n", p, err)
+		return
+	}
+	fmt.Fprintf(stdout, "its time is in %s (for !status and node_exporter)\n", p)
 }
 
 // anchorsFor resolves the anchors file and the log's key, and reads the

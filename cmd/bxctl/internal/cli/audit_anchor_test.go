@@ -3,12 +3,14 @@ package cli
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
@@ -144,5 +146,36 @@ func TestAuditAnchorsFile(t *testing.T) {
 	empty := t.TempDir()
 	if code, _, stderr := run("audit", "anchor", "--anchors", filepath.Join(t.TempDir(), "a.jsonl"), empty); code != ExitFailed || !strings.Contains(stderr, "nothing to anchor") {
 		t.Fatalf("audit anchor (empty log) = %d, %q", code, stderr)
+	}
+}
+
+// TestAuditAnchorWritesItsTime: anchoring a state directory's audit log
+// writes the anchor's time into its metrics/ (for !status and
+// node_exporter); anchoring a log elsewhere writes nothing there.
+func TestAuditAnchorWritesItsTime(t *testing.T) {
+	state := t.TempDir()
+	dir := layout.Audit.In(state)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src := auditLog(t)
+	if err := errors.Join(os.Rename(src, dir), os.Rename(audit.HeadPath(src), audit.HeadPath(dir))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(layout.Metrics.In(state), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Truncate(time.Second)
+	code, out, stderr := run("audit", "anchor", "--anchors", filepath.Join(t.TempDir(), "a.jsonl"), dir)
+	if code != ExitOK || !strings.Contains(out, layout.AnchorTimeFile(state)) {
+		t.Fatalf("audit anchor = %d\n%s%s", code, out, stderr)
+	}
+	at, err := audit.ReadAnchorTime(layout.AnchorTimeFile(state))
+	if err != nil || at.Before(before) || at.After(time.Now()) {
+		t.Errorf("the anchor's time = %v, %v; anchored after %v", at, err, before)
+	}
+	other := auditLog(t)
+	if code, out, _ := run("audit", "anchor", "--anchors", filepath.Join(t.TempDir(), "b.jsonl"), other); code != ExitOK || strings.Contains(out, "metrics") {
+		t.Errorf("anchoring a log outside a state: %d %q", code, out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,7 +96,10 @@ func runRestore(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if source != state {
 		fmt.Fprintf(stdout, "your anchors name the logs under %s; anchor the restored log with: bxctl audit anchor %s/broker/audit\n", escape.Line(source), escape.Line(state))
 	}
-	fmt.Fprintln(stdout, "memoryd rebuilds the recall index and the fleet outbox (index/) at its first start")
+	if slices.ContainsFunc(m.Files, func(f backup.File) bool { return f.Path == backup.OutboxPath }) {
+		fmt.Fprintf(stdout, "the fleet outbox (%s) passes SQLite's integrity check: %d message(s) to send, each looked for in Honcho first\n", backup.OutboxPath, r.Outbox)
+	}
+	fmt.Fprintln(stdout, "memoryd rebuilds the recall index (index/recall.db) at its first start")
 	for _, c := range m.Credentials {
 		fmt.Fprintf(stdout, "put back before starting: %s\n", escape.Line(c))
 	}

@@ -11,20 +11,17 @@ package status
 
 import (
 	"context"
-	"debug/buildinfo"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/report"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/procinfo"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
@@ -242,22 +239,8 @@ func dialRole(ctx context.Context, path, role string) Role {
 	}
 	defer c.Close()
 	r.Up, r.Detail, r.Version = true, "accepts on "+filepath.Base(path), "unknown"
-	raw, err := c.(*net.UnixConn).SyscallConn()
-	if err != nil {
-		return r
-	}
-	var cred *unix.Ucred
-	raw.Control(func(fd uintptr) { cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
-	if cred == nil || cred.Pid <= 0 {
-		return r
-	}
-	if bi, err := buildinfo.ReadFile("/proc/" + strconv.Itoa(int(cred.Pid)) + "/exe"); err == nil {
-		r.Version = bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				r.Version += " " + s.Value[:12]
-			}
-		}
+	if uc, ok := c.(*net.UnixConn); ok {
+		r.Version = procinfo.VersionOf(procinfo.PeerPID(uc))
 	}
 	return r
 }

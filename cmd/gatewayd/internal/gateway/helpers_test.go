@@ -50,8 +50,11 @@ func (f *fakeLoop) status(ctx context.Context, _ sockets.Peer, q *wire.StatusQue
 	}
 	return &wire.SessionStatus{Session: q.Session, Model: "qwen3 ![x](https://evil.example/p.png)", Slot: 0, SlotContext: 32768,
 		Epoch: 1, Compactions: 1, Turn: 7, ContextTokens: 8192, Reread: 1, Cached: 8000, TodayPrefillMS: 12345,
-		Roles: []wire.RoleState{{Role: "inferproxy", Up: true}, {Role: "brokerd", Up: false}},
-		Jobs:  []wire.JobNext{{Name: "digest", Next: "2026-12-02T07:00:00Z"}}}
+		Roles: []wire.RoleState{{Role: "inferproxy", Up: true, Version: "v1 abc"}, {Role: "brokerd", Up: false, Detail: "did not answer within 1.5s"}, {Role: "memoryd", Up: true, Version: "v1 abc"}},
+		Jobs:  []wire.JobNext{{Name: "digest", Next: "2026-12-02T07:00:00Z"}}, Version: "v1 abc", Server: "llama-server answers through inferproxy",
+		BrokerError: "brokerd: did not answer within 1.5s", Approvals: []wire.ApprovalBrief{}, Allowances: []wire.AllowanceBrief{},
+		Fleet:    &wire.FleetState{Configured: true, Pending: 2, LastError: "503 @all **down**", NextTry: "2026-12-02T07:01:00Z"},
+		AnchorAt: "2026-12-01T07:00:00Z"}
 }
 
 // setRunning says whether session has a turn in flight.

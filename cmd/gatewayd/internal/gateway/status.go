@@ -8,6 +8,7 @@ import (
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/render"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -16,8 +17,9 @@ import (
 // and never answers costs the thread one "did not answer" reply.
 var statusWait = 5 * time.Second
 
-// statusReply is !status: loopd's view of this thread's session and of
-// the roles it talks to, posted in the thread. It changes nothing.
+// statusReply is !status: this thread's session and the whole
+// installation as loopd gathers it from the roles it already talks to
+// (wire.StatusQuery), posted in the thread. It changes nothing.
 func (g *Gateway) statusReply(ctx context.Context, post *mattermost.Post) {
 	root := post.Thread()
 	qctx, cancel := context.WithTimeout(ctx, statusWait)
@@ -31,19 +33,24 @@ func (g *Gateway) statusReply(ctx context.Context, post *mattermost.Post) {
 		g.reply(ctx, post.ChannelID, root, "Boxmaker status: "+render.Plain(loopFailed(err).Error()))
 		return
 	}
-	g.reply(ctx, post.ChannelID, root, StatusText(st))
+	g.reply(ctx, post.ChannelID, root, StatusText(st, time.Now()))
 }
 
-// StatusText is the !status post for st: every word loopd sent that
-// could carry text (the model's name, job names) rendered plain.
-func StatusText(st *wire.SessionStatus) string {
+// StatusText is the !status post for st, each item of `bxctl status`
+// (docs/commands.md): the roles and their versions, the model, its slot
+// and llama-server's answer, this thread's context, epoch and
+// compactions, the last turn's cache reuse and today's prefill, pending
+// approvals and allowances, fleet memory's outbox, the audit anchor's
+// age, the jobs' next runs. Every word loopd sent that could carry text
+// (names, ids, errors) is rendered plain; root is the thread's session.
+func StatusText(st *wire.SessionStatus, now time.Time) string {
 	var b strings.Builder
 	b.WriteString("Boxmaker status\n")
-	roles := []string{"gatewayd up", "loopd up"}
+	roles := []string{"gatewayd up (version " + render.Plain(daemon.Version()) + ")", "loopd up (version " + render.Plain(st.Version) + ")"}
 	for _, r := range st.Roles {
-		state := "down"
+		state := "down (" + render.Plain(r.Detail) + ")"
 		if r.Up {
-			state = "up"
+			state = "up (version " + render.Plain(r.Version) + ")"
 		}
 		roles = append(roles, render.Plain(r.Role)+" "+state)
 	}
@@ -52,7 +59,7 @@ func StatusText(st *wire.SessionStatus) string {
 	if st.SlotContext > 0 {
 		full = fmt.Sprintf("%d of %d tokens (%d%%)", st.ContextTokens, st.SlotContext, st.ContextTokens*100/st.SlotContext)
 	}
-	fmt.Fprintf(&b, "- model: %s on slot %d; this thread's context %s\n", render.Plain(st.Model), st.Slot, full)
+	fmt.Fprintf(&b, "- model: %s on slot %d; %s; this thread's context %s\n", render.Plain(st.Model), st.Slot, render.Plain(orUnknown(st.Server)), full)
 	state := "idle"
 	switch {
 	case st.Approval:
@@ -63,6 +70,35 @@ func StatusText(st *wire.SessionStatus) string {
 	fmt.Fprintf(&b, "- this thread: epoch %d, %d compaction(s), last turn %d, %s\n", st.Epoch, st.Compactions, st.Turn, state)
 	fmt.Fprintf(&b, "- cache: the last turn re-read %d tokens beyond the new suffix and reused %d; today's prefill %d.%d s\n",
 		st.Reread, st.Cached, st.TodayPrefillMS/1000, st.TodayPrefillMS%1000/100)
+	where := func(session string) string {
+		if session == st.Session {
+			return "this thread"
+		}
+		return "session " + render.Plain(session)
+	}
+	switch {
+	case st.BrokerError != "":
+		fmt.Fprintf(&b, "- approvals and allowances: unknown (%s)\n", render.Plain(st.BrokerError))
+	default:
+		if len(st.Approvals) == 0 {
+			b.WriteString("- approvals: none pending\n")
+		}
+		for _, a := range st.Approvals {
+			fmt.Fprintf(&b, "- approval #%d: %s in %s, expires %s\n", a.ID, render.Plain(a.Tool), where(a.Session), render.Plain(a.Expires))
+		}
+		if len(st.Allowances) == 0 {
+			b.WriteString("- allowances: none in force\n")
+		}
+		for _, a := range st.Allowances {
+			fmt.Fprintf(&b, "- allowance #%d: %s (%s) in %s, until %s\n", a.ID, render.Plain(a.Tool), render.Plain(a.Scope), where(a.Session), render.Plain(a.Expires))
+		}
+	}
+	fmt.Fprintf(&b, "- fleet memory: %s\n", fleetText(st))
+	if at, err := time.Parse(time.RFC3339, st.AnchorAt); err == nil {
+		fmt.Fprintf(&b, "- audit anchor: newest %s, %s ago\n", at.UTC().Format(time.RFC3339), now.Sub(at).Truncate(time.Minute))
+	} else {
+		b.WriteString("- audit anchor: none recorded (`bxctl audit anchor` records one)\n")
+	}
 	if len(st.Jobs) == 0 {
 		b.WriteString("- jobs: none\n")
 	}
@@ -73,6 +109,26 @@ func StatusText(st *wire.SessionStatus) string {
 		}
 		fmt.Fprintf(&b, "- job %s: next %s\n", render.Plain(j.Name), render.Plain(next))
 	}
-	b.WriteString("Approvals, fleet memory and the audit anchor: `bxctl status` on the host.")
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// fleetText is fleet memory's line, as bxctl status words it.
+func fleetText(st *wire.SessionStatus) string {
+	f := st.Fleet
+	switch {
+	case f == nil:
+		return "unknown (" + render.Plain(orUnknown(st.FleetError)) + ")"
+	case !f.Configured:
+		return "not configured (memory is local only)"
+	case f.LastError != "":
+		return fmt.Sprintf("outbox %d pending; Honcho's last answer: %s (next try %s); see docs/runbook.md#fleet-outbox-stuck", f.Pending, render.Plain(f.LastError), render.Plain(f.NextTry))
+	}
+	return fmt.Sprintf("outbox %d pending, %d sent; Honcho's last answer: ok", f.Pending, f.Sent)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

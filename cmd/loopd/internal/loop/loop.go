@@ -97,7 +97,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 		Policy:     policy(cfg),
 		Jobs:       sched.List,
 		JobReports: sched.Reports,
-		Status:     statusInfo(cfg, nCtx),
+		Status:     statusInfo(cfg, nCtx, main),
 		Vision:     vision,
 	}
 	m.Start(ctx)
@@ -169,9 +169,17 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *ll
 }
 
 // statusInfo is what gatewayd's !status shows of this loopd: its model,
-// slot and context, and the sockets of the roles it talks to.
-func statusInfo(c loopd.Config, nCtx int) server.StatusInfo {
-	si := server.StatusInfo{Model: c.Model.Name, Slot: c.Model.MainSlot, SlotContext: nCtx}
+// slot and context, the sockets of the roles it talks to, and
+// llama-server's /props through the main slot's client.
+func statusInfo(c loopd.Config, nCtx int, main *llama.Client) server.StatusInfo {
+	si := server.StatusInfo{Model: c.Model.Name, Slot: c.Model.MainSlot, SlotContext: nCtx,
+		Props: func(ctx context.Context) (int, error) {
+			p, err := main.Props(ctx)
+			if err != nil {
+				return 0, err
+			}
+			return p.SlotContext(), nil
+		}}
 	for _, p := range []server.StatusPeer{{Role: "inferproxy", Socket: c.InferSocket}, {Role: "brokerd", Socket: c.BrokerSocket}, {Role: "memoryd", Socket: c.MemorySocket}} {
 		if p.Socket != "" {
 			si.Peers = append(si.Peers, p)

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"net"
 	"os"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -14,12 +14,15 @@ import (
 )
 
 // StatusInfo is what a status answer takes from loopd's config and its
-// start: the model, its slot and context, and the roles loopd talks to.
+// start: the model, its slot and context, the roles loopd talks to, and
+// how to ask llama-server for its context per slot (/props through
+// inferproxy, on the main slot's client).
 type StatusInfo struct {
 	Model       string
 	Slot        int
 	SlotContext int
 	Peers       []StatusPeer
+	Props       func(ctx context.Context) (int, error)
 }
 
 // StatusPeer is a role loopd connects to, by its socket's path.
@@ -27,18 +30,16 @@ type StatusPeer struct {
 	Role, Socket string
 }
 
-// peerProbe bounds each connection to a peer's socket.
-const peerProbe = 500 * time.Millisecond
-
 // status answers gatewayd's !status (wire.StatusQuery): read-only, from
-// the session's logs, the open session's state and a connection to each
-// peer's socket.
+// the session's logs, the open session's state, and each peer's answer
+// under its own bound (status_peers.go).
 func (m *Manager) status(ctx context.Context, _ sockets.Peer, q *wire.StatusQuery) strict.Variant {
 	if err := wire.CheckSessionID(q.Session); err != nil {
 		return &wire.Error{Op: "status_query", Kind: wire.Invalid, Msg: err.Error()}
 	}
 	st := &wire.SessionStatus{Session: q.Session, Model: m.Status.Model, Slot: m.Status.Slot, SlotContext: m.Status.SlotContext,
-		Roles: []wire.RoleState{}, Jobs: []wire.JobNext{}}
+		Roles: []wire.RoleState{}, Jobs: []wire.JobNext{}, Approvals: []wire.ApprovalBrief{}, Allowances: []wire.AllowanceBrief{},
+		Version: daemon.Version()}
 	m.mu.Lock()
 	l := m.sessions[q.Session]
 	m.mu.Unlock()
@@ -89,16 +90,7 @@ func (m *Manager) status(ctx context.Context, _ sockets.Peer, q *wire.StatusQuer
 	}
 	st.Approval = st.Approval && st.Running
 	st.TodayPrefillMS = prefillUS / 1000
-	for _, p := range m.Status.Peers {
-		var dl net.Dialer
-		pctx, cancel := context.WithTimeout(ctx, peerProbe)
-		c, err := dl.DialContext(pctx, "unix", p.Socket)
-		cancel()
-		if err == nil {
-			c.Close()
-		}
-		st.Roles = append(st.Roles, wire.RoleState{Role: p.Role, Up: err == nil})
-	}
+	m.probePeers(ctx, st)
 	if m.Jobs != nil {
 		for _, j := range m.Jobs().Jobs {
 			st.Jobs = append(st.Jobs, wire.JobNext{Name: j.Name, Next: j.Next})

@@ -12,6 +12,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
+	"wntrmute.dev/boxmaker/pkg/host/daemon"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
@@ -248,10 +249,11 @@ func (m *Memd) askMemory(ctx context.Context, session string, raw []byte) *wire.
 	return &wire.ToolResult{Status: wire.StatusRan, Output: b.String(), Class: ans.Class, Untrusted: ans.Untrusted}
 }
 
-// fleetStatus answers bxctl memory.
+// fleetStatus answers bxctl memory (memadmin.sock) and loopd's status
+// (memory.sock), with memoryd's version.
 func (m *Memd) fleetStatus(context.Context, sockets.Peer, *wire.FleetStatus) strict.Variant {
 	if m.fleet == nil {
-		return &wire.FleetState{}
+		return &wire.FleetState{Version: daemon.Version()}
 	}
 	s, err := m.fleet.Status()
 	if err != nil {
@@ -259,7 +261,7 @@ func (m *Memd) fleetStatus(context.Context, sockets.Peer, *wire.FleetStatus) str
 		return &wire.Error{Op: "fleet_status", Kind: wire.Internal, Msg: "the outbox could not be read; see docs/runbook.md#fleet-outbox-stuck"}
 	}
 	return &wire.FleetState{Configured: true, Pending: s.Pending, Sent: s.Sent, Trusted: s.Trusted, Untrusted: s.Untrusted, Withheld: s.Withheld,
-		OldestPending: s.OldestPending, LastError: s.LastError, NextTry: s.NextTry}
+		OldestPending: s.OldestPending, LastError: s.LastError, NextTry: s.NextTry, Version: daemon.Version()}
 }
 
 // fleetResync answers bxctl memory resync.

@@ -175,6 +175,10 @@ func TestTurnDoneReachesHoncho(t *testing.T) {
 	if !st.Configured || st.Sent != 2 || st.Trusted != 1 {
 		t.Errorf("fleet status = %#v", st)
 	}
+	// loopd asks the same on memory.sock for the owner's !status.
+	if ls, ok := h.ask(t, h.cfg.MemorySocketDir, &wire.Memory, &wire.FleetStatus{}).(*wire.FleetState); !ok || *ls != *st || ls.Version == "" {
+		t.Errorf("fleet status on memory.sock = %#v, on memadmin.sock %#v", ls, st)
+	}
 	if d, ok := h.ask(t, h.cfg.AdminSocketDir, &wire.Memadmin, &wire.FleetResync{}).(*wire.MemoryDone); !ok || !strings.Contains(d.Msg, "2 messages queued") {
 		t.Errorf("resync = %#v", d)
 	}

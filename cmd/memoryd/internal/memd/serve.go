@@ -18,10 +18,12 @@ import (
 	"wntrmute.dev/boxmaker/pkg/tool/toolset"
 )
 
-// memoryServer is memory.sock: loopd's identity requests, ended turns
-// and the tiering job's request for recall counts (tiering.go).
+// memoryServer is memory.sock: loopd's identity requests, ended turns,
+// the tiering job's request for recall counts (tiering.go) and the
+// outbox's state for the owner's !status (read-only: counts, the oldest
+// unsent message's id and Honcho's last answer, never a message).
 func (m *Memd) memoryServer() *rpc.Server {
-	return rpc.NewServer(&wire.Memory, m.log, rpc.On(m.identity), rpc.On(m.turnDone), rpc.On(m.tiering))
+	return rpc.NewServer(&wire.Memory, m.log, rpc.On(m.identity), rpc.On(m.turnDone), rpc.On(m.tiering), rpc.On(m.fleetStatus))
 }
 
 // identity answers a new epoch's identity request with the block.
