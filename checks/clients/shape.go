@@ -3,6 +3,8 @@ package clients
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/url"
 	"slices"
 	"strconv"
@@ -104,4 +106,32 @@ func (d Defaults) Without(raw string) string {
 		}
 	}
 	return q.Encode()
+}
+
+// MultipartShape is a multipart/form-data body's shape: its parts in
+// order, each as its form name, with "(file)" after a file part, joined
+// by commas. The boundary is read from the body's first line, since the
+// fake records no headers. A body that is not multipart says so.
+func MultipartShape(b []byte) string {
+	first, _, ok := strings.Cut(string(b), "\r\n")
+	if !ok || !strings.HasPrefix(first, "--") {
+		return "not multipart"
+	}
+	r := multipart.NewReader(strings.NewReader(string(b)), strings.TrimPrefix(first, "--"))
+	var parts []string
+	for {
+		p, err := r.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "not multipart: " + err.Error()
+		}
+		s := p.FormName()
+		if p.FileName() != "" {
+			s += "(file)"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
 }

@@ -342,6 +342,9 @@ func (s *Server) renderRequest(ctx context.Context, w http.ResponseWriter, r *ht
 		return nil, nil, "", false
 	}
 	req, apiErr := parseChat(fields)
+	if apiErr == nil {
+		apiErr = checkMedia(req.messages, s.opts.Vision)
+	}
 	if apiErr != nil {
 		writeError(w, apiErr)
 		return nil, nil, "", false

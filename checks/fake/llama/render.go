@@ -326,15 +326,17 @@ func contentText(raw json.RawMessage) (string, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
-	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", templateError("Unexpected content type.")
 	}
 	var b strings.Builder
 	for _, p := range parts {
+		if p.Type == "image_url" && p.ImageURL != nil {
+			// Checked by checkMedia before rendering (media.go).
+			b.WriteString(mediaText(p.ImageURL.URL))
+			continue
+		}
 		if p.Text == nil {
 			return "", templateError("Unexpected item type in content.")
 		}

@@ -43,6 +43,12 @@ type Options struct {
 	// PingInterval is the default sse_ping_interval. Zero means the real
 	// default of 30 s (server-context.cpp:4339); negative disables pings.
 	PingInterval time.Duration
+	// Vision is /props modalities.vision (tools/server/server-context.cpp,
+	// the /props handler, lines 4460-4505: {"vision",
+	// oai_parser_opt.allow_image}), which llama-server sets when the model
+	// was loaded with a multimodal projector that supports vision
+	// (--mmproj). Default false, as for a text-only model.
+	Vision bool
 	// Seed, when non-zero, makes completion and tool-call ids reproducible.
 	Seed uint64
 	// Now gives each completion's "created" time. Default time.Now.
@@ -293,7 +299,8 @@ func (s *Server) handleProps(w http.ResponseWriter, r *http.Request) {
 		ModelAlias:                s.opts.ModelAlias,
 		ModelFtype:                "Q4_K - Medium",
 		ModelPath:                 "/models/" + s.opts.ModelAlias + ".gguf",
-		MediaMarker:               "<__media__>",
+		MediaMarker:               mediaMarker,
+		Modalities:                modalities{Vision: s.opts.Vision},
 		EndpointSlots:             true,
 		UI:                        true,
 		ChatTemplate:              s.opts.ChatTemplate,

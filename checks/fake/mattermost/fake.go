@@ -14,13 +14,17 @@
 // # What it models
 //
 //   - REST: users/me, create post (201; user_id from the session; from_bot
-//     added for bots; the rune limit; root checks), get post, patch post,
-//     thread, channel posts since a time, direct channels, typing; errors
-//     as AppError JSON; 429 with a plain-text body and Retry-After.
+//     added for bots; the rune limit; root checks; file_ids attached only
+//     when the author uploaded them and they are unattached), get post,
+//     patch post, thread, channel posts since a time, direct channels,
+//     typing; files: upload (simple and multipart), info, download
+//     (files.go); errors as AppError JSON; 429 with a plain-text body and
+//     Retry-After.
 //   - Auth: the token from the MMAUTHTOKEN cookie, an Authorization
 //     Bearer or Token header, or access_token (app/authentication.go).
 //   - WebSocket: hello with a connection id (seq 0), posted events with
-//     data.post and data.mentions as JSON strings, post_edited, typing;
+//     data.post and data.mentions as JSON strings (and otherFile and
+//     image for a post with files), post_edited, typing;
 //     per-connection seq; delivery only to channel members, the author
 //     included; a disconnected connection keeps a send queue of 256 and a
 //     dead queue of the last 128 sent events; a reconnect with
@@ -29,7 +33,8 @@
 //     hello (platform/web_conn.go, platform/web_hub.go, api4/websocket.go).
 //
 // Tests drive it with [Server.AddUser], [Server.AddChannel],
-// [Server.PostAs] (post as any user), [Server.Drop] (kill WebSocket
+// [Server.PostAs] (post as any user), [Server.Upload] (a file to attach
+// to a post), [Server.StallFile] (a download cut off half-way), [Server.Drop] (kill WebSocket
 // connections, optionally losing their queues) and [Server.Throttle].
 package mattermost
 
@@ -109,9 +114,11 @@ type Server struct {
 	fail     int              // requests still to fail with 500
 	failWhen func(method, path string) bool
 	typing   []Typing
-	requests []Request // every request, in order (record.go)
-	replays  int       // reconnects that replayed at least one dead-queue event
-	stalled  bool      // frames are numbered but not carried (Stall), until Drop
+	requests []Request                // every request, in order (record.go)
+	replays  int                      // reconnects that replayed at least one dead-queue event
+	stalled  bool                     // frames are numbered but not carried (Stall), until Drop
+	files    map[string]*storedFile   // uploaded files, by id (files.go)
+	stalls   map[string]chan struct{} // downloads that stall half-way until closed (StallFile)
 }
 
 // Typing is one typing request the fake received.
@@ -375,9 +382,7 @@ func (s *Server) createPost(user string, p Post) (*Post, error) {
 	if s.users[user].IsBot {
 		p.Props["from_bot"] = "true"
 	}
-	if p.FileIDs == nil {
-		p.FileIDs = []string{}
-	}
+	s.attachFiles(&p)
 	s.posts[p.ID] = &p
 	s.order = append(s.order, p.ID)
 	if p.RootID != "" {

@@ -43,7 +43,9 @@ func (s *Server) record(r *http.Request) {
 	var body []byte
 	if r.Body != nil {
 		body, _ = io.ReadAll(io.LimitReader(r.Body, 1<<22))
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// What is past the recorded part stays for the handler (an
+		// upload may be larger than is recorded).
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Op: r.Header.Get(OpHeader), Method: r.Method, Path: r.URL.Path,

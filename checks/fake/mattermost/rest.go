@@ -23,6 +23,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v4/channels/{id}/posts", s.api(s.getChannelPosts))
 	mux.HandleFunc("POST /api/v4/channels/direct", s.api(s.postDirect))
 	mux.HandleFunc("POST /api/v4/users/{id}/typing", s.api(s.postTyping))
+	// api4/file.go InitFile (files.go).
+	mux.HandleFunc("POST /api/v4/files", s.api(s.uploadFile))
+	mux.HandleFunc("GET /api/v4/files/{id}/info", s.getFileInfo)
+	mux.HandleFunc("GET /api/v4/posts/{id}/files/info", s.getFileInfosForPost)
+	mux.HandleFunc("GET /api/v4/files/{id}", s.getFile)
 	// api4/websocket.go: a trailing slash is allowed.
 	mux.HandleFunc("GET /api/v4/websocket", s.websocket)
 	mux.HandleFunc("GET /api/v4/websocket/", s.websocket)
@@ -67,33 +72,8 @@ func writeAppError(w http.ResponseWriter, e *appError) {
 // api.context.session_expired.app_error).
 func (s *Server) api(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.record(r)
-		s.mu.Lock()
-		limited := s.throttle > 0
-		if limited {
-			s.throttle--
-		}
-		failed := !limited && s.fail > 0
-		if failed {
-			s.fail--
-		}
-		failed = failed || !limited && s.failWhen != nil && s.failWhen(r.Method, r.URL.Path)
-		s.mu.Unlock()
-		if failed {
-			writeAppError(w, newAppError(500, "app.post.get.app_error", "Unable to get the post."))
-			return
-		}
-		if limited {
-			w.Header().Set("X-RateLimit-Limit", "10")
-			w.Header().Set("X-RateLimit-Remaining", "0")
-			w.Header().Set("X-RateLimit-Reset", "1")
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "limit exceeded", http.StatusTooManyRequests)
-			return
-		}
-		user := s.auth(r)
-		if user == "" {
-			writeAppError(w, newAppError(401, "api.context.session_expired.app_error", "Invalid or expired session, please login again."))
+		user, ok := s.gate(w, r)
+		if !ok {
 			return
 		}
 		status, body, err := h(user, r)
@@ -110,6 +90,42 @@ func (s *Server) api(h handler) http.HandlerFunc {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(body)
 	}
+}
+
+// gate is what every API handler does first (see [Server.api]): it
+// records the request, applies Throttle and Fail, and authenticates; it
+// returns false when it has answered the request itself.
+func (s *Server) gate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	s.record(r)
+	s.mu.Lock()
+	limited := s.throttle > 0
+	if limited {
+		s.throttle--
+	}
+	failed := !limited && s.fail > 0
+	if failed {
+		s.fail--
+	}
+	failed = failed || !limited && s.failWhen != nil && s.failWhen(r.Method, r.URL.Path)
+	s.mu.Unlock()
+	if failed {
+		writeAppError(w, newAppError(500, "app.post.get.app_error", "Unable to get the post."))
+		return "", false
+	}
+	if limited {
+		w.Header().Set("X-RateLimit-Limit", "10")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", "1")
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "limit exceeded", http.StatusTooManyRequests)
+		return "", false
+	}
+	user := s.auth(r)
+	if user == "" {
+		writeAppError(w, newAppError(401, "api.context.session_expired.app_error", "Invalid or expired session, please login again."))
+		return "", false
+	}
+	return user, true
 }
 
 func readJSON(r *http.Request, v any) error {

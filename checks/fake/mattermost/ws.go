@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -86,6 +87,18 @@ func (s *Server) publishPost(name string, p *Post, ch *Channel) {
 		data["sender_name"] = "@" + author.Username
 		data["set_online"] = true
 		data["team_id"] = ""
+		// app/notification.go SendNotifications: a post with files
+		// carries otherFile "true", and image "true" when one of its
+		// files' infos IsImage (a mime type starting "image").
+		if len(p.FileIDs) != 0 {
+			data["otherFile"] = "true"
+			for _, id := range p.FileIDs {
+				if f, ok := s.files[id]; ok && strings.HasPrefix(f.info.MimeType, "image") {
+					data["image"] = "true"
+					break
+				}
+			}
+		}
 	}
 	named := map[string]bool{}
 	for _, m := range mentionWord.FindAllStringSubmatch(p.Message, -1) {

@@ -160,6 +160,29 @@ var (
 	// runs as a user of its own); it holds counts, never content.
 	Metrics = Entry{Path: "metrics", Kind: Dir, Mode: 0o755, Writer: "bxctl", Up: true, Owner: Owner, Files: 0o644,
 		Doc: "boxmaker.prom, the Prometheus textfile bxctl metrics writes (node_exporter's --collector.textfile.directory), and " + AnchorTimeName + ", when bxctl audit anchor last anchored the audit log (loopd reads it for !status)", Rests: "0755 the owner's; the file 0644: figures only, no content"}
+	// Attachments holds the files the owner posts with a message (issue
+	// 29): gatewayd fetches each from Mattermost and writes it whole or
+	// not at all (an unnamed file linked on commit), one directory per
+	// session, <session>/<file id>; brokerd reads a text one for
+	// read_attachment, which its grants must cover. Nothing else reads
+	// them; no role writes them but gatewayd.
+	Attachments = Entry{Path: "attachments", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Brokerd, Files: 0o640,
+		Doc:   "files posted with the owner's messages, <session>/<file id> (text, or a PDF's extracted text); read through read_attachment",
+		Rests: "setgid 0750 gatewayd's, group brokerd's; files 0640: gatewayd writes, brokerd reads, no other role enters"}
+	// Images holds the images among those files: gatewayd writes them as
+	// it writes attachments/, one directory per session, and loopd reads
+	// them into the request for a model that can see. brokerd never
+	// reads them (read_attachment is text only).
+	Images = Entry{Path: "images", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "gatewayd", Up: true, Owner: Gatewayd, Group: Loopd, Files: 0o640,
+		Doc:   "images posted with the owner's messages, <session>/<file id>; loopd hands them to a model that can see",
+		Rests: "setgid 0750 gatewayd's, group loopd's; files 0640: gatewayd writes, loopd reads, no other role enters"}
+	// Outbox holds the files post_file attaches to a turn's answer:
+	// brokerd copies each decided file here, <session>/<id>, whole or not
+	// at all, and gatewayd uploads it to Mattermost. Nothing else reads
+	// them.
+	Outbox = Entry{Path: "outbox", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "brokerd", Up: true, Owner: Brokerd, Group: Gatewayd, Files: 0o640,
+		Doc:   "files post_file attaches to an answer, <session>/<id>; gatewayd uploads them",
+		Rests: "setgid 0750 brokerd's, group gatewayd's; files 0640: brokerd writes, gatewayd reads, no other role enters"}
 	Secrets = Entry{Path: "secrets", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "file secrets (file:... refs), one directory per role that holds any", Rests: "0711: entered by name, never listed"}
 	GatewaySecrets = secretDir(Gatewayd, "the Mattermost bot token")
@@ -225,7 +248,7 @@ var configFiles = func() []*Entry {
 
 // Table is every entry, parents before children.
 var Table = append([]*Entry{&State, &FormatFile, &Run, &Config, &UsersFile}, append(configFiles,
-	&Logs, &Sessions, &Grants, &MCP, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals,
+	&Logs, &Sessions, &Grants, &MCP, &Broker, &Audit, &ConsultLog, &Memory, &Journal, &Index, &Gateway, &Jobs, &LoopState, &Metrics, &Proposals, &Attachments, &Images, &Outbox,
 	&Secrets, &GatewaySecrets, &BrokerSecrets, &MemorySecrets,
 	&InferRun, &LoopRun, &BrokerRun, &AdminRun, &GatewayRun, &MemoryRun, &MemtoolRun, &MemadminRun, &MemchatRun, &GateRun, &PodmanRun)...)
 

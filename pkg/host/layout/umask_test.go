@@ -18,7 +18,7 @@ func TestUmask(t *testing.T) {
 		u    Users
 		want fs.FileMode
 	}{
-		{Memoryd, per, 0o077}, {Brokerd, per, 0o027}, {Brokerd, one, 0o077}, {Gatewayd, per, 0o077},
+		{Memoryd, per, 0o077}, {Brokerd, per, 0o027}, {Brokerd, one, 0o077}, {Gatewayd, per, 0o027}, {Gatewayd, one, 0o077},
 		{Inferproxy, per, 0o077}, {Loopd, per, 0o027}, {Loopd, one, 0o077},
 	} {
 		if got := Umask(c.role, c.u); got != c.want {

@@ -29,6 +29,10 @@ import (
 type User struct {
 	Turn int64  `json:"turn"`
 	Text string `json:"text"`
+	// Files are the descriptors of the files posted with the message
+	// (never their content): replay shows each as a labelled line after
+	// the text ([FileLine]).
+	Files []wire.FileRef `json:"files,omitempty"`
 }
 
 // Assistant is one model reply, exactly as the server streamed it.
@@ -59,6 +63,9 @@ type ToolResult struct {
 	Truncated bool            `json:"truncated"`
 	Class     dataclass.Class `json:"class"`
 	Untrusted bool            `json:"untrusted"`
+	// Posted is the file a post_file put in outbox/ for the turn's
+	// answer (issue 29); absent for every other call.
+	Posted *wire.PostedFile `json:"posted,omitempty"`
 }
 
 // Usage follows each Assistant record: what the server reported about the

@@ -12,7 +12,10 @@
 // turn N (design brief, inference contract 2).
 package chat
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Message roles.
 const (
@@ -40,6 +43,72 @@ type Message struct {
 	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID       string     `json:"tool_call_id,omitempty"` // role "tool": the call answered
 	Name             string     `json:"name,omitempty"`         // role "tool": the tool's name
+	// Images are the images a user message carries (issue 29): never
+	// stored in a log (the log holds the files' descriptors), set by
+	// replay from them and loaded by loopd's engine for a model that can
+	// see. Only an image with its URL set is sent, after the text, as an
+	// image_url part (MarshalJSON); with none, the message is the plain
+	// string content it always was.
+	Images []Image `json:"-"`
+}
+
+// Image is one image of a user message.
+type Image struct {
+	ID   string // the posted file's id
+	Type string // its media type, image/png ...
+	// URL is the image as a data URL ("data:image/png;base64,..."), the
+	// only form llama-server takes besides a remote URL (tools/server/
+	// server-common.cpp handle_media), or "" while it is not loaded.
+	URL string
+}
+
+// plainMessage is Message without its methods: its fields encode as
+// declared.
+type plainMessage Message
+
+// partsMessage is a user message whose content is an array of parts: its
+// text, then its images, in the shape llama-server's chat endpoint
+// accepts (tools/server/server-common.cpp oaicompat_chat_params_parse:
+// {"type":"text","text":...} and {"type":"image_url","image_url":{"url":
+// ...}}; the server replaces each image part by its media marker).
+type partsMessage struct {
+	Role    string `json:"role"`
+	Content []part `json:"content"`
+}
+
+type part struct {
+	Type     string    `json:"type"`
+	Text     *string   `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+// MarshalJSON writes the message: its declared fields, or, when it holds
+// a loaded image, its text and images as content parts. A message with
+// no loaded image encodes exactly as the struct always did (the encoder
+// that calls this decides HTML escaping, as for any field).
+func (m Message) MarshalJSON() ([]byte, error) {
+	var parts []part
+	for _, im := range m.Images {
+		if im.URL != "" {
+			parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: im.URL}})
+		}
+	}
+	var v any = plainMessage(m)
+	if len(parts) > 0 {
+		text := m.Content
+		v = partsMessage{Role: m.Role, Content: append([]part{{Type: "text", Text: &text}}, parts...)}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ToolCall is a tool call as the server streamed it and as it is replayed.

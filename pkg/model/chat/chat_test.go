@@ -38,3 +38,25 @@ func TestWireBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestImageParts: a user message with a loaded image encodes as content
+// parts (its text, then each image as an image_url part, the shape
+// llama-server's chat endpoint takes); one whose images are not loaded,
+// and every other message, encodes exactly as the plain struct does.
+func TestImageParts(t *testing.T) {
+	m := Message{Role: RoleUser, Content: "what is <this>?", Images: []Image{{ID: "a", Type: "image/png", URL: "data:image/png;base64,iVBO"}, {ID: "b", Type: "image/png"}}}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"role":"user","content":[{"type":"text","text":"what is \u003cthis\u003e?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}}]}`
+	if string(b) != want {
+		t.Errorf("Marshal = %s\nwant      %s", b, want)
+	}
+	m.Images[0].URL = ""
+	b, _ = json.Marshal(m)
+	plain, _ := json.Marshal(plainMessage(m))
+	if string(b) != string(plain) || string(b) != `{"role":"user","content":"what is \u003cthis\u003e?"}` {
+		t.Errorf("unloaded images: %s, plain %s", b, plain)
+	}
+}

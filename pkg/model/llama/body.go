@@ -101,6 +101,7 @@ func (bc *bodyCache) encode(msgs []chat.Message) []byte {
 	for i := len(bc.msgs); i < len(msgs); i++ {
 		m := msgs[i]
 		m.ToolCalls = slices.Clone(m.ToolCalls)
+		m.Images = slices.Clone(m.Images)
 		bc.msgs = append(bc.msgs, m)
 		if i > 0 {
 			bc.enc = append(bc.enc, ',')
@@ -144,7 +145,7 @@ func (bc *bodyCache) encodeOne(m *chat.Message) []byte {
 // fails when chat.Message gains a field this does not compare.
 func sameMessage(a, b *chat.Message) bool {
 	return a.Role == b.Role && a.Content == b.Content && a.ReasoningContent == b.ReasoningContent &&
-		a.ToolCallID == b.ToolCallID && a.Name == b.Name && slices.Equal(a.ToolCalls, b.ToolCalls)
+		a.ToolCallID == b.ToolCallID && a.Name == b.Name && slices.Equal(a.ToolCalls, b.ToolCalls) && slices.Equal(a.Images, b.Images)
 }
 
 func sizeHint(msgs []chat.Message) int {
@@ -152,6 +153,9 @@ func sizeHint(msgs []chat.Message) int {
 	for i := range msgs {
 		m := &msgs[i]
 		hint += 64 + len(m.Content) + len(m.ReasoningContent)
+		for _, im := range m.Images {
+			hint += 64 + len(im.URL)
+		}
 		for _, tc := range m.ToolCalls {
 			hint += 96 + len(tc.Function.Arguments)
 		}

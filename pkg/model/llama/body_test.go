@@ -220,10 +220,10 @@ func TestBodyConcurrent(t *testing.T) {
 
 // TestSameMessageFields is a tripwire: changing any one field of a
 // message, at any depth, must make sameMessage report a difference. A
-// field added to chat.Message, chat.ToolCall or chat.FunctionCall that
+// field added to chat.Message, chat.ToolCall, chat.FunctionCall or chat.Image that
 // sameMessage does not compare fails here.
 func TestSameMessageFields(t *testing.T) {
-	base := chat.Message{ToolCalls: []chat.ToolCall{{}}}
+	base := chat.Message{ToolCalls: []chat.ToolCall{{}}, Images: []chat.Image{{}}}
 	var paths [][]int
 	var walk func(t reflect.Type, path []int)
 	walk = func(typ reflect.Type, path []int) {
@@ -247,6 +247,7 @@ func TestSameMessageFields(t *testing.T) {
 	for _, p := range paths {
 		m := base
 		m.ToolCalls = slices.Clone(base.ToolCalls)
+		m.Images = slices.Clone(base.Images)
 		v := reflect.ValueOf(&m).Elem()
 		for j, i := range p {
 			if i == -1 {

@@ -69,6 +69,10 @@ type Report struct {
 	// NCtx is the per-slot context /props reported (0 if the server did
 	// not answer): loopd sizes its sessions by it.
 	NCtx int
+	// Vision is /props modalities.vision: the model was loaded with a
+	// vision projector (llama-server's --mmproj) and reads image parts.
+	// loopd tells the owner when an image cannot reach the model.
+	Vision bool
 }
 
 // OK reports whether every check passed.
@@ -155,9 +159,13 @@ func Serving(ctx context.Context, c *llama.Client, slot int, exp Expect) Report 
 		}
 		return r
 	}
-	add(CheckServer, true, "health ok; build %s, model %q", props.BuildInfo, props.ModelAlias)
+	see := "no"
+	if props.Modalities.Vision {
+		see = "yes"
+	}
+	add(CheckServer, true, "health ok; build %s, model %q; vision %s", props.BuildInfo, props.ModelAlias, see)
 	slots, slotsErr := c.Slots(ctx)
-	r.NCtx = props.SlotContext()
+	r.NCtx, r.Vision = props.SlotContext(), props.Modalities.Vision
 	r.Checks = append(r.Checks, contextCheck(props, slots, slotsErr, slot, exp))
 	r.Checks = append(r.Checks, settingsCheck(props, slots, slotsErr, exp))
 	return r

@@ -194,3 +194,16 @@ func TestModelUnknown(t *testing.T) {
 		t.Errorf("Run for an unknown model = %+v", r.Checks)
 	}
 }
+
+// TestVision: the self-test records whether the model can see, from
+// /props modalities.vision, and says so in the server check.
+func TestVision(t *testing.T) {
+	for _, see := range []bool{false, true} {
+		srv := fake.New(t, fake.Options{Slots: 2, NCtx: 8192, ChatTemplate: template, Vision: see})
+		r := Serving(context.Background(), client(t, srv, 0), 0, Expect{})
+		want := map[bool]string{false: "vision no", true: "vision yes"}[see]
+		if r.Vision != see || !strings.Contains(byName(r)[CheckServer].Detail, want) {
+			t.Errorf("Vision %v: Report.Vision %v, server check %q", see, r.Vision, byName(r)[CheckServer].Detail)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"regexp"
 
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -71,7 +72,21 @@ type ToolResult struct {
 	Output    string          `json:"output"`
 	Class     dataclass.Class `json:"class"`
 	Untrusted bool            `json:"untrusted"`
+	// Posted is the file a post_file put in outbox/ for the turn's
+	// answer (issue 29); nil for every other call.
+	Posted *PostedFile `json:"posted,omitempty"`
 }
+
+// PostedFile is a file post_file put in outbox/<session>/<id> to attach
+// to the turn's answer.
+type PostedFile struct {
+	ID   string `json:"id"`   // its name in the session's outbox directory ([PostedIDPattern])
+	Name string `json:"name"` // the name to post it under: the source's base name
+	Size int64  `json:"size"`
+}
+
+// PostedIDPattern is a [PostedFile] id: 32 lower-case hex digits.
+var PostedIDPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // ListApprovals asks for the calls waiting for the owner.
 type ListApprovals struct{}

@@ -3,6 +3,8 @@ package wire
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 )
@@ -42,12 +44,36 @@ const MaxMessage = 64 << 10
 type Send struct {
 	Session string `json:"session"`
 	Text    string `json:"text"`
+	// Files are the descriptors of the files posted with the message
+	// (gatewayd, attach.go), whose content gatewayd has put in the
+	// session's directory under attachments/; the model reads the text
+	// ones through read_attachment, never in this message.
+	Files []FileRef `json:"files,omitempty"`
 	// Channel is the Mattermost channel the thread is in, as gatewayd
 	// heard the post ("" for a terminal session). loopd keeps a session's
 	// first channel in its baseline and refuses a later message from
 	// another; memoryd maps channels to the owner's projects (its
 	// [[project]] tables), so a project is never the model's choice.
 	Channel string `json:"channel,omitempty"`
+}
+
+// MaxFiles caps the files of one [Send].
+const MaxFiles = 10
+
+// FileRef describes one file posted with a message: never its content.
+type FileRef struct {
+	// ID is the file's Mattermost id, the name of its copy in the
+	// session's attachments directory.
+	ID string `json:"id"`
+	// Name is the file's name as posted: the sender's words, shown to the
+	// model escaped and labelled.
+	Name string `json:"name"`
+	// Type is the media type gatewayd sniffed from the content (never the
+	// server's or the name's).
+	Type string `json:"type"`
+	// Size is the bytes kept: the text for a text file or a PDF (its
+	// extracted text), the file itself for an image.
+	Size int64 `json:"size"`
 }
 
 // Tag implements strict.Variant.
@@ -151,6 +177,10 @@ var LoopRequests = strict.NewUnion[strict.Variant]("type",
 type Accepted struct {
 	Session string `json:"session"`
 	Queued  bool   `json:"queued"`
+	// Notice, if not empty, is one plain line for the owner about the
+	// message: an image among its files that the model will not see
+	// (issue 29). gatewayd posts it in the thread.
+	Notice string `json:"notice,omitempty"`
 }
 
 // Working: the turn has started (or a further model call in it).
@@ -196,6 +226,9 @@ type Answer struct {
 	Session string `json:"session"`
 	Turn    int64  `json:"turn,omitempty"` // the turn it ends (0 from an older loopd)
 	Text    string `json:"text"`
+	// Files are the files post_file put in outbox/ during the turn, to
+	// attach to the answer's post (issue 29).
+	Files []PostedFile `json:"files,omitempty"`
 }
 
 // StopReason says why a turn ended without an answer.
@@ -262,3 +295,38 @@ var LoopEvents = strict.NewUnion[strict.Variant]("type",
 
 // LoopFrameMax is loop.sock's frame cap: a user message plus envelope.
 const LoopFrameMax = MaxMessage + 4096
+
+// FileIDPattern is a [FileRef] id: a Mattermost id (26 characters of
+// lower-case base32), which names a file in the attachments directory.
+var FileIDPattern = regexp.MustCompile(`^[a-z0-9]{26}$`)
+
+// FileTypes are the media types a [FileRef] may carry: what gatewayd
+// keeps (every other type is refused at intake, with a line to the owner).
+var FileTypes = []string{"text/plain", "application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// MaxFileName caps a [FileRef]'s name, in bytes.
+const MaxFileName = 255
+
+// CheckFiles refuses descriptors a well-behaved gatewayd never sends.
+func CheckFiles(fs []FileRef) error {
+	if len(fs) > MaxFiles {
+		return fmt.Errorf("%d files, over the limit of %d", len(fs), MaxFiles)
+	}
+	seen := map[string]bool{}
+	for _, f := range fs {
+		switch {
+		case !FileIDPattern.MatchString(f.ID):
+			return fmt.Errorf("file id %q is not a Mattermost id", f.ID)
+		case seen[f.ID]:
+			return fmt.Errorf("file %s given twice", f.ID)
+		case f.Name == "" || len(f.Name) > MaxFileName || !utf8.ValidString(f.Name):
+			return fmt.Errorf("file %s: the name must be 1 to %d bytes of UTF-8", f.ID, MaxFileName)
+		case !slices.Contains(FileTypes, f.Type):
+			return fmt.Errorf("file %s: type %q is not one Boxmaker keeps", f.ID, f.Type)
+		case f.Size < 0:
+			return fmt.Errorf("file %s: negative size", f.ID)
+		}
+		seen[f.ID] = true
+	}
+	return nil
+}

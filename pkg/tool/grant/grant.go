@@ -29,8 +29,8 @@
 //
 //	[[grant]]
 //	id = "notes-read"                 # unique across the directory
-//	tool = "read_file"                # read_file, write_file, shell, http_fetch, consult, mcp.SERVER.TOOL (mcp.go)
-//	paths = ["/home/owner/notes"]     # read_file, write_file, shell
+//	tool = "read_file"                # read_file, write_file, shell, http_fetch, consult, read_attachment, post_file, mcp.SERVER.TOOL (mcp.go)
+//	paths = ["/home/owner/notes"]     # read_file, write_file, shell, read_attachment, post_file
 //	# hosts = ["example.com"]         # http_fetch
 //	# writable = true                 # shell only: mount the workdir read-write
 //	# secret = "GITHUB_TOKEN"         # shell and consult: the one secret its container gets
@@ -124,11 +124,13 @@ const (
 )
 
 // ConstraintOf is the fixed rule of which constraint each tool takes:
-// read_file, write_file and shell take paths (for shell, its working
+// read_file, write_file, shell, read_attachment (the attachments
+// directory, or one session's under it) and post_file (what may be
+// posted) take paths (for shell, its working
 // mounts); http_fetch takes hosts. It is false for any other name.
 func ConstraintOf(tool string) (Constraint, bool) {
 	switch tool {
-	case toolset.ReadFile, toolset.WriteFile, toolset.Shell:
+	case toolset.ReadFile, toolset.WriteFile, toolset.Shell, toolset.ReadAttachment, toolset.PostFile:
 		return Paths, true
 	case toolset.HTTPFetch, toolset.Consult:
 		return Hosts, true
@@ -286,6 +288,9 @@ func New(file string, s Spec) (Grant, error) {
 		}
 	}
 	g.untrusted = s.Untrusted == nil || *s.Untrusted
+	if s.Tool == toolset.ReadAttachment && !g.untrusted {
+		return Grant{}, errors.New("read_attachment's results are always untrusted (a posted file is data from outside, even the owner's): drop untrusted = false")
+	}
 	if s.Expires != "" {
 		t, err := time.Parse(time.RFC3339, s.Expires)
 		if err != nil {

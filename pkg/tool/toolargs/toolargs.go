@@ -18,6 +18,8 @@
 //	shell       {"command": "sh -c text", "workdir": "/abs/dir"}
 //	http_fetch  {"url": "https://host.example/path"}
 //	consult     {"question": "text", "context": "text"}   (context optional)
+//	read_attachment {"id": "file id", "offset": 0, "length": 16384}   (offset, length optional; attachment.go)
+//	post_file   {"path": "/abs/file"}   (postfile.go)
 //
 // consult's container does not get those arguments: it gets the request
 // brokerd built and logged from them ([ConsultCall], consult.go), so
@@ -181,6 +183,10 @@ func Parse(tool string, raw []byte) (Args, error) {
 		return HTTPFetch{u}, nil
 	case toolset.Consult:
 		return parseConsult(raw)
+	case toolset.ReadAttachment:
+		return parseReadAttachment(raw)
+	case toolset.PostFile:
+		return parsePostFile(raw)
 	}
 	if toolset.IsMCP(tool) {
 		return parseMCP(tool, raw)

@@ -28,6 +28,16 @@ const (
 	Memory    = "memory"
 )
 
+// ReadAttachment reads a file the owner posted with a message (issue
+// 29): granted, answered by brokerd itself from the attachments
+// directory, never in a container or the prompt.
+const ReadAttachment = "read_attachment"
+
+// PostFile attaches a file to the turn's answer in the owner's chat
+// (issue 29): granted (the paths that may be posted), carried out by
+// brokerd (a copy into outbox/) and gatewayd (the upload).
+const PostFile = "post_file"
+
 // Class says where a tool runs and what decides a call to it.
 type Class int
 
@@ -75,6 +85,8 @@ var All = []Tool{
 	{Shell, ClassGranted, false},
 	{HTTPFetch, ClassGranted, false},
 	{Consult, ClassGranted, false},
+	{ReadAttachment, ClassGranted, false},
+	{PostFile, ClassGranted, false},
 	{Recall, ClassMemory, true},
 	{AskMemory, ClassMemory, false},
 	{Memory, ClassMemory, true},

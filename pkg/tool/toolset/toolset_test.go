@@ -16,7 +16,7 @@ func TestList(t *testing.T) {
 		want []string
 	}{
 		{"core", Core(), []string{"clock", "find_tool", "call_tool", "recall", "memory"}},
-		{"granted", Of(ClassGranted), []string{"read_file", "write_file", "shell", "http_fetch", "consult"}},
+		{"granted", Of(ClassGranted), []string{"read_file", "write_file", "shell", "http_fetch", "consult", "read_attachment", "post_file"}},
 		{"memory", Of(ClassMemory), []string{"recall", "ask_memory", "memory"}},
 		{"local", Of(ClassLocal), []string{"clock", "find_tool"}},
 		{"meta", Of(ClassMeta), []string{"call_tool"}},
@@ -35,6 +35,8 @@ func TestPredicates(t *testing.T) {
 		{"read_file", true, false, false},
 		{"shell", true, false, false},
 		{"consult", true, false, false},
+		{"read_attachment", true, false, false},
+		{"post_file", true, false, false},
 		{"recall", false, true, true},
 		{"ask_memory", false, true, false},
 		{"memory", false, true, true},

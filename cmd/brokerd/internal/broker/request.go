@@ -40,7 +40,7 @@ func unavailable(err error) *wire.ToolResult {
 
 // handle decides one request and carries it to its end.
 func (b *Broker) handle(ctx context.Context, c *rpc.Conn, req *wire.ToolRequest) *wire.ToolResult {
-	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: consultEndpoint(b.cfg), MCP: b.mcpCatalog()}
+	preq := policy.Request{Tool: req.Tool, Arguments: req.Arguments, Endpoint: consultEndpoint(b.cfg), MCP: b.mcpCatalog(), Attachments: b.attachmentsDir(req.Session)}
 	gs, gerr := grant.LoadDir(b.cfg.GrantsDir, b.cfg.Owners())
 	if gerr != nil {
 		b.log.Error("grants are invalid; every call is denied; see docs/runbook.md#grants-invalid", "err", gerr.Error())
@@ -188,6 +188,12 @@ func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64
 	}
 	if m, ok := d.MCP(); ok {
 		return b.runMCP(ctx, seq, d, m)
+	}
+	if a, ok := d.Attachment(); ok {
+		return b.readAttachment(seq, d, a)
+	}
+	if p, ok := d.PostFile(); ok {
+		return b.postFile(seq, session, d, p)
 	}
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {

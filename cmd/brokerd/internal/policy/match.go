@@ -13,22 +13,23 @@ import (
 
 // verdict is a call's outcome when it is not denied.
 type verdict struct {
-	tool      string
-	via       bool
-	args      toolargs.Args
-	mode      grant.Mode // auto or ask
-	builtin   bool       // a memory tool, decided by rule 1
-	winner    GrantRef
-	matched   []GrantRef
-	class     dataclass.Class
-	untrusted bool
-	mounts    []Mount
-	hosts     []hostrule.Name
-	secret    string // the winning grant's secret name, or ""
-	consult   *ConsultCall
-	mcp       *MCPCall // rule 11 (mcp.go)
-	session   Session
-	at        time.Time
+	tool       string
+	via        bool
+	args       toolargs.Args
+	mode       grant.Mode // auto or ask
+	builtin    bool       // a memory tool, decided by rule 1
+	winner     GrantRef
+	matched    []GrantRef
+	class      dataclass.Class
+	untrusted  bool
+	mounts     []Mount
+	hosts      []hostrule.Name
+	secret     string // the winning grant's secret name, or ""
+	consult    *ConsultCall
+	mcp        *MCPCall        // rule 11 (mcp.go)
+	attachment *AttachmentRead // read_attachment's resolved read (attachment.go)
+	session    Session
+	at         time.Time
 }
 
 // hit is one applicable grant.
@@ -43,6 +44,12 @@ type hit struct {
 // longest matched path and the longest covering path.
 func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bool) {
 	switch a := a.(type) {
+	case toolargs.PostFile:
+		for _, p := range g.Paths() {
+			if a.Path.Within(p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			}
+		}
 	case toolargs.ReadFile:
 		for _, p := range g.Paths() {
 			if a.Path.Within(p) && (!g.Standing() || a.Path == p) {
@@ -71,6 +78,12 @@ func constraint(g grant.Grant, a toolargs.Args) (length, clen int, covers, ok bo
 		// Every grant naming the tool applies: its paths and hosts are
 		// what the container gets, not a constraint on the arguments.
 		ok, covers = true, true
+	case attachmentCall:
+		for _, p := range g.Paths() {
+			if a.path.Within(p) {
+				length, covers, ok = max(length, len(p.String())), true, true
+			}
+		}
 	}
 	return length, length, covers, ok
 }
@@ -184,6 +197,8 @@ func match(grants []grant.Grant, a toolargs.Args, sess Session, now time.Time) (
 			v.mounts = append(v.mounts, Mount{Path: p, Writable: writable})
 		}
 		v.hosts = best.g.Hosts()
+	case attachmentCall:
+		v.attachment = &AttachmentRead{Path: a.path, Offset: a.Offset, Length: a.Length}
 	}
 	return v, nil
 }

@@ -87,6 +87,12 @@
 //     call inside its exact scope, and nothing else; it never decides a
 //     consult, and lapses when a grant it rode on changes or the session
 //     is more tainted than when it was made.
+//  11. read_attachment (attachment.go) is matched as read_file on the
+//     path its id resolves to in the session's own attachments
+//     directory; its result is always untrusted and at least of the
+//     session's class.
+//  12. post_file (postfile.go) is matched as read_file, and refused in a
+//     session above the chat's class (private) whatever the grants say.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file
 // mounts the file's directory read-write (the toolkit writes only the
@@ -123,6 +129,11 @@ type Request struct {
 	// never loopd. nil: none could be loaded, and every MCP call is
 	// refused.
 	MCP *mcpserver.Catalog `json:"-"`
+	// Attachments is the session's own directory of posted files
+	// (attachments/<session>, absolute), which a read_attachment's id is
+	// resolved in (attachment.go); brokerd sets it, never loopd. Empty:
+	// no file can be read.
+	Attachments string `json:"-"`
 }
 
 // Session is a session's state as brokerd tracks it.
@@ -229,15 +240,28 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	if err != nil {
 		return nil, deny(InvalidArguments, oneLine(err.Error()))
 	}
+	if d := abovePost(tool, sess); d != nil {
+		d.Tool, d.ViaCallTool, d.Session, d.At, d.Target = tool, via, sess, now, target(args)
+		return nil, d
+	}
 	var (
 		v *verdict
 		d *Denial
 	)
-	if c, ok := args.(toolargs.Consult); ok {
-		v, d = matchConsult(gs.Grants(), c, req.Endpoint, sess, now)
-	} else if m, ok := args.(toolargs.MCP); ok {
-		v, d = matchMCP(gs.Grants(), m, req.MCP, sess, now)
-	} else {
+	switch a := args.(type) {
+	case toolargs.Consult:
+		v, d = matchConsult(gs.Grants(), a, req.Endpoint, sess, now)
+	case toolargs.MCP:
+		v, d = matchMCP(gs.Grants(), a, req.MCP, sess, now)
+	case toolargs.ReadAttachment:
+		call, err := resolveAttachment(a, req.Attachments)
+		if err != nil {
+			return nil, deny(NoGrant, "no attachments directory: "+oneLine(err.Error()))
+		}
+		if v, d = match(gs.Grants(), call, sess, now); v != nil {
+			labelAttachment(v, sess)
+		}
+	default:
 		v, d = match(gs.Grants(), args, sess, now)
 	}
 	if d != nil {
@@ -272,6 +296,10 @@ func target(a toolargs.Args) string {
 		return "consult"
 	case toolargs.MCP:
 		return a.Name
+	case toolargs.ReadAttachment:
+		return "attachment " + a.ID
+	case toolargs.PostFile:
+		return a.Path.String()
 	}
 	return ""
 }

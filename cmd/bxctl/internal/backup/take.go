@@ -29,7 +29,7 @@ import (
 // (its sessions/; run/ is per-call scratch, and the logs are taken by
 // their heads).
 var trees = []*layout.Entry{&layout.Config, &layout.Grants, &layout.MCP, &layout.Jobs, &layout.Sessions, &layout.Memory,
-	&layout.Gateway, &layout.LoopState, &layout.Proposals}
+	&layout.Gateway, &layout.LoopState, &layout.Proposals, &layout.Attachments, &layout.Images}
 
 // brokerSessions is brokerd's session state under broker/.
 const brokerSessions = "broker/sessions"
@@ -59,6 +59,7 @@ var leftOut = []Part{
 	{&layout.Secrets, "secrets/: never in a backup; the credentials list says what the restored stack needs"},
 	{&layout.Logs, "logs/: each role's output under bxctl up, written again as the roles run"},
 	{&layout.Run, "run/: the sockets, made again by the roles that listen on them"},
+	{&layout.Outbox, "outbox/: files a post_file call staged for the answer post of a turn still running; a restored stack has no such turn, and the file is still where the tool wrote it"},
 	{&layout.Metrics, "metrics/: figures bxctl metrics and bxctl audit anchor write again from the logs and the owner's anchors"},
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -144,7 +145,7 @@ func TestChatOneShot(t *testing.T) {
 	if strings.Contains(out+stderr, "\x1b") {
 		t.Errorf("output to a non-terminal has an escape sequence: %q", out)
 	}
-	if got := f.received(); len(got) != 1 || got[0] != (wire.Send{Session: "s1", Text: "what time is it?"}) {
+	if got := f.received(); len(got) != 1 || !reflect.DeepEqual(got[0], wire.Send{Session: "s1", Text: "what time is it?"}) {
 		t.Errorf("loopd received %+v", got)
 	}
 }

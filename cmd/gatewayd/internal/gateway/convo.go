@@ -17,8 +17,15 @@ import (
 // convo is one thread's conversation. Guarded by Gateway.mu.
 type convo struct {
 	channel string
-	busy    bool     // a turn runs
-	queue   []string // messages for the next turn
+	busy    bool      // a turn runs
+	queue   []message // messages for the next turn
+}
+
+// message is one heard message for loopd: its text and the descriptors
+// of the files kept from its post.
+type message struct {
+	text  string
+	files []wire.FileRef
 }
 
 // SessionPrefix starts every session id gatewayd makes.
@@ -80,14 +87,26 @@ func (g *Gateway) judge(p *mattermost.Posted, attempt int) {
 		g.command(ctx, post, t)
 		return
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && len(post.FileIDs) == 0 {
 		return
 	}
 	if len(text) > wire.MaxMessage {
 		g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("That message is %d bytes, over Boxmaker's limit of %d; it was not sent; see docs/runbook.md#gateway-message-too-long", len(text), wire.MaxMessage))
 		return
 	}
-	g.submit(ctx, post.ChannelID, post.Thread(), text)
+	// The files are fetched here, in the thread's lane: the thread's
+	// next post waits, so its messages stay in order.
+	got := g.fetchFiles(ctx, SessionPrefix+post.Thread(), post)
+	if len(got.lines) > 0 {
+		g.reply(ctx, post.ChannelID, post.Thread(), strings.Join(got.lines, "\n"))
+	}
+	if strings.TrimSpace(text) == "" {
+		if len(got.files) == 0 {
+			return
+		}
+		text = "(files only, no text)"
+	}
+	g.submit(ctx, post.ChannelID, post.Thread(), message{text: text, files: got.files})
 }
 
 // notHeard logs a post that is not for this Boxmaker: at Debug, except
@@ -127,7 +146,7 @@ const (
 
 // submit starts a turn for the thread, or queues text for its next one.
 // A thread's convo lives while a turn runs or waits, no longer.
-func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
+func (g *Gateway) submit(ctx context.Context, channel, root string, msg message) {
 	g.mu.Lock()
 	c := g.convos[root]
 	switch {
@@ -146,7 +165,7 @@ func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 		return
 	}
 	if c.busy {
-		c.queue = append(c.queue, text)
+		c.queue = append(c.queue, msg)
 		g.mu.Unlock()
 		return
 	}
@@ -155,7 +174,7 @@ func (g *Gateway) submit(ctx context.Context, channel, root, text string) {
 	g.mu.Unlock()
 	// The turn runs for the daemon's life, not the WebSocket
 	// connection's: a dropped connection must not lose the answer.
-	go g.converse(g.life, c, root, text)
+	go g.converse(g.life, c, root, msg)
 }
 
 // markMine remembers root as one of this Boxmaker's threads, forgetting
@@ -174,9 +193,9 @@ func (g *Gateway) markMine(root string) {
 
 // converse runs turns for one thread until no message waits, then
 // forgets the thread's convo.
-func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
+func (g *Gateway) converse(ctx context.Context, c *convo, root string, msg message) {
 	for {
-		g.turn(ctx, c.channel, root, text)
+		g.turn(ctx, c.channel, root, msg)
 		g.mu.Lock()
 		if len(c.queue) == 0 || ctx.Err() != nil {
 			c.busy = false
@@ -187,26 +206,35 @@ func (g *Gateway) converse(ctx context.Context, c *convo, root, text string) {
 			g.mu.Unlock()
 			return
 		}
-		text, c.queue = batch(c.queue)
+		msg, c.queue = batch(c.queue)
 		g.mu.Unlock()
 	}
 }
 
 // batch joins the waiting messages, as many as fit in one loopd message
-// (each one fits by itself: handle refuses longer), and returns the rest.
-func batch(queue []string) (string, []string) {
-	n, size := 1, len(queue[0])
-	for n < len(queue) && size+2+len(queue[n]) <= wire.MaxMessage {
-		size += 2 + len(queue[n])
+// (each one fits by itself: handle refuses longer, and a post keeps at
+// most wire.MaxFiles files), and returns the rest.
+func batch(queue []message) (message, []message) {
+	n, size, files := 1, len(queue[0].text), len(queue[0].files)
+	for n < len(queue) && size+2+len(queue[n].text) <= wire.MaxMessage && files+len(queue[n].files) <= wire.MaxFiles {
+		size += 2 + len(queue[n].text)
+		files += len(queue[n].files)
 		n++
 	}
-	return strings.Join(queue[:n], "\n\n"), queue[n:]
+	out := message{}
+	texts := make([]string, n)
+	for i, m := range queue[:n] {
+		texts[i] = m.text
+		out.files = append(out.files, m.files...)
+	}
+	out.text = strings.Join(texts, "\n\n")
+	return out, queue[n:]
 }
 
 // turn sends one message to loopd, shows the bot as typing while the
 // turn runs, and posts the outcome in the thread. No thinking and no
 // status text reach the chat.
-func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
+func (g *Gateway) turn(ctx context.Context, channel, root string, msg message) {
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -229,7 +257,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 		// would be lost, as before the record.
 		g.log.Error("recording the session failed; see docs/runbook.md#gateway-delivered", "session", session, "err", err.Error())
 	}
-	out, turnNo, err := g.loopTurn(ctx, session, channel, text)
+	out, turnNo, files, err := g.loopTurn(ctx, session, channel, msg, func(notice string) { g.reply(ctx, channel, root, render.Plain(notice)) })
 	stop()
 	if ctx.Err() != nil {
 		return
@@ -243,7 +271,7 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 		return
 	}
 	if turnNo == 0 {
-		g.postOutcome(ctx, channel, root, session, 0, out, nil)
+		g.postOutcomeFiles(ctx, channel, root, session, 0, out, nil, g.uploadPosted(ctx, channel, root, session, files))
 		return
 	}
 	l := g.postLock(session)
@@ -256,7 +284,8 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 		g.deliverLocked(ctx, session)
 	}
 	if e, ok := g.delivery.get(session); !ok || e.Turn < turnNo {
-		g.postOutcome(ctx, channel, root, session, turnNo, out, nil)
+		// The files go up only with the answer they belong to.
+		g.postOutcomeFiles(ctx, channel, root, session, turnNo, out, nil, g.uploadPosted(ctx, channel, root, session, files))
 	}
 }
 
@@ -264,6 +293,12 @@ func (g *Gateway) turn(ctx context.Context, channel, root, text string) {
 // [PropTurn] (when the turn is known) and none whose mark is in posted,
 // then records the turn delivered. It reports whether all were posted.
 func (g *Gateway) postOutcome(ctx context.Context, channel, root, session string, turnNo int64, out []string, posted map[string]bool) bool {
+	return g.postOutcomeFiles(ctx, channel, root, session, turnNo, out, posted, nil)
+}
+
+// postOutcomeFiles is postOutcome with files (uploaded ids) attached to
+// the last part.
+func (g *Gateway) postOutcomeFiles(ctx context.Context, channel, root, session string, turnNo int64, out []string, posted map[string]bool, files []string) bool {
 	for i, part := range out {
 		key, value := "", ""
 		if turnNo > 0 {
@@ -272,7 +307,11 @@ func (g *Gateway) postOutcome(ctx context.Context, channel, root, session string
 		if posted[value] && value != "" {
 			continue
 		}
-		if _, err := g.mm.CreatePostProp(ctx, channel, root, part, key, value); err != nil {
+		var attach []string
+		if i == len(out)-1 {
+			attach = files
+		}
+		if _, err := g.mm.CreatePostFiles(ctx, channel, root, part, key, value, attach); err != nil {
 			g.log.Error("posting the answer failed", "thread", root, "err", err.Error())
 			return false
 		}
@@ -296,21 +335,28 @@ func (g *Gateway) reply(ctx context.Context, channel, root, text string) {
 // thread's channel (memoryd's projects are sets of channels): it returns
 // the posts to make, or an error whose text is for the owner. The turn's
 // interim events show nothing in the chat.
-func (g *Gateway) loopTurn(ctx context.Context, session, channel, text string) ([]string, int64, error) {
-	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: text, Channel: channel}, func(strict.Variant) error { return nil })
+// notice is told loopd's note about the message, if any (an image the
+// model will not see), once, when loopd has accepted it.
+func (g *Gateway) loopTurn(ctx context.Context, session, channel string, msg message, notice func(string)) ([]string, int64, []wire.PostedFile, error) {
+	v, err := rpc.Call(ctx, &wire.Loop, g.cfg.LoopSocket, &wire.Send{Session: session, Text: msg.text, Files: msg.files, Channel: channel}, func(ev strict.Variant) error {
+		if a, ok := ev.(*wire.Accepted); ok && a.Notice != "" {
+			notice(a.Notice)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, 0, loopFailed(err)
+		return nil, 0, nil, loopFailed(err)
 	}
 	switch e := v.(type) {
 	case *wire.Answer:
 		if e.Session != session {
-			return nil, 0, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
+			return nil, 0, nil, errors.New("loopd answered for another session; see docs/runbook.md#loopd-not-running")
 		}
-		return render.Answer(e.Text), e.Turn, nil
+		return render.Answer(e.Text), e.Turn, e.Files, nil
 	case *wire.Stopped:
-		return stoppedPosts(e.Reason, e.Msg), e.Turn, nil
+		return stoppedPosts(e.Reason, e.Msg), e.Turn, nil, nil
 	}
-	return nil, 0, loopFailed(rpc.NotExpected(&wire.Loop, v))
+	return nil, 0, nil, loopFailed(rpc.NotExpected(&wire.Loop, v))
 }
 
 // stoppedPosts is what the thread reads for a stopped turn.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"wntrmute.dev/boxmaker/cmd/gatewayd/internal/mattermost"
+
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func TestDMAnsweredInThread(t *testing.T) {
@@ -87,12 +90,35 @@ var liveImage = regexp.MustCompile(`(^|[^\\])(\\\\)*!\[`)
 
 func TestBatchFitsLoopd(t *testing.T) {
 	big := strings.Repeat("x", 40000)
-	text, rest := batch([]string{"a", "b", big, big, "c"})
-	if text != "a\n\nb\n\n"+big || len(rest) != 2 {
-		t.Fatalf("batch = %d bytes, %d left", len(text), len(rest))
+	msgs := func(ts ...string) []message {
+		var out []message
+		for _, t := range ts {
+			out = append(out, message{text: t})
+		}
+		return out
 	}
-	text, rest = batch(rest)
-	if text != big+"\n\nc" || len(rest) != 0 {
-		t.Fatalf("second batch = %d bytes, %d left", len(text), len(rest))
+	m, rest := batch(msgs("a", "b", big, big, "c"))
+	if m.text != "a\n\nb\n\n"+big || len(rest) != 2 {
+		t.Fatalf("batch = %d bytes, %d left", len(m.text), len(rest))
+	}
+	m, rest = batch(rest)
+	if m.text != big+"\n\nc" || len(rest) != 0 {
+		t.Fatalf("second batch = %d bytes, %d left", len(m.text), len(rest))
+	}
+}
+
+// TestBatchKeepsFilesWithTheirText: files go with their message's text,
+// and a batch carries at most wire.MaxFiles of them.
+func TestBatchKeepsFilesWithTheirText(t *testing.T) {
+	files := func(n int, tag string) []wire.FileRef {
+		var out []wire.FileRef
+		for i := range n {
+			out = append(out, wire.FileRef{ID: fmt.Sprintf("%s%025d", tag, i), Name: "f", Type: "text/plain"})
+		}
+		return out
+	}
+	m, rest := batch([]message{{text: "a", files: files(6, "a")}, {text: "b", files: files(3, "b")}, {text: "c", files: files(2, "c")}})
+	if m.text != "a\n\nb" || len(m.files) != 9 || len(rest) != 1 || rest[0].text != "c" {
+		t.Fatalf("batch = %q with %d files, %d left", m.text, len(m.files), len(rest))
 	}
 }

@@ -21,6 +21,9 @@
 //     only after its last part is posted and only while brokerd keeps
 //     its connection open; a command from anyone else is ignored and
 //     logged;
+//   - a heard post's files reach loopd as descriptors only; their content
+//     is kept whole or not at all under attachments/ (attach.go), and a
+//     file not kept gets one line to the owner in the thread;
 //   - gatewayd opens no TCP listener: it listens only on gateway.sock.
 package gateway
 
@@ -50,11 +53,12 @@ type Gateway struct {
 	me   *mattermost.User
 	hear *hearer
 
-	life      context.Context // the daemon's life: turns outlive a WebSocket connection
-	approvers map[string]bool
-	dead      *deadLog
-	cursor    *cursor   // the posts handled, durable across restarts
-	delivery  *delivery // the answers posted per session, durable across restarts
+	life        context.Context // the daemon's life: turns outlive a WebSocket connection
+	approvers   map[string]bool
+	dead        *deadLog
+	cursor      *cursor      // the posts handled, durable across restarts
+	delivery    *delivery    // the answers posted per session, durable across restarts
+	attachments *attachments // the files posted with heard messages (attach.go)
 
 	postLocks [64]sync.Mutex // per session, by hash (catchup.go)
 
@@ -138,6 +142,10 @@ func New(ctx context.Context, log *slog.Logger, cfg gatewayd.Config, mm *matterm
 	}
 	if g.delivery, err = openDelivery(dir); err != nil {
 		return nil, err
+	}
+	g.attachments = openAttachments(cfg.StateDir)
+	if err := g.attachments.sweep(); err != nil {
+		return nil, fmt.Errorf("attachments: removing parts a stopped gatewayd left: %v; see docs/runbook.md#gateway-file-unfetchable", err)
 	}
 	// A previous run's handled posts pass the seen-set gate no more;
 	// what arrived since the newest of them is fetched once connected

@@ -50,6 +50,8 @@ var restOps = map[string]string{
 	"Me": "getMe", "CreatePost": "createPost", "CreatePostProp": "createPost", "PatchMessage": "patchPost",
 	"GetPost": "getPost", "DirectChannel": "createDirectChannel", "Thread": "getPostThread",
 	"PostsSince": "getPostsSince", "Typing": "userTyping (WebSocket action)",
+	"FileInfosForPost": "getFileInfosForPost", "Download": "fetch(getFileUrl) (the web app's download)",
+	"UploadFile": "uploadFile", "CreatePostFiles": "createPost",
 }
 
 // TestOfficialClient runs gatewayd's client and @mattermost/client's
@@ -63,7 +65,11 @@ func TestOfficialClient(t *testing.T) {
 	bot := srv.AddUser("boxmaker", true)
 	owner := srv.AddUser("owner", false)
 	dm := srv.Direct(bot.ID, owner.ID)
-	root, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "hello @boxmaker"})
+	file, err := srv.Upload(owner.ID, dm, "notes.txt", []byte("some notes\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := srv.PostAs(owner.ID, fake.Post{ChannelID: dm, Message: "hello @boxmaker", FileIDs: []string{file.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +98,33 @@ func TestOfficialClient(t *testing.T) {
 	mark("Thread", func() error { _, err := c.Thread(ctx, root.ID); return err })
 	mark("PostsSince", func() error { _, err := c.PostsSince(ctx, dm, root.CreateAt-1); return err })
 	mark("Typing", func() error { return c.Typing(ctx, dm, root.ID) })
+	mark("FileInfosForPost", func() error {
+		infos, err := c.FileInfosForPost(ctx, root.ID)
+		if err == nil && (len(infos) != 1 || infos[file.ID] == nil || infos[file.ID].Name != "notes.txt") {
+			err = fmt.Errorf("read as %v", infos)
+		}
+		return err
+	})
+	var upID string
+	mark("UploadFile", func() (err error) {
+		upID, err = c.UploadFile(ctx, dm, "report.csv", []byte("a,b\n1,2\n"))
+		return err
+	})
+	mark("CreatePostFiles", func() error {
+		p, err := c.CreatePostFiles(ctx, dm, root.ID, "here it is", "", "", []string{upID})
+		if err == nil && (len(p.FileIDs) != 1 || p.FileIDs[0] != upID) {
+			err = fmt.Errorf("the post holds %v", p.FileIDs)
+		}
+		return err
+	})
+	mark("Download", func() error {
+		var b strings.Builder
+		_, err := c.Download(ctx, file.ID, 1<<20, &b)
+		if err == nil && b.String() != "some notes\n" {
+			err = fmt.Errorf("downloaded %q", b.String())
+		}
+		return err
+	})
 
 	props := map[string]any{PropUnsafeLinks: "true", "boxmaker_turn": "t1"}
 	newPost := map[string]any{"channel_id": dm, "root_id": root.ID, "message": "answer", "props": props, "file_ids": []string{}}
@@ -99,12 +132,16 @@ func TestOfficialClient(t *testing.T) {
 		{"Me", "getMe", nil},
 		{"CreatePostProp", "createPost", []any{newPost}},
 		{"CreatePost", "createPost", []any{map[string]any{"channel_id": dm, "root_id": root.ID, "message": "more", "props": map[string]any{PropUnsafeLinks: "true"}, "file_ids": []string{}}}},
+		{"CreatePostFiles", "createPost", []any{map[string]any{"channel_id": dm, "root_id": root.ID, "message": "here it is", "props": map[string]any{PropUnsafeLinks: "true"}, "file_ids": []string{"zzzzzzzzzzzzzzzzzzzzzzzzzz"}}}},
 		{"PatchMessage", "patchPost", []any{map[string]any{"id": mine.ID, "message": "edited"}}},
 		{"GetPost", "getPost", []any{mine.ID}},
 		{"DirectChannel", "createDirectChannel", []any{[]string{bot.ID, owner.ID}}},
 		{"Thread", "getPostThread", []any{root.ID}},
 		{"PostsSince", "getPostsSince", []any{dm, root.CreateAt - 1}},
 		{"getPosts", "getPosts", []any{dm, 0, 2}},
+		{"FileInfosForPost", "getFileInfosForPost", []any{root.ID}},
+		{"Download", "getFile", []any{file.ID}},
+		{"UploadFile", "uploadFile", []any{dm, "report.csv", "a,b\n1,2\n"}},
 		{"connect", "connect", nil},
 		{"Typing", "userTyping", []any{dm, root.ID}},
 		{"owner posts", "waitEvents", []any{1}},
@@ -156,6 +193,8 @@ func TestOfficialClient(t *testing.T) {
 		{Label: "getPostThread", Type: "WirePostList", Value: answers["Thread"]},
 		{Label: "getPostsSince", Type: "WirePostList", Value: answers["PostsSince"]},
 		{Label: "getPosts", Type: "WirePostList", Value: answers["getPosts"]},
+		{Label: "getFileInfosForPost", Type: "WireFileInfo[]", Value: answers["FileInfosForPost"]},
+		{Label: "uploadFile", Type: "Omit<FileUploadResponse, 'file_infos'> & {file_infos: WireFileInfo[]}", Value: answers["UploadFile"]},
 		// Client4's request bodies, as gatewayd sends them, fit the
 		// official client's parameter types.
 		{Label: "gatewayd's create post body", Type: "Parameters<Client4['createPost']>[0]", Value: ours["CreatePostProp"][0].Body},
@@ -248,6 +287,13 @@ func compareMM(t *testing.T, op string, ours, theirs []fake.Request) {
 	if oq != fq {
 		t.Errorf("%s: gatewayd query %q (%s), official %q (%s)", op, o.RawQuery, oq, f.RawQuery, fq)
 	}
+	if op == "UploadFile" {
+		// A multipart body: the parts in order, not JSON.
+		if om, fm := clients.MultipartShape(o.Body), clients.MultipartShape(f.Body); om != fm || om != "channel_id,files(file)" {
+			t.Errorf("%s: gatewayd parts %s, official parts %s", op, om, fm)
+		}
+		return
+	}
 	fb := f.Body
 	if op == "PatchMessage" {
 		// Client4.patchPost puts the post's id in the body too;
@@ -278,7 +324,10 @@ func without(t *testing.T, b []byte, key string) []byte {
 // last_activity_at, is_bot, bot_description and terms_of_service_*
 // omitempty; model/channel.go has scheme_id, group_constrained, shared
 // and props as a pointer or map, null when unset; model.WebsocketBroadcast's
-// omit_users is a map, null when unset. An event's name is compared as
+// omit_users is a map, null when unset; model/file_info.go tags width,
+// height and has_preview_image omitempty and mini_preview a *[]byte
+// without it (null when unset), and FileInfo's clientId is the web app's
+// own, never the server's. An event's name is compared as
 // the string the WebSocketEvents enum stands for.
 const mmPrelude = `
 import type {Post, PostList, PostMetadata} from '@mattermost/types/posts';
@@ -287,8 +336,10 @@ import type {Channel} from '@mattermost/types/channels';
 import type {Hello, Posted} from '@mattermost/client/lib/websocket_messages';
 import type {WebSocketBroadcast} from '@mattermost/client/lib/websocket_message';
 import type {Client4} from '@mattermost/client';
+import type {FileInfo, FileUploadResponse} from '@mattermost/types/files';
 type Loose<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 type WirePost = Omit<Post, 'metadata'> & {metadata: Partial<PostMetadata>};
+type WireFileInfo = Omit<Loose<FileInfo, 'width' | 'height' | 'has_preview_image' | 'clientId'>, 'mini_preview'> & {mini_preview?: string | null};
 type WirePostList = Omit<PostList, 'posts'> & {posts: Record<string, WirePost>};
 type WireUser = Loose<UserProfile, 'password' | 'props' | 'notify_props' | 'last_password_update' | 'last_picture_update' | 'mfa_active' | 'last_activity_at' | 'is_bot' | 'bot_description' | 'terms_of_service_id' | 'terms_of_service_create_at'>;
 type WireChannel = Omit<Channel, 'scheme_id' | 'group_constrained' | 'props' | 'shared'> & {scheme_id: string | null; group_constrained: boolean | null; props: Record<string, any> | null; shared: boolean | null};

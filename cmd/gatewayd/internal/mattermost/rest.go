@@ -26,6 +26,7 @@ type Client struct {
 	base  *url.URL
 	token secret.Value
 	http  *http.Client
+	dl    *http.Client // for downloads: the same transport, no whole-request timeout (files.go)
 
 	// MaxRetries bounds how often a rate-limited (429) call is retried.
 	MaxRetries int
@@ -71,8 +72,9 @@ func NewClient(base string, token secret.Value, caFile string) (*Client, error) 
 		TLSHandshakeTimeout: 15 * time.Second,
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &Client{base: u, token: token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: u, token: token, http: &http.Client{Transport: tr, Timeout: 60 * time.Second, CheckRedirect: noRedirect},
+		dl:         &http.Client{Transport: tr, CheckRedirect: noRedirect},
 		MaxRetries: 5, MaxWait: time.Minute}, nil
 }
 
@@ -224,13 +226,23 @@ func (c *Client) CreatePost(ctx context.Context, channel, root, message string) 
 // CreatePostProp is [Client.CreatePost] with one more string prop, key
 // (none if key is empty): gatewayd's mark of what a post delivers.
 func (c *Client) CreatePostProp(ctx context.Context, channel, root, message, key, value string) (*Post, error) {
+	return c.CreatePostFiles(ctx, channel, root, message, key, value, nil)
+}
+
+// CreatePostFiles is [Client.CreatePostProp] with files attached: the
+// ids of files this bot uploaded ([Client.UploadFile]) and no post holds
+// yet (app/post.go attachFilesToPost drops any other).
+func (c *Client) CreatePostFiles(ctx context.Context, channel, root, message, key, value string, files []string) (*Post, error) {
+	if files == nil {
+		files = []string{}
+	}
 	props := map[string]any{PropUnsafeLinks: "true"}
 	if key != "" && key != PropUnsafeLinks {
 		props[key] = value
 	}
 	var p Post
 	err := c.do(ctx, "create post", http.MethodPost, "/posts", nil,
-		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: props, FileIDs: []string{}}, &p)
+		&NewPost{ChannelID: channel, RootID: root, Message: message, Props: props, FileIDs: files}, &p)
 	if err != nil {
 		return nil, err
 	}

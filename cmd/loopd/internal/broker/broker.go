@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
@@ -43,6 +44,9 @@ type Outcome struct {
 	Output    string
 	Class     dataclass.Class
 	Untrusted bool
+	// Posted is the file a post_file that ran put in outbox/, to attach
+	// to the turn's answer.
+	Posted *wire.PostedFile
 }
 
 // Port carries tool calls to brokerd. Call blocks until brokerd answers or

@@ -102,6 +102,10 @@ func outcome(m *wire.ToolResult) Outcome {
 	switch m.Status {
 	case wire.StatusRan:
 		o.Status = Ran
+		if m.Posted != nil && wire.PostedIDPattern.MatchString(m.Posted.ID) {
+			p := *m.Posted
+			o.Posted = &p
+		}
 	case wire.StatusFailed:
 		o.Status = Failed
 	default:

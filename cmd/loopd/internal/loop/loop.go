@@ -55,7 +55,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 		return daemon.Refuse(err)
 	}
 	base, _ := baseline(ctx, cfg, system, nil, "", "", 0)
-	nCtx, err := startupCheck(ctx, log, cfg, bg, base)
+	nCtx, vision, err := startupCheck(ctx, log, cfg, bg, base)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,8 @@ func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 	}
 	defer ln.Close()
 	engine := &turn.Engine{Model: main, Broker: brokerPort(cfg), Limits: limits(cfg),
-		Context: turn.Context{NCtx: nCtx, MaxTokens: main.MaxTokens()}}
+		Context: turn.Context{NCtx: nCtx, MaxTokens: main.MaxTokens()},
+		Vision:  vision, Media: turn.Cached(loadImage(cfg.StateDir))}
 	var mem *memory.Client
 	if cfg.MemorySocket != "" {
 		mem = &memory.Client{Path: cfg.MemorySocket}
@@ -97,6 +98,7 @@ func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 		Jobs:       sched.List,
 		JobReports: sched.Reports,
 		Status:     statusInfo(cfg, nCtx, main),
+		Vision:     vision,
 	}
 	m.Start(ctx)
 	var jobsDone sync.WaitGroup
@@ -139,8 +141,9 @@ func brokerPort(c loopd.Config) broker.Port {
 // main slot keeps its cached conversation across a restart. The fit
 // check counts base, a session's baseline without its identity block
 // (memoryd hands that over per session, under its own cap). It returns
-// the per-slot context the server reported.
-func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *llama.Client, base session.Baseline) (int, error) {
+// the per-slot context the server reported and whether the model can see
+// (its /props modalities.vision).
+func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *llama.Client, base session.Baseline) (int, bool, error) {
 	r := selftest.Run(ctx, c, *cfg.Model.BackgroundSlot, selftest.Expect{
 		NCtx: cfg.Serving.NCtx, Slots: cfg.Serving.Slots, TemplateSHA256: cfg.Serving.TemplateSHA256,
 		OtherSlots: []int{cfg.Model.MainSlot},
@@ -159,9 +162,10 @@ func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *ll
 		}
 	}
 	if len(fatal) > 0 {
-		return 0, daemon.Refuse(fmt.Errorf("startup self-test: %s", strings.Join(fatal, " | ")))
+		return 0, false, daemon.Refuse(fmt.Errorf("startup self-test: %s", strings.Join(fatal, " | ")))
 	}
-	return r.NCtx, nil
+	log.Info("model modalities", "vision", r.Vision)
+	return r.NCtx, r.Vision, nil
 }
 
 // statusInfo is what gatewayd's !status shows of this loopd: its model,

@@ -55,6 +55,9 @@ type Manager struct {
 	JobReports func(after int64) *wire.JobReports
 	// Status is what gatewayd's !status shows of loopd's config (status.go).
 	Status StatusInfo
+	// Vision is what the self-test read of the model (llama-server's
+	// /props modalities.vision): whether it can see images (images.go).
+	Vision bool
 
 	ctx context.Context // the daemon's life; turns stop with it
 	srv *rpc.Server     // loop.sock's server loop
@@ -147,6 +150,12 @@ func (e *ChannelDiffers) Error() string {
 // starts a turn or queues it for the next one. It returns whether it
 // was queued.
 func (m *Manager) Submit(id, channel, text string, sub *subscriber) (bool, error) {
+	return m.SubmitFiles(id, channel, text, nil, sub)
+}
+
+// SubmitFiles is [Manager.Submit] of a message with files attached (their
+// descriptors; gatewayd holds the content in attachments/ and images/).
+func (m *Manager) SubmitFiles(id, channel, text string, files []wire.FileRef, sub *subscriber) (bool, error) {
 	l, err := m.open(id, channel)
 	if err != nil {
 		return false, err
@@ -160,7 +169,7 @@ func (m *Manager) Submit(id, channel, text string, sub *subscriber) (bool, error
 		return false, &ChannelDiffers{Session: id, Has: has, Got: channel}
 	}
 	if l.running {
-		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text}); err != nil {
+		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text, Files: files}); err != nil {
 			return false, err
 		}
 		l.next = append(l.next, sub)
@@ -170,7 +179,7 @@ func (m *Manager) Submit(id, channel, text string, sub *subscriber) (bool, error
 		return false, err
 	}
 	t := session.StateOf(l.s.Records()).NextTurn
-	if err := l.s.Append(&session.User{Turn: t, Text: text}); err != nil {
+	if err := l.s.Append(&session.User{Turn: t, Text: text, Files: files}); err != nil {
 		return false, err
 	}
 	l.stopIdle()
@@ -250,7 +259,7 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Invalid, Msg: err.Error()})
 	}
 	sub := &subscriber{ch: make(chan strict.Variant, 1024)}
-	queued, err := m.Submit(send.Session, send.Channel, send.Text, sub)
+	queued, err := m.SubmitFiles(send.Session, send.Channel, send.Text, send.Files, sub)
 	var cd *ChannelDiffers
 	if errors.As(err, &cd) {
 		m.Log.Warn("message refused", "session", send.Session, "err", err.Error())
@@ -260,7 +269,7 @@ func (m *Manager) send(ctx context.Context, _ sockets.Peer, c *rpc.Conn, send *w
 		m.Log.Error("submit", "session", send.Session, "err", err.Error())
 		return c.Send(&wire.Error{Op: "send", Kind: wire.Unavailable, Msg: "the message could not be logged: " + err.Error()})
 	}
-	if err := c.Send(&wire.Accepted{Session: send.Session, Queued: queued}); err != nil {
+	if err := c.Send(&wire.Accepted{Session: send.Session, Queued: queued, Notice: m.imageNotice(send.Files)}); err != nil {
 		return err
 	}
 	return m.follow(ctx, c, sub)
@@ -286,7 +295,7 @@ func check(s *wire.Send) error {
 	if len(s.Text) > wire.MaxMessage {
 		return fmt.Errorf("the message is %d bytes, over the limit of %d", len(s.Text), wire.MaxMessage)
 	}
-	return nil
+	return wire.CheckFiles(s.Files)
 }
 
 // follow writes a turn's events until its terminal one.

@@ -139,7 +139,7 @@ func (s *Session) Change(base Baseline, sum Summary, upTo int64) (*Session, erro
 	}
 	for _, r := range s.records {
 		if u, ok := r.(*User); ok && u.Turn > upTo {
-			recs = append(recs, &User{Turn: u.Turn, Text: u.Text})
+			recs = append(recs, &User{Turn: u.Turn, Text: u.Text, Files: u.Files})
 		}
 	}
 	var buf bytes.Buffer

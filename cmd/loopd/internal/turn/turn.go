@@ -70,6 +70,11 @@ type Engine struct {
 	// owner's answer never waits on memory. It must not fail the turn:
 	// errors are its own to report.
 	Ended func(s *session.Session, turn int64)
+	// Vision is whether the model can see (the self-test's reading of
+	// /props); Media loads a posted image. Without both, no image part
+	// is sent (images.go).
+	Vision bool
+	Media  Media
 }
 
 // Emit sends one event to whoever follows the turn.
@@ -92,7 +97,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			return e.stop(s, t, emit, nil, wire.StopSessionFull, why)
 		}
 		comp, err := e.Model.Complete(ctx, llama.Request{
-			Messages: s.Messages(t),
+			Messages: e.withImages(s.ID, s.Messages(t)),
 			Tools:    s.Baseline.Tools,
 			OnEvent: func(ev llama.Event) {
 				if ev.Kind == llama.EventReasoning {
@@ -123,7 +128,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 			}
 			// The owner's answer goes first; memoryd hears of the turn
 			// after, so a slow memory path never holds the reply up.
-			emit(&wire.Answer{Session: s.ID, Turn: t, Text: comp.Message.Content})
+			emit(&wire.Answer{Session: s.ID, Turn: t, Text: comp.Message.Content, Files: posted(s, t)})
 			e.ended(s, t)
 			return nil
 		}
@@ -254,7 +259,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})
 				}
 			})
-		r.Content, r.Class, r.Untrusted = out.Output, out.Class, out.Untrusted
+		r.Content, r.Class, r.Untrusted, r.Posted = out.Output, out.Class, out.Untrusted, out.Posted
 		switch out.Status {
 		case broker.Ran:
 			r.Status = session.StatusOK
@@ -277,6 +282,18 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 	// text for ever.
 	r.Content, r.Truncated = truncate.Bytes(r.Content, e.limits().ResultCap)
 	return s.Append(r)
+}
+
+// posted are the files post_file put in outbox/ during turn t, in
+// order, at most wire.MaxFiles (a post holds no more).
+func posted(s *session.Session, t int64) []wire.PostedFile {
+	var out []wire.PostedFile
+	for _, r := range s.Records() {
+		if tr, ok := r.(*session.ToolResult); ok && tr.Turn == t && tr.Posted != nil && len(out) < wire.MaxFiles {
+			out = append(out, *tr.Posted)
+		}
+	}
+	return out
 }
 
 func (e *Engine) local(r *session.ToolResult, f func() (string, error)) {
