@@ -31,6 +31,13 @@ func deployed(t *testing.T) (*Machine, deployment) {
 		d := prepare(t, m)
 		d.install(t, m)
 		theDeployment = d
+		// brokerd first: its startup check (a probe container, at most
+		// 60 s a try) can run out on a loaded host, and a snapshot
+		// saved while brokerd is still checking holds a brokerd that
+		// may yet fail and restart, in every scenario restored from it.
+		if err := waitBrokerd(t, m, 5*time.Minute); err != nil {
+			t.Logf("vm: %v; saving the deployment as it is", err)
+		}
 		// Saved once the deployment idles (every unit active, the
 		// owner's first message answered), so the snapshot holds a
 		// state that stays put while the restore check fingerprints it.
@@ -45,6 +52,37 @@ func deployed(t *testing.T) (*Machine, deployment) {
 		}
 	})
 	return m, theDeployment
+}
+
+// waitBrokerd waits, on the event itself, for brokerd to listen on
+// admin.sock: brokerd listens there last, once its startup check has
+// passed (cmd/brokerd/internal/broker Run), and then logs "serving".
+// journalctl --follow wakes on the journal's own inotify, so nothing here
+// polls or sleeps; it follows brokerd's unit from its first line, until
+// that line or systemd's giving up on the unit (its start limit), for at
+// most d, and then wants brokerd active with the socket there.
+func waitBrokerd(t *testing.T, m *Machine, d time.Duration) error {
+	t.Helper()
+	unit := units.UnitName(layout.Brokerd)
+	sock := layout.AdminRun.SocketIn(units.StateDir)
+	began := time.Now()
+	script := fmt.Sprintf(`set -u
+f=$(mktemp -u /run/bx-brokerd-wait.XXXXXX) && mkfifo "$f" || exit 3
+journalctl -b --follow --no-tail -o cat -u %[1]s >"$f" 2>"$f.err" & j=$!
+line=$(timeout %[2]d grep -m1 -e '"msg":"serving"' -e 'Start request repeated too quickly' <"$f"); rc=$?
+kill $j 2>/dev/null; wait $j 2>/dev/null
+cat "$f.err" >&2; rm -f "$f" "$f.err"
+[ $rc -eq 0 ] || { echo "no line of brokerd's serving within %[2]d s (grep: $rc)"; exit 1; }
+case $line in *'"msg":"serving"'*) ;; *) echo "systemd gave up on %[1]s: $line"; exit 1;; esac
+systemctl is-active --quiet %[1]s || { echo "brokerd logged serving but %[1]s is $(systemctl is-active %[1]s)"; exit 1; }
+test -S %[3]s || { echo "brokerd logged serving but %[3]s is no socket"; exit 1; }`, unit, int(d.Seconds()), sock)
+	r := guest{m}.sh(t, d+time.Minute, script)
+	if r.Exit != 0 {
+		return fmt.Errorf("brokerd did not listen on %s: %s %s (journal: %s)", sock, strings.TrimSpace(r.Stdout), strings.TrimSpace(r.Stderr),
+			guest{m}.sh(t, time.Minute, "journalctl -b --no-pager -o cat -n 20 -u "+unit).Stdout)
+	}
+	t.Logf("vm: brokerd listened on %s %v after bxctl install returned", sock, time.Since(began).Round(time.Second))
+	return nil
 }
 
 // deployment is a guest made ready for `bxctl install`: the images,
