@@ -58,9 +58,10 @@ func deployed(t *testing.T) (*Machine, deployment) {
 // admin.sock: brokerd listens there last, once its startup check has
 // passed (cmd/brokerd/internal/broker Run), and then logs "serving".
 // journalctl --follow wakes on the journal's own inotify, so nothing here
-// polls or sleeps; it follows brokerd's unit from its first line, until
-// that line or systemd's giving up on the unit (its start limit), for at
-// most d, and then wants brokerd active with the socket there.
+// polls or sleeps: it reads brokerd's unit from its first line on, until
+// that line, or a failure after which systemd does not restart brokerd
+// (a refusal, exit 2, or the start limit), for at most d; then it wants
+// brokerd active and the socket there.
 func waitBrokerd(t *testing.T, m *Machine, d time.Duration) error {
 	t.Helper()
 	unit := units.UnitName(layout.Brokerd)
@@ -69,11 +70,21 @@ func waitBrokerd(t *testing.T, m *Machine, d time.Duration) error {
 	script := fmt.Sprintf(`set -u
 f=$(mktemp -u /run/bx-brokerd-wait.XXXXXX) && mkfifo "$f" || exit 3
 journalctl -b --follow --no-tail -o cat -u %[1]s >"$f" 2>"$f.err" & j=$!
-line=$(timeout %[2]d grep -m1 -e '"msg":"serving"' -e 'Start request repeated too quickly' <"$f"); rc=$?
+timeout %[2]d sh -c '
+while IFS= read -r line; do
+	case $line in
+	*\"msg\":\"serving\"*) exit 0 ;;
+	*"Start request repeated too quickly"*) echo "systemd gave up on $1: $line"; exit 1 ;;
+	*"Failed with result"*)
+		s=$(systemctl show -p SubState --value "$1")
+		[ "$s" = auto-restart ] || { echo "$1 failed and is $s, not restarting: $line"; exit 1; } ;;
+	esac
+done
+echo "the journal ended"; exit 1' sh %[1]s <"$f"; rc=$?
 kill $j 2>/dev/null; wait $j 2>/dev/null
 cat "$f.err" >&2; rm -f "$f" "$f.err"
-[ $rc -eq 0 ] || { echo "no line of brokerd's serving within %[2]d s (grep: $rc)"; exit 1; }
-case $line in *'"msg":"serving"'*) ;; *) echo "systemd gave up on %[1]s: $line"; exit 1;; esac
+[ $rc -ne 124 ] || echo "no serving line within %[2]d s"
+[ $rc -eq 0 ] || exit 1
 systemctl is-active --quiet %[1]s || { echo "brokerd logged serving but %[1]s is $(systemctl is-active %[1]s)"; exit 1; }
 test -S %[3]s || { echo "brokerd logged serving but %[3]s is no socket"; exit 1; }`, unit, int(d.Seconds()), sock)
 	r := guest{m}.sh(t, d+time.Minute, script)
