@@ -35,7 +35,21 @@ func deployed(t *testing.T) (*Machine, deployment) {
 		// 60 s a try) can run out on a loaded host, and a snapshot
 		// saved while brokerd is still checking holds a brokerd that
 		// may yet fail and restart, in every scenario restored from it.
-		if err := waitBrokerd(t, m, 5*time.Minute); err != nil {
+		err := waitBrokerd(t, m, 5*time.Minute, "")
+		if err != nil && strings.Contains(err.Error(), "#podman-unavailable") {
+			// Measured under load (vm.md): the probe's Podman calls
+			// outlast the 60 s check right after the install, and
+			// brokerd refuses (exit 2, which systemd does not restart).
+			// What the runbook says to do then is to start it again
+			// once Podman answers: done once, and said.
+			g := guest{m}
+			unit := units.UnitName(layout.Brokerd)
+			cursor := strings.TrimSpace(g.must(t, "journalctl -b -u "+unit+" -n 1 -o cat --show-cursor | sed -n 's/^-- cursor: //p'"))
+			t.Logf("vm: %v; starting brokerd once more, as docs/runbook.md#podman-unavailable says", err)
+			g.must(t, "systemctl restart "+unit)
+			err = waitBrokerd(t, m, 5*time.Minute, cursor)
+		}
+		if err != nil {
 			t.Logf("vm: %v; saving the deployment as it is", err)
 		}
 		// Saved once the deployment idles (every unit active, the
@@ -61,15 +75,20 @@ func deployed(t *testing.T) (*Machine, deployment) {
 // polls or sleeps: it reads brokerd's unit from its first line on, until
 // that line, or a failure after which systemd does not restart brokerd
 // (a refusal, exit 2, or the start limit), for at most d; then it wants
-// brokerd active and the socket there.
-func waitBrokerd(t *testing.T, m *Machine, d time.Duration) error {
+// brokerd active and the socket there. A journal cursor in after starts
+// the reading after that entry instead (a restart's own lines only).
+func waitBrokerd(t *testing.T, m *Machine, d time.Duration, after string) error {
 	t.Helper()
 	unit := units.UnitName(layout.Brokerd)
 	sock := layout.AdminRun.SocketIn(units.StateDir)
 	began := time.Now()
+	from := "--no-tail"
+	if after != "" {
+		from += " --after-cursor='" + after + "'"
+	}
 	script := fmt.Sprintf(`set -u
 f=$(mktemp -u /run/bx-brokerd-wait.XXXXXX) && mkfifo "$f" || exit 3
-journalctl -b --follow --no-tail -o cat -u %[1]s >"$f" 2>"$f.err" & j=$!
+journalctl -b --follow %[4]s -o cat -u %[1]s >"$f" 2>"$f.err" & j=$!
 timeout %[2]d sh -c '
 while IFS= read -r line; do
 	case $line in
@@ -86,13 +105,13 @@ cat "$f.err" >&2; rm -f "$f" "$f.err"
 [ $rc -ne 124 ] || echo "no serving line within %[2]d s"
 [ $rc -eq 0 ] || exit 1
 systemctl is-active --quiet %[1]s || { echo "brokerd logged serving but %[1]s is $(systemctl is-active %[1]s)"; exit 1; }
-test -S %[3]s || { echo "brokerd logged serving but %[3]s is no socket"; exit 1; }`, unit, int(d.Seconds()), sock)
+test -S %[3]s || { echo "brokerd logged serving but %[3]s is no socket"; exit 1; }`, unit, int(d.Seconds()), sock, from)
 	r := guest{m}.sh(t, d+time.Minute, script)
 	if r.Exit != 0 {
 		return fmt.Errorf("brokerd did not listen on %s: %s %s (journal: %s)", sock, strings.TrimSpace(r.Stdout), strings.TrimSpace(r.Stderr),
 			guest{m}.sh(t, time.Minute, "journalctl -b --no-pager -o cat -n 20 -u "+unit).Stdout)
 	}
-	t.Logf("vm: brokerd listened on %s %v after bxctl install returned", sock, time.Since(began).Round(time.Second))
+	t.Logf("vm: brokerd listened on %s %v after the wait began", sock, time.Since(began).Round(time.Second))
 	return nil
 }
 
