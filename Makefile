@@ -56,12 +56,13 @@ race:
 	$(OFFLINE) CGO_ENABLED=1 go test $(TAGS) -race -count=1 -timeout $(RACE_TIMEOUT) ./...
 
 # The approximation of the Nix sandbox (checks/nix/sandbox, docs/nix.md):
-# vendored modules, no network, no /usr/bin/env, only the derivation's
-# tools, the build user alone. `sandbox` (in the gate) proves its walls:
-# a planted vendor/ walk and a planted download must fail there.
-# `sandbox-full` also runs the flake's checks.gate phases
-# (nix/gate-check.sh) in it; not in the gate until it passes (docs/nix.md
-# says what still fails there: the ownership checks and a nobody-owned /).
+# a root laid out as Nix's (/ nobody's, /build as TMPDIR, no /usr/bin),
+# vendored modules, no network, only the derivation's tools, the build
+# user alone. `sandbox` (in the gate) proves its walls: a planted vendor/
+# walk and a planted download must fail there. `sandbox-full` also runs
+# the flake's checks.gate phases (nix/gate-check.sh) in it first: about
+# 4 minutes warm but 15 to 25 cold, so it is run by hand (before merging
+# new tests or changes to nix/) rather than in every cold `make test`.
 sandbox:
 	bash checks/nix/sandbox --plants-only
 

@@ -67,6 +67,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		st:     newSSE(ctx, w, ping),
 		prompt: prompt, cacheN: cacheN, cmplID: cmplID,
 		created:   s.opts.Now().Unix(),
+		sl:        sl,
 		seq:       append([]string(nil), prompt[:cacheN]...),
 		evaluated: cacheN,
 		cp:        checkpointAfter(oldCP, cacheN, cacheN),
@@ -74,7 +75,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	g.plan = makePlan(g.reply, req.thinking, s.randomID)
 	g.argsSent = make([]int, len(g.plan.calls))
 	g.run()
-	s.release(sl, t, false, g.seq, g.evaluated, g.cp)
+	if !g.released {
+		s.release(sl, t, false, g.seq, g.evaluated, g.cp)
+	}
 }
 
 // generation is one streamed completion. It runs on the handler goroutine.
@@ -95,6 +98,9 @@ type generation struct {
 	seq       []string
 	evaluated int
 	cp        int
+	// sl is the task's slot; released once finish has freed it.
+	sl       *slot
+	released bool
 
 	pendReasoning, pendContent string // held back: incomplete UTF-8
 	argsSent                   []int  // bytes of each call's arguments sent
@@ -259,6 +265,13 @@ func (g *generation) finish(reason string, n int) {
 		fin.Timings = tm
 		events = append(events, marshal(fin))
 	}
+	// The slot is free before the client can read the end: upstream's
+	// update_slots does send_final_response then slot.release() in one
+	// step of the loop that also takes the next task, so a request sent
+	// after this answer never finds the slot busy (and the prompt cache
+	// saves it as idle: promptcache.go).
+	g.s.release(g.sl, g.t, false, g.seq, g.evaluated, g.cp)
+	g.released = true
 	if g.st.events(events...) != nil {
 		return
 	}

@@ -133,15 +133,21 @@ func Fresh(state string) (bool, error) {
 }
 
 // WriteFormat records format n in state: a new file renamed over the
-// old one, so a reader sees the old number or the new, never a part.
+// old one, so a reader sees the old number or the new, never a part. Its
+// mode is the table's for state's users (0600 when one user runs every
+// role, as a bxctl up without root makes it).
 func WriteFormat(state string, n int) error {
 	p := FormatFile.In(state)
+	users, err := LoadUsers(state)
+	if err != nil {
+		return fmt.Errorf("format: %w", err)
+	}
 	tmp, err := os.CreateTemp(state, ".format-*")
 	if err != nil {
 		return fmt.Errorf("format: %w", err)
 	}
 	_, werr := tmp.WriteString(FormatText(n))
-	err = errors.Join(werr, tmp.Chmod(FormatFile.Mode), tmp.Sync(), tmp.Close())
+	err = errors.Join(werr, tmp.Chmod(FormatFile.ModeFor(users)), tmp.Sync(), tmp.Close())
 	if err == nil {
 		err = os.Rename(tmp.Name(), p)
 	}

@@ -54,9 +54,22 @@ func TestCheckFormat(t *testing.T) {
 	if n, err := CheckFormat(state, "loopd"); n != Format || err != nil {
 		t.Fatalf("format %d: %d, %v", Format, n, err)
 	}
+	// One user runs every role (no users file): 0600, the table's mode
+	// for it, as layout.Verify wants; a user per role: 0644.
 	fi, _ := os.Stat(FormatFile.In(state))
-	if fi.Mode().Perm() != 0o644 {
-		t.Errorf("WriteFormat made mode %04o, want 0644", fi.Mode().Perm())
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("WriteFormat made mode %04o in a single-user state, want 0600", fi.Mode().Perm())
+	}
+	multi := t.TempDir()
+	os.MkdirAll(filepath.Dir(UsersFile.In(multi)), 0o700)
+	if err := os.WriteFile(UsersFile.In(multi), []byte(DefaultUsers(ID{uint32(os.Getuid()), uint32(os.Getgid())}).Text()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFormat(multi, Format); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(FormatFile.In(multi)); fi.Mode().Perm() != 0o644 {
+		t.Errorf("WriteFormat made mode %04o in a state with a user per role, want 0644", fi.Mode().Perm())
 	}
 	if err := WriteFormat(state, Format+1); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/host/units"
@@ -99,6 +100,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 // runs no program (no user, no linger, no podman.socket) and leaves
 // every file as it was; the refusals come together.
 func TestRefusedInstallChangesNothing(t *testing.T) {
+	roletest.Passable(t)
 	if _, err := prepare(newFixture(t).o, goodHost(), newFixture(t).secrets); err != nil {
 		t.Fatalf("prepare(good host) = %v", err)
 	}
@@ -225,6 +227,7 @@ func installed(t *testing.T, f *fixture, p *plan, params layout.Params) {
 // files; a unit whose file, config or credential changed is restarted,
 // and one with none changed is not.
 func TestRunAgain(t *testing.T) {
+	roletest.Passable(t)
 	f := newFixture(t)
 	first, err := prepare(f.o, f.h, f.secrets)
 	if err != nil {
