@@ -92,6 +92,10 @@ func run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak 
 		return daemon.Refuse(err)
 	}
 	run, err := startRunner(ctx, log, cfg, tune)
+	if errors.Is(err, runner.ErrPodmanSlow) {
+		// Not a refusal: systemd starts brokerd again (exit 1).
+		return err
+	}
 	if err != nil {
 		return daemon.Refuse(err)
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,9 +20,10 @@ import (
 // and, run, reports from inside the isolation they ask for (see probe).
 // brokerd refuses to start otherwise, each failure with its runbook
 // entry.
-func (p *Podman) Check(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (p *Podman) Check(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, StartupTimeout)
 	defer cancel()
+	defer func() { err = slowIf(ctx, err) }()
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return err
@@ -43,6 +45,40 @@ func (p *Podman) Check(ctx context.Context) error {
 	return p.probe(conn)
 }
 
+// StartupTimeout bounds each of brokerd's startup steps with Podman
+// (the sweep, then the check); tests shorten it.
+var StartupTimeout = 60 * time.Second
+
+// ErrPodmanSlow marks a startup step that failed because Podman did not
+// answer within [StartupTimeout]: a busy or still-starting service (at
+// boot, under load), not a setting the owner must change. brokerd then
+// exits as failed (1), which systemd retries, rather than as refused
+// (2), which it does not (RestartPreventExitStatus=2).
+var ErrPodmanSlow = errors.New("Podman did not answer brokerd's startup check in time; brokerd exits so that systemd starts it again; see docs/runbook.md#podman-unavailable")
+
+// slowIf marks err as [ErrPodmanSlow] when ctx's own deadline has passed.
+func slowIf(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return &slow{err}
+}
+
+// slow is a startup error that is ErrPodmanSlow as well as its cause.
+type slow struct{ cause error }
+
+func (e *slow) Error() string {
+	cause := e.cause.Error()
+	if i := strings.LastIndex(cause, "; see docs/runbook.md#"); i >= 0 {
+		cause = cause[:i]
+	}
+	return "Podman did not answer within " + StartupTimeout.String() + ", so brokerd exits for systemd to start it again (" + cause + "); see docs/runbook.md#podman-unavailable"
+}
+
+func (e *slow) Is(target error) bool { return target == ErrPodmanSlow }
+
+func (e *slow) Unwrap() error { return e.cause }
+
 // supportedVersion is whether a Podman version is 5.x: the bindings and
 // the settings brokerd asks for are written for its create API, and a
 // later major version may read them differently.
@@ -55,9 +91,10 @@ func supportedVersion(v string) bool {
 // at startup, so all of them are leftovers of a crash) and every egress
 // directory left in its work directory. It returns how many containers
 // it removed.
-func (p *Podman) Sweep(ctx context.Context) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (p *Podman) Sweep(ctx context.Context) (n int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, StartupTimeout)
 	defer cancel()
+	defer func() { err = slowIf(ctx, err) }()
 	conn, err := p.connect(ctx)
 	if err != nil {
 		return 0, err
