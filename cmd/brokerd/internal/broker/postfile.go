@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
+	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -35,7 +37,7 @@ func (b *Broker) postFile(seq int64, session string, d policy.Decision, src tool
 	if b.cfg.StateDir == "" {
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "post_file: brokerd has no state directory to put the file in", Class: dataclass.Public}
 	}
-	pf, err := copyOut(src, filepath.Join(layout.Outbox.In(b.cfg.StateDir), session))
+	pf, err := copyOut(src, filepath.Join(layout.Outbox.In(b.cfg.StateDir), session), b.cfg.Protected())
 	if err != nil {
 		b.log.Warn("post_file failed", "decision", seq, "err", err.Error())
 		return &wire.ToolResult{Status: wire.StatusFailed, Output: "post_file: " + err.Error(), Class: dataclass.Public}
@@ -48,10 +50,25 @@ func (b *Broker) postFile(seq int64, session string, d policy.Decision, src tool
 	return r
 }
 
-// copyOut copies src into dir under a new random id.
-func copyOut(src toolargs.Path, dir string) (*wire.PostedFile, error) {
-	fd, err := syscall.Open(src.String(), syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+// copyOut copies src into dir under a new random id. src is opened with
+// no link followed anywhere on its path (openat2 RESOLVE_NO_SYMLINKS):
+// the decision matched its text, and a link planted in a granted
+// directory (by an earlier shell or write call, or an MCP server's
+// writable mount) would otherwise lead brokerd, reading as itself, to
+// its own secrets, state or grants. With no link, the text is the file,
+// and the runner's protected paths are refused as they are for mounts.
+func copyOut(src toolargs.Path, dir string, protected []string) (*wire.PostedFile, error) {
+	if q := runner.ProtectedHit(src.String(), protected); q != "" {
+		return nil, fmt.Errorf("%s lies in %s, which brokerd keeps to itself: no grant posts it; see docs/runbook.md#post-file-refused", src, q)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, src.String(), &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
 	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s has a link on its path, and post_file follows none; see docs/runbook.md#post-file-refused", src)
+		}
 		return nil, fmt.Errorf("%s could not be opened (%v)", src, err)
 	}
 	in := os.NewFile(uintptr(fd), src.String())

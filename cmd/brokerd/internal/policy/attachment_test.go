@@ -80,4 +80,11 @@ func TestPostFile(t *testing.T) {
 	if _, ok := (Decision{}).PostFile(); ok {
 		t.Error("the zero Decision allows a post")
 	}
+	// A grant that labels the files secret: a private session does not
+	// post one either (its taint would rise only after the file was out).
+	tax := set(t, g("tax", toolset.PostFile, "auto", "paths", `["/home/owner/tax"]`, "result_class", `"secret"`))
+	_, _, den = Decide(tax, post("/home/owner/tax/return.pdf"), private, now)
+	if den == nil || !strings.Contains(den.Error(), "labels the file secret and the chat is private") || !strings.Contains(den.Error(), "docs/runbook.md#post-file-refused") {
+		t.Errorf("a secret-labelled file from a private session: %v", den)
+	}
 }

@@ -264,6 +264,9 @@ func evaluate(gs *grant.Set, req Request, s Session, now time.Time) (*verdict, *
 	default:
 		v, d = match(gs.Grants(), args, sess, now)
 	}
+	if d == nil {
+		d = postAboveChat(tool, v, sess)
+	}
 	if d != nil {
 		d.Tool, d.ViaCallTool, d.Session, d.At, d.Target = tool, via, sess, now, target(args)
 		return nil, d

@@ -39,6 +39,21 @@ func abovePost(tool string, sess Session) *Denial {
 	return &Denial{Reason: NoGrant, Detail: fmt.Sprintf("post_file: this session holds %s data and the chat is %s: no file is posted from it, whatever the grants say", sess.Taint, ChatClass)}
 }
 
+// postAboveChat is the denial of a post_file whose winning grant labels
+// the file above the chat's class (its result_class: a file the owner
+// marked secret is secret whatever the session held before), or nil.
+// Taint rises only after a call, so the session's class alone would let
+// a private session post a secret file.
+func postAboveChat(tool string, v *verdict, sess Session) *Denial {
+	if tool != toolset.PostFile || v == nil {
+		return nil
+	}
+	if c := dataclass.Join(sess.Taint, v.class); !c.AtMost(ChatClass) {
+		return &Denial{Reason: NoGrant, Detail: fmt.Sprintf("post_file: grant %s labels the file %s and the chat is %s: no file above the chat's class is posted, whatever the grants say", v.winner.ID, v.class, ChatClass)}
+	}
+	return nil
+}
+
 // postFileError is a post_file's refusal by the rule above, for the
 // owner and the model.
 func postFileError(d *Denial) (string, bool) {

@@ -24,7 +24,7 @@ import (
 // mistake of the model's to retry but a grant that reaches too far.
 func checkMounts(d policy.Decision, protected []string) (problem string, err error) {
 	for _, m := range d.Mounts() {
-		if q := protectedHit(m.Path.String(), protected); q != "" {
+		if q := ProtectedHit(m.Path.String(), protected); q != "" {
 			return "", fail(ErrProtected, fmt.Sprintf("%s reaches %s", m.Path, q))
 		}
 	}

@@ -77,9 +77,9 @@ func within(p, q string) bool {
 	return p == q || q == "/" || strings.HasPrefix(p, q+"/")
 }
 
-// protectedHit returns the protected path that the mount path p (real,
+// ProtectedHit returns the protected path that the path p (real,
 // clean) holds or lies inside, or "".
-func protectedHit(p string, protected []string) string {
+func ProtectedHit(p string, protected []string) string {
 	for _, q := range protected {
 		if within(p, q) || within(q, p) {
 			return q

@@ -90,7 +90,14 @@ func StatusText(st *wire.SessionStatus, now time.Time) string {
 			b.WriteString("- allowances: none in force\n")
 		}
 		for _, a := range st.Allowances {
-			fmt.Fprintf(&b, "- allowance #%d: %s (%s) in %s, until %s\n", a.ID, render.Plain(a.Tool), render.Plain(a.Scope), where(a.Session), render.Plain(a.Expires))
+			// Another session's scope (an exact shell line, a path) may
+			// hold what that session alone should show: it is named
+			// here, and read in its own thread or with bxctl allowances.
+			if a.Session == st.Session {
+				fmt.Fprintf(&b, "- allowance #%d: %s (%s) in %s, until %s\n", a.ID, render.Plain(a.Tool), render.Plain(a.Scope), where(a.Session), render.Plain(a.Expires))
+				continue
+			}
+			fmt.Fprintf(&b, "- allowance #%d: %s in %s, until %s (its scope is shown in its own thread, and by bxctl allowances)\n", a.ID, render.Plain(a.Tool), where(a.Session), render.Plain(a.Expires))
 		}
 	}
 	fmt.Fprintf(&b, "- fleet memory: %s\n", fleetText(st))

@@ -54,17 +54,22 @@ func TestStatusCommand(t *testing.T) {
 // when there are none; the anchor's age from now.
 func TestStatusTextApprovals(t *testing.T) {
 	st := &wire.SessionStatus{Session: "mm-a", Version: "v", Server: "llama-server answers through inferproxy",
-		Approvals:  []wire.ApprovalBrief{{ID: 3, Session: "mm-a", Tool: "fetch", Expires: "2026-12-02T08:00:00Z"}, {ID: 4, Session: "mm-b_x", Tool: "read_file", Expires: "2026-12-02T09:00:00Z"}},
-		Allowances: []wire.AllowanceBrief{{ID: 2, Session: "mm-a", Tool: "read_file", Scope: "path /home/owner/notes", Expires: "2026-12-02T10:00:00Z"}},
-		Fleet:      &wire.FleetState{}, AnchorAt: "2026-12-02T06:00:00Z"}
+		Approvals: []wire.ApprovalBrief{{ID: 3, Session: "mm-a", Tool: "fetch", Expires: "2026-12-02T08:00:00Z"}, {ID: 4, Session: "mm-b_x", Tool: "read_file", Expires: "2026-12-02T09:00:00Z"}},
+		Allowances: []wire.AllowanceBrief{{ID: 2, Session: "mm-a", Tool: "read_file", Scope: "path /home/owner/notes", Expires: "2026-12-02T10:00:00Z"},
+			{ID: 5, Session: "mm-b_x", Tool: "shell", Scope: "shell of exactly curl -H 'Authorization: tok-9f2' in /srv", Expires: "2026-12-02T11:00:00Z"}},
+		Fleet: &wire.FleetState{}, AnchorAt: "2026-12-02T06:00:00Z"}
 	got := StatusText(st, time.Date(2026, 12, 2, 7, 30, 0, 0, time.UTC))
 	for _, want := range []string{"- approval #3: fetch in this thread, expires 2026-12-02T08:00:00Z",
 		"- approval #4: read\\_file in session mm-b\\_x, expires 2026-12-02T09:00:00Z",
 		"- allowance #2: read\\_file (path /home/owner/notes) in this thread, until 2026-12-02T10:00:00Z",
+		"- allowance #5: shell in session mm-b\\_x, until 2026-12-02T11:00:00Z (its scope is shown in its own thread, and by bxctl allowances)",
 		"- fleet memory: not configured (memory is local only)", "- audit anchor: newest 2026-12-02T06:00:00Z, 1h30m0s ago", "- jobs: none"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "tok-9f2") {
+		t.Errorf("another session's allowance scope is shown in this thread:\n%s", got)
 	}
 	st.Approvals, st.Allowances, st.AnchorAt = nil, nil, ""
 	got = StatusText(st, time.Now())
