@@ -33,10 +33,18 @@ var (
 	ids = map[*podmantest.Service]string{}
 )
 
+// ServerEnv names a test server built beforehand, for a test binary run
+// where there is no Go toolchain (the VM guest: checks/vm builds it on
+// the host and copies it in).
+const ServerEnv = "BOXMAKER_MCP_TEST_SERVER"
+
 // BuildServer builds the test server, static, into dir and returns its
-// path.
+// path; with [ServerEnv] set, it returns that path instead.
 func BuildServer(t testing.TB, dir string) string {
 	t.Helper()
+	if p := os.Getenv(ServerEnv); p != "" {
+		return p
+	}
 	bin := filepath.Join(dir, "mcp-test-server")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "wntrmute.dev/boxmaker/checks/mcptest/server")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"wntrmute.dev/boxmaker/checks/mcptest"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 )
 
@@ -68,6 +69,8 @@ func TestRootlessRunner(t *testing.T) {
 		"tool.tar":         filepath.Join(tmp, "tool.tar"),
 		"tool-testnet.tar": filepath.Join(tmp, "tool-testnet.tar"),
 	}
+	// The MCP tests' server: the guest has no Go toolchain to build it.
+	files["mcp-test-server"] = mcptest.BuildServer(t, tmp)
 	if err := GoTest(ctx, files["runner.test"], "./cmd/brokerd/internal/runner", tags...); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +118,7 @@ for i in $(seq 120); do [ -S /run/user/1000/podman/podman.sock ] && exit 0; slee
 		podmantest.SocketEnv + "=" + podmanSock,
 		"BOXMAKER_PODMAN=/usr/local/bin/podman", "BOXMAKER_PODMAN_CONF=" + runnerDir + "/containers.conf",
 		"BOXMAKER_TOOL_TAR=" + runnerDir + "/tool.tar", "BOXMAKER_TESTNET_TOOL_TAR=" + runnerDir + "/tool-testnet.tar",
+		mcptest.ServerEnv + "=" + runnerDir + "/mcp-test-server",
 	}
 	// BOXMAKER_VM_RUNNER_RUN narrows the run to the tests it matches
 	// (-test.run), for working on one of them; the full list is then not
