@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
@@ -174,35 +173,7 @@ func indent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// writePin writes dir/name whole: a temporary file beside dir (never a
-// stray file in it, which would make brokerd refuse the directory
-// meanwhile), mode 0640 and the directory's group (brokerd's, in the
-// layout: it reads the pin through it), fsynced, renamed into place.
+// writePin writes dir/name whole, as writeOwnerFile does.
 func writePin(dir, name string, text []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(dir), ".bxctl-pin-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(text)
-	if err == nil {
-		err = f.Chmod(0o640)
-	}
-	if fi, serr := os.Stat(dir); err == nil && serr == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			if cerr := f.Chown(-1, int(st.Gid)); cerr != nil {
-				fmt.Fprintf(os.Stderr, "bxctl mcp pin: note: %s keeps your group (%v); give it group %d (chgrp) or brokerd cannot read it\n", name, cerr, st.Gid)
-			}
-		}
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, name))
+	return writeOwnerFile(dir, name, text, "bxctl mcp pin")
 }

@@ -206,11 +206,19 @@ func checkWith(dir, name string, text []byte, owners ownership.Owners) error {
 	return err
 }
 
-// writeGrant writes dir/name whole: a temporary file beside dir (never a
-// stray file in it, which would make the set invalid meanwhile), fsynced,
-// renamed into place.
+// writeGrant writes dir/name whole, as writeOwnerFile does.
 func writeGrant(dir, name string, text []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(dir), ".bxctl-apply-*")
+	return writeOwnerFile(dir, name, text, "bxctl grants apply")
+}
+
+// writeOwnerFile writes dir/name whole for brokerd to read: a temporary
+// file beside dir (never a stray file in it, which would make brokerd
+// refuse the directory meanwhile), mode 0640 and the directory's group
+// (brokerd's, in the layout: its files are read through it; giving it
+// needs membership or root, else cmd says so), fsynced, renamed into
+// place.
+func writeOwnerFile(dir, name string, text []byte, cmd string) error {
+	f, err := os.CreateTemp(filepath.Dir(dir), ".bxctl-write-*")
 	if err != nil {
 		return err
 	}
@@ -219,12 +227,10 @@ func writeGrant(dir, name string, text []byte) error {
 	if err == nil {
 		err = f.Chmod(0o640)
 	}
-	// The group of the grant directory (brokerd's, in the layout): its
-	// files are read through it. Giving it needs membership (or root).
 	if fi, serr := os.Stat(dir); err == nil && serr == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			if cerr := f.Chown(-1, int(st.Gid)); cerr != nil {
-				fmt.Fprintf(os.Stderr, "bxctl grants apply: note: %s keeps your group (%v); give it group %d (chgrp) or brokerd cannot read it\n", name, cerr, st.Gid)
+				fmt.Fprintf(os.Stderr, "%s: note: %s keeps your group (%v); give it group %d (chgrp) or brokerd cannot read it\n", cmd, name, cerr, st.Gid)
 			}
 		}
 	}
