@@ -188,27 +188,12 @@ func checkLog(t *testing.T, state, id string, requests [][]byte, cache bool) {
 	}
 }
 
-// pidOf finds the process whose command line has all of words.
+// pidOf finds the process whose command line has all of words, or
+// fails the test.
 func pidOf(t *testing.T, words ...string) int {
 	t.Helper()
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		var pid int
-		if _, err := fmt.Sscanf(d.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
-		all := true
-		for _, w := range words {
-			all = all && strings.Contains(cmdline, w)
-		}
-		if all {
-			return pid
-		}
+	if pid := findPid(words...); pid != 0 {
+		return pid
 	}
 	t.Fatalf("no process with %q", words)
 	return 0
