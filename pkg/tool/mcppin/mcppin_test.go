@@ -132,12 +132,15 @@ func TestParseCallAndResult(t *testing.T) {
 }
 
 // FuzzParsePin: whatever ParsePin accepts encodes and parses back to the
-// same pin.
+// same pin, bound to the same image or URL.
 func FuzzParsePin(f *testing.F) {
 	p, _ := NewPin("everything", image, listing(f, "Echoes back the input."))
 	b, _ := p.Encode()
 	f.Add(b)
 	f.Add([]byte(`{"server":"x","image":"` + image + `","listing_sha256":"","tools":[]}`))
+	r, _ := NewRemotePin("search", "https://mcp.example.com/mcp", listing(f, "Echoes."))
+	b, _ = r.Encode()
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePin(data)
 		if err != nil {
@@ -148,7 +151,7 @@ func FuzzParsePin(f *testing.F) {
 			t.Fatalf("Encode(ParsePin(x)): %v", err)
 		}
 		q, err := ParsePin(b)
-		if err != nil || q.ListingSHA256 != p.ListingSHA256 || len(q.Tools) != len(p.Tools) {
+		if err != nil || q.ListingSHA256 != p.ListingSHA256 || len(q.Tools) != len(p.Tools) || q.Image != p.Image || q.URL != p.URL {
 			t.Fatalf("round trip: %v", err)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -29,7 +30,8 @@ import (
 //   - sends the declaration's secret, when it names one, as
 //     "Authorization: Bearer <secret>" and nothing else of it;
 //   - opens no standalone SSE stream (the client accepts no request from
-//     the server: no sampling, elicitation or roots) and never retries.
+//     the server: no sampling, elicitation or roots) and never retries;
+//   - reads at most maxResponse bytes of any one response.
 
 // remoteWait bounds TLS handshakes and response headers; the call's own
 // context (the runner's time limit) bounds the rest.
@@ -91,11 +93,40 @@ type bearer struct {
 	next  http.RoundTripper
 }
 
+// maxResponse caps each HTTP response body a remote server sends: room
+// for a full listing (mcppin.MaxResult) escaped in JSON several times over,
+// but not the container's whole memory.
+const maxResponse = 4 * mcppin.MaxResult
+
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.token == "" {
-		return b.next.RoundTrip(r)
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	resp, err := b.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxResponse}
+	return resp, nil
+}
+
+// cappedBody fails a read past its cap instead of reading on.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+var errTooLong = fmt.Errorf("the server's response is over %d bytes", maxResponse)
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errTooLong
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }

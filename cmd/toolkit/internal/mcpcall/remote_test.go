@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,7 +59,9 @@ type remoteSite struct {
 	*httptest.Server
 	descr atomic.Value // string
 	mu    sync.Mutex
-	seen  []string // "PATH AUTHORIZATION"
+	seen  []string // "METHOD PATH AUTHORIZATION"
+	// flooded counts what /flood wrote before the client stopped reading.
+	flooded atomic.Int64
 }
 
 func newRemoteSite(t *testing.T) *remoteSite {
@@ -80,6 +83,16 @@ func newRemoteSite(t *testing.T) *remoteSite {
 		rs.seen = append(rs.seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
 		rs.mu.Unlock()
 		switch {
+		case r.URL.Path == "/flood":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"x":"`)
+			chunk := strings.Repeat("x", 1<<20)
+			for i := 0; i < 64; i++ {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					break
+				}
+				rs.flooded.Add(1 << 20)
+			}
 		case r.URL.Path == "/moved":
 			http.Redirect(w, r, "https://mcp.example.com/mcp", http.StatusTemporaryRedirect)
 		case r.URL.Path != "/mcp":
@@ -146,8 +159,9 @@ func doRemote(t *testing.T, env Env, call mcppin.Call) mcppin.Result {
 // HTTP through the call's egress proxy, TLS verified, the secret sent as
 // a bearer token on every request; a changed description is drift and
 // nothing is called; no egress proxy, a proxy that does not allow the
-// host, a wrong secret, a secret that cannot be a header, and a redirect
-// each fail, and the redirect is not followed.
+// host, a wrong secret, a secret that cannot be a header, a redirect and
+// an endless response each fail; the redirect is not followed and the
+// endless response not read past maxResponse.
 func TestRemoteServer(t *testing.T) {
 	site := newRemoteSite(t)
 	sock, dialer := egressTo(t, site.Listener.Addr().String(), "mcp.example.com")
@@ -219,5 +233,15 @@ func TestRemoteServer(t *testing.T) {
 	}
 	if got := site.requests()[before:]; len(got) == 0 || slices.ContainsFunc(got, func(r string) bool { return r != "POST /moved Bearer s3cret" }) {
 		t.Errorf("the server saw %q; want the redirect not followed", got)
+	}
+
+	// A response without end is cut at maxResponse.
+	flood := call
+	flood.URL = "https://mcp.example.com/flood"
+	if r := doRemote(t, env, flood); r.Status != mcppin.StatusFailed {
+		t.Errorf("flood = %+v; want failed", r)
+	}
+	if n := site.flooded.Load(); n >= 64<<20 {
+		t.Errorf("the client read the whole %d-byte flood; want it cut at %d", n, maxResponse)
 	}
 }
