@@ -1,16 +1,11 @@
 package runner
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"encoding/pem"
-	"io"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"wntrmute.dev/boxmaker/checks/fake/chatapi"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/policy"
 	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
@@ -65,64 +61,12 @@ func TestRemoteMCPSpec(t *testing.T) {
 	}
 }
 
-// trustingImage is image's root filesystem (exported from a container
-// that is never started) with its CA bundle replaced by cert alone,
-// imported as a new image: the tool image's roots are what the toolkit
-// verifies a remote server against.
-func trustingImage(t *testing.T, svc *podmantest.Service, image string, der []byte) string {
-	t.Helper()
-	name := "boxmaker-trusting-" + strings.TrimPrefix(image, "sha256:")[:12]
-	if _, err := svc.CLI(nil, "create", "--name", name, image, "/bin/toolkit"); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.CLI(nil, "rm", "-f", name)
-	file := filepath.Join(t.TempDir(), "rootfs.tar")
-	if _, err := svc.CLI(nil, "export", "-o", file, name); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	roots := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	var out bytes.Buffer
-	tr, tw := tar.NewReader(in), tar.NewWriter(&out)
-	replaced := false
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.TrimPrefix(h.Name, "./") == "etc/ssl/certs/ca-certificates.crt" {
-			h.Size, replaced = int64(len(roots)), true
-			tw.WriteHeader(h)
-			tw.Write(roots)
-			continue
-		}
-		tw.WriteHeader(h)
-		if _, err := io.Copy(tw, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil || !replaced {
-		t.Fatalf("rewriting the image's CA bundle: %v (replaced %v)", err, replaced)
-	}
-	id, err := svc.Import(out.Bytes(), "localhost/boxmaker-tool-trusting:test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // TestRemoteMCPOverPodman: a remote Streamable HTTP server (the official
 // SDK's handler, TLS, on the host's port 443) is listed and called from
 // fresh toolkit containers of the tool image through the call's egress
-// proxy (the test build, which lets a test network's address through),
-// TLS verified against the image's roots, the secret as the bearer token
+// proxy (the test build, which lets a test network's address through
+// and trusts checks/fake/chatapi's test CA, which signs the server's
+// certificate), TLS verified, the secret as the bearer token
 // on every request, reaching only the server's host though the grant
 // names another; a changed description is drift and calls nothing; no
 // container is left behind.
@@ -156,13 +100,17 @@ func TestRemoteMCPOverPodman(t *testing.T) {
 		}
 		handler.ServeHTTP(w, r)
 	}))
+	cert, err := chatapi.Leaf("mcp.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
 	site.Listener = ln
+	site.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	site.StartTLS()
 	defer site.Close()
 
-	image := trustingImage(t, svc, svc.TestnetToolImage(t), site.Certificate().Raw)
 	side := hostSide(t, svc)
-	p := newRunner(t, svc, image, func(c *Config) {
+	p := newRunner(t, svc, svc.TestnetToolImage(t), func(c *Config) {
 		c.extraHosts = []string{"mcp.example.com:" + side, "other.example.com:" + side}
 	})
 	s := remoteServer(t)

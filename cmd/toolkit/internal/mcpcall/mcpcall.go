@@ -31,6 +31,7 @@ package mcpcall
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,6 +60,9 @@ type Env struct {
 	// HasBearer (a remote server's secret is never written to a file).
 	Bearer    string
 	HasBearer bool
+	// RootCAs verify a remote server's certificate; nil: the system's
+	// (the image's CA bundle).
+	RootCAs *x509.CertPool
 }
 
 // DefaultPath is the server's PATH in its container.

@@ -2,6 +2,7 @@ package mcpcall
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,8 @@ import (
 //     egress proxy (SOCKS5 over its Unix socket), which alone decides
 //     whether that host may be reached (the granted host, public
 //     addresses); there is no other network in the container;
-//   - verifies the server's certificate against the tool image's roots
-//     (Go's defaults: TLS end to end, from this process);
+//   - verifies the server's certificate against Env.RootCAs (the tool
+//     image's CA bundle; TLS 1.2 at least, end to end, from this process);
 //   - follows no redirect (the bearer secret goes to the declared URL and
 //     nowhere else);
 //   - sends the declaration's secret, when it names one, as
@@ -59,6 +60,7 @@ func remoteTransport(env Env, call mcppin.Call) (mcp.Transport, error) {
 			}
 			return socks5.Dial(ctx, env.EgressSocket, u.Host().String(), 443)
 		},
+		TLSClientConfig:        &tls.Config{RootCAs: env.RootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    remoteWait,
 		ResponseHeaderTimeout:  remoteWait,

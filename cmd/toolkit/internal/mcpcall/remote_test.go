@@ -3,15 +3,13 @@ package mcpcall
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,30 +24,6 @@ import (
 	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 )
-
-// TestMain makes httptest's certificate (127.0.0.1, example.com and
-// *.example.com) the only root Go's TLS trusts in this test binary, as a
-// tool image's roots are in its container, before anything loads them.
-func TestMain(m *testing.M) {
-	s := httptest.NewTLSServer(http.NotFoundHandler())
-	pemText := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
-	s.Close()
-	dir, err := os.MkdirTemp("", "mcpcall-roots-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	file := filepath.Join(dir, "roots.pem")
-	if err := os.WriteFile(file, pemText, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	os.Setenv("SSL_CERT_FILE", file)
-	os.Setenv("SSL_CERT_DIR", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
 
 // remoteSite is a Streamable HTTP MCP server (the official SDK's handler)
 // behind TLS at /mcp, with tool echo whose description can change, that
@@ -165,7 +139,9 @@ func doRemote(t *testing.T, env Env, call mcppin.Call) mcppin.Result {
 func TestRemoteServer(t *testing.T) {
 	site := newRemoteSite(t)
 	sock, dialer := egressTo(t, site.Listener.Addr().String(), "mcp.example.com")
-	env := Env{EgressSocket: sock, Bearer: "s3cret", HasBearer: true}
+	roots := x509.NewCertPool()
+	roots.AddCert(site.Certificate())
+	env := Env{EgressSocket: sock, Bearer: "s3cret", HasBearer: true, RootCAs: roots}
 	const url = "https://mcp.example.com/mcp"
 
 	r := doRemote(t, env, mcppin.Call{Server: "search", URL: url})
@@ -207,11 +183,12 @@ func TestRemoteServer(t *testing.T) {
 		call mcppin.Call
 		want string
 	}{
-		{"no egress proxy", Env{Bearer: "s3cret", HasBearer: true}, call, "has no network"},
-		{"host not allowed by the proxy", Env{EgressSocket: other, Bearer: "s3cret", HasBearer: true}, call, "did not start or answer"},
-		{"wrong secret", Env{EgressSocket: sock, Bearer: "wrong", HasBearer: true}, call, "did not start or answer"},
-		{"secret with a line break", Env{EgressSocket: sock, Bearer: "s3cret\r\nX-Evil: 1", HasBearer: true}, call, "control character"},
-		{"empty secret", Env{EgressSocket: sock, HasBearer: true}, call, "empty"},
+		{"no egress proxy", Env{Bearer: "s3cret", HasBearer: true, RootCAs: roots}, call, "has no network"},
+		{"host not allowed by the proxy", Env{EgressSocket: other, Bearer: "s3cret", HasBearer: true, RootCAs: roots}, call, "did not start or answer"},
+		{"wrong secret", Env{EgressSocket: sock, Bearer: "wrong", HasBearer: true, RootCAs: roots}, call, "did not start or answer"},
+		{"secret with a line break", Env{EgressSocket: sock, Bearer: "s3cret\r\nX-Evil: 1", HasBearer: true, RootCAs: roots}, call, "control character"},
+		{"empty secret", Env{EgressSocket: sock, HasBearer: true, RootCAs: roots}, call, "empty"},
+		{"a certificate no root signs", Env{EgressSocket: sock, Bearer: "s3cret", HasBearer: true, RootCAs: x509.NewCertPool()}, call, "certificate signed by unknown authority"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if r := doRemote(t, tt.env, tt.call); r.Status != mcppin.StatusFailed || !strings.Contains(r.Detail, tt.want) {
