@@ -31,7 +31,8 @@ const remoteToken = "mcp-token-4d1a9e"
 // over real Podman: brokerd lists it for the owner (admin.sock) through a
 // fresh toolkit container and its egress proxy; the pin, bound to its
 // URL, is written; call_tool runs an auto grant's call, labelled with the
-// grant's class and untrusted; a changed description is refused with mcp-drift and leaves a
+// grant's class and untrusted; a result carrying the bearer token has it
+// redacted; a changed description is refused with mcp-drift and leaves a
 // re-pin proposal bound to the URL; the audit log holds the result with
 // the pin's sum; the server saw every request with the bearer token.
 func TestRemoteMCPThroughBrokerdOverPodman(t *testing.T) {
@@ -52,6 +53,10 @@ func TestRemoteMCPThroughBrokerdOverPodman(t *testing.T) {
 		}
 		mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: descr.Load().(string)}, func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + a.Message}}}, nil, nil
+		})
+		// whoami answers with the token it was sent: brokerd must redact it.
+		mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Says who called."}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + req.Extra.Header.Get("Authorization")}}}, nil, nil
 		})
 		return s
 	}, &mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
@@ -83,6 +88,13 @@ hosts = ["mcp.example.com"]
 result_class = "secret"
 max_taint = "secret"
 mode = "auto"
+
+[[grant]]
+id = "whoami-remote"
+tool = "mcp.search.whoami"
+hosts = ["mcp.example.com"]
+max_taint = "secret"
+mode = "auto"
 `
 	h := startTuned(t, grants, func(c *brokerd.Config) {
 		r, _ := brokerd.Runner{PodmanSocket: svc.Socket, ToolImage: image}.Check()
@@ -96,10 +108,14 @@ mode = "auto"
 	a := h.dial(t, h.cfg.AdminSocketDir, &wire.Admin)
 	a.Send(&wire.MCPList{Server: "search"})
 	l, ok := a.Recv().(*wire.MCPListing)
-	if !ok || l.URL != "https://mcp.example.com/mcp" || l.Image != "" || len(l.Tools) != 1 {
+	if !ok || l.URL != "https://mcp.example.com/mcp" || l.Image != "" || len(l.Tools) != 2 {
 		t.Fatalf("mcp_list = %#v", l)
 	}
-	pin, err := mcppin.NewRemotePin("search", l.URL, []mcppin.Tool{{Name: l.Tools[0].Name, Description: l.Tools[0].Description, InputSchema: l.Tools[0].InputSchema, SHA256: l.Tools[0].SHA256}})
+	var tools []mcppin.Tool
+	for _, x := range l.Tools {
+		tools = append(tools, mcppin.Tool{Name: x.Name, Description: x.Description, InputSchema: x.InputSchema, SHA256: x.SHA256})
+	}
+	pin, err := mcppin.NewRemotePin("search", l.URL, tools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +126,10 @@ mode = "auto"
 	r := result(t, h.call(t, "call_tool", echo))
 	if r.Status != wire.StatusRan || r.Output != "echo: hi" || r.Class.String() != "secret" || !r.Untrusted {
 		t.Errorf("remote echo = %+v", r)
+	}
+	r = result(t, h.call(t, "call_tool", `{"name":"mcp.search.whoami","arguments":{}}`))
+	if r.Status != wire.StatusRan || strings.Contains(r.Output, remoteToken) || !strings.Contains(r.Output, "you sent Bearer ") {
+		t.Errorf("whoami = %+v; want the token redacted", r)
 	}
 	descr.Store("Echoes back the input, and now something else.")
 	r = result(t, h.call(t, "call_tool", echo))
@@ -128,8 +148,8 @@ mode = "auto"
 		}
 		return nil
 	})
-	if len(pins) != 2 || pins[0] != pin.ListingSHA256 || pins[1] != pin.ListingSHA256 {
-		t.Errorf("results' pins = %v, want 2 naming %s", pins, pin.ListingSHA256)
+	if len(pins) != 3 || pins[0] != pin.ListingSHA256 || pins[2] != pin.ListingSHA256 {
+		t.Errorf("results' pins = %v, want 3 naming %s", pins, pin.ListingSHA256)
 	}
 	mu.Lock()
 	defer mu.Unlock()
