@@ -73,6 +73,9 @@ func matchMCP(grants []grant.Grant, a toolargs.MCP, cat *mcpserver.Catalog, sess
 				" is remote, at " + e.Server.URL() + ", and the winning grant " + v.winner.ID + "'s hosts do not name " + host.String())}
 		}
 		v.hosts = []hostrule.Name{host}
+		// Nothing of a remote server runs here to read a path: the
+		// toolkit sends none, so a grant's paths are never mounted.
+		v.mounts = nil
 	}
 	v.mcp = &MCPCall{Server: e.Server, Tool: t, ListingSHA256: e.Pin.ListingSHA256}
 	v.secret = e.Server.Secret()

@@ -35,18 +35,21 @@ func remoteCatalog(t *testing.T) *mcpserver.Catalog {
 // TestMCPRemoteDecisions: a remote server's call is allowed only when the
 // winning grant's hosts name the server's host, and then reaches that
 // host alone (not the grant's other hosts), with the declaration's
-// secret; a grant without hosts, or with other hosts only, is refused
+// secret and none of the grant's paths; a grant without hosts, or with other hosts only, is refused
 // no_grant with its own runbook entry, and never reaches the runner.
 func TestMCPRemoteDecisions(t *testing.T) {
 	cat := remoteCatalog(t)
 	const tool = "mcp.search.query"
-	good := g("s", tool, "auto", "hosts", `["api.example.com", "mcp.example.com"]`)
+	good := g("s", tool, "auto", "hosts", `["api.example.com", "mcp.example.com"]`, "paths", `["/home/owner/notes"]`)
 	d, ask, den := Decide(set(t, good), mcpReq(t, tool, cat), private, now)
 	if den != nil || ask != nil || !d.Valid() {
 		t.Fatalf("remote with its host granted: %v %v", ask, den)
 	}
 	if h := d.Hosts(); len(h) != 1 || h[0].String() != "mcp.example.com" {
 		t.Errorf("Hosts() = %v; want the server's host alone", h)
+	}
+	if ms := d.Mounts(); len(ms) != 0 {
+		t.Errorf("Mounts() = %v; want none for a remote server", ms)
 	}
 	if m, _ := d.MCP(); !m.Server.Remote() || m.Server.URL() != "https://mcp.example.com/mcp" || d.Secret() != "SEARCH_TOKEN" {
 		t.Errorf("MCP() = %+v, secret %q", m, d.Secret())
