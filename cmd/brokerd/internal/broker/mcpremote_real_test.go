@@ -34,7 +34,10 @@ const remoteToken = "mcp-token-4d1a9e"
 // grant's class and untrusted; a result carrying the bearer token has it
 // redacted; a changed description is refused with mcp-drift and leaves a
 // re-pin proposal bound to the URL; the audit log holds the result with
-// the pin's sum; the server saw every request with the bearer token.
+// the pin's sum; the server saw every request, for its host (the grant
+// names another too, which policy drops: TestMCPRemoteDecisions), with
+// the bearer token. (brokerd's runner tests listen on port 80; this package's
+// real-network tests on 443, so the two packages can run at once.)
 func TestRemoteMCPThroughBrokerdOverPodman(t *testing.T) {
 	svc := podmantest.Require(t)
 	image := svc.TestnetToolImage(t)
@@ -62,7 +65,7 @@ func TestRemoteMCPThroughBrokerdOverPodman(t *testing.T) {
 	}, &mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
 	site := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		auth = append(auth, r.Header.Get("Authorization"))
+		auth = append(auth, r.Host+" "+r.Header.Get("Authorization"))
 		mu.Unlock()
 		if r.Header.Get("Authorization") != "Bearer "+remoteToken {
 			http.Error(w, "no", http.StatusUnauthorized)
@@ -84,7 +87,7 @@ func TestRemoteMCPThroughBrokerdOverPodman(t *testing.T) {
 	grants := `[[grant]]
 id = "echo-remote"
 tool = "mcp.search.echo"
-hosts = ["mcp.example.com"]
+hosts = ["mcp.example.com", "other.example.com"]
 result_class = "secret"
 max_taint = "secret"
 mode = "auto"
@@ -154,8 +157,8 @@ mode = "auto"
 	mu.Lock()
 	defer mu.Unlock()
 	for _, v := range auth {
-		if v != "Bearer "+remoteToken {
-			t.Errorf("the server saw Authorization %q; want the bearer token on every request", v)
+		if v != "mcp.example.com Bearer "+remoteToken {
+			t.Errorf("the server saw %q; want every request to mcp.example.com with the bearer token", v)
 		}
 	}
 	if len(auth) == 0 {
