@@ -7,7 +7,8 @@ package wire
 // files alone, never from a live server, each description neutralised.
 // bxctl mcp pin asks on admin.sock for a server's live listing
 // ([MCPList]); brokerd runs the server in a fresh container with no
-// network and answers [MCPListing] (the toolkit's listing, relayed: no
+// network (a remote server: a toolkit container whose only network is an
+// egress proxy to the server's host) and answers [MCPListing] (the toolkit's listing, relayed: no
 // role but the toolkit reads the server's own bytes), or an [*Error].
 
 // FindTools asks brokerd for the pinned MCP tools (broker.sock).
@@ -42,10 +43,12 @@ type ListedTool struct {
 }
 
 // MCPListing answers MCPList: the server, the image the listing was taken
-// from, and its tools sorted by name.
+// from (or, for a remote server, "" and the https URL it was listed at),
+// and its tools sorted by name.
 type MCPListing struct {
 	Server string       `json:"server"`
 	Image  string       `json:"image"`
+	URL    string       `json:"url,omitempty"`
 	Tools  []ListedTool `json:"tools"`
 }
 

@@ -12,17 +12,22 @@ import (
 )
 
 // Call is what brokerd's runner gives the toolkit in an MCP container (as
-// the args of package toolinput's envelope): the server's command, and
+// the args of package toolinput's envelope): the server's command (or,
+// for a remote server, its https URL, and no command), and
 // either the tool to call with its arguments and the pinned sums the live
 // listing must match, or no tool, for a listing (bxctl mcp pin).
 type Call struct {
 	Server        string          `json:"server"`
-	Command       []string        `json:"command"`
+	Command       []string        `json:"command,omitempty"`
+	URL           string          `json:"url,omitempty"`
 	Tool          string          `json:"tool,omitempty"`
 	Arguments     json.RawMessage `json:"arguments,omitempty"`
 	ToolSHA256    string          `json:"tool_sha256,omitempty"`
 	ListingSHA256 string          `json:"listing_sha256,omitempty"`
 }
+
+// Remote reports whether the call is to a remote (Streamable HTTP) server.
+func (c Call) Remote() bool { return c.URL != "" }
 
 // Listing reports whether the call only lists the server's tools.
 func (c Call) Listing() bool { return c.Tool == "" }
@@ -33,7 +38,14 @@ func ParseCall(raw []byte) (Call, error) {
 	if err := strict.Unmarshal(raw, &c); err != nil {
 		return Call{}, err
 	}
-	if err := CheckCommand(c.Command); err != nil {
+	if c.URL != "" {
+		if c.Command != nil {
+			return Call{}, errors.New("a remote server's call has a url and no command")
+		}
+		if _, err := ParseRemoteURL(c.URL); err != nil {
+			return Call{}, err
+		}
+	} else if err := CheckCommand(c.Command); err != nil {
 		return Call{}, err
 	}
 	if !toolset.ServerPattern.MatchString(c.Server) {

@@ -132,12 +132,15 @@ func TestParseCallAndResult(t *testing.T) {
 }
 
 // FuzzParsePin: whatever ParsePin accepts encodes and parses back to the
-// same pin.
+// same pin, bound to the same image or URL.
 func FuzzParsePin(f *testing.F) {
 	p, _ := NewPin("everything", image, listing(f, "Echoes back the input."))
 	b, _ := p.Encode()
 	f.Add(b)
 	f.Add([]byte(`{"server":"x","image":"` + image + `","listing_sha256":"","tools":[]}`))
+	r, _ := NewRemotePin("search", "https://mcp.example.com/mcp", listing(f, "Echoes."))
+	b, _ = r.Encode()
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePin(data)
 		if err != nil {
@@ -148,7 +151,7 @@ func FuzzParsePin(f *testing.F) {
 			t.Fatalf("Encode(ParsePin(x)): %v", err)
 		}
 		q, err := ParsePin(b)
-		if err != nil || q.ListingSHA256 != p.ListingSHA256 || len(q.Tools) != len(p.Tools) {
+		if err != nil || q.ListingSHA256 != p.ListingSHA256 || len(q.Tools) != len(p.Tools) || q.Image != p.Image || q.URL != p.URL {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
@@ -181,4 +184,49 @@ func FuzzParseResult(f *testing.F) {
 			t.Fatalf("ParseResult(Marshal(ParseResult(x))): %v", err)
 		}
 	})
+}
+
+// TestRemotePinAndCall: a remote server's pin is bound to its https URL
+// and round-trips; a pin with both an image and a url, or a url that is
+// not https on a host name, is refused; a remote call has a url and no
+// command.
+func TestRemotePinAndCall(t *testing.T) {
+	p, err := NewRemotePin("search", "https://mcp.example.com/mcp", listing(t, "Echoes."))
+	if err != nil || p.URL != "https://mcp.example.com/mcp" || p.Image != "" {
+		t.Fatalf("NewRemotePin = %+v, %v", p, err)
+	}
+	b, err := p.Encode()
+	if err != nil || strings.Contains(string(b), `"image"`) {
+		t.Fatalf("Encode = %s, %v; want no image", b, err)
+	}
+	if q, err := ParsePin(b); err != nil || q.URL != p.URL || q.ListingSHA256 != p.ListingSHA256 {
+		t.Errorf("ParsePin(remote) = %+v, %v", q, err)
+	}
+	for _, u := range []string{"http://mcp.example.com/mcp", "https://10.0.0.1/mcp", "https://mcp.example.com:8443/mcp", "https://localhost/mcp", "ftp://x.example.com/"} {
+		if _, err := NewRemotePin("search", u, nil); err == nil {
+			t.Errorf("NewRemotePin(%q) succeeded", u)
+		}
+	}
+	both := strings.Replace(string(b), `"url"`, `"image":"`+image+`","url"`, 1)
+	if _, err := ParsePin([]byte(both)); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("ParsePin(image and url) = %v", err)
+	}
+	sum := strings.Repeat("a", 64)
+	good := `{"server":"search","url":"https://mcp.example.com/mcp","tool":"echo","arguments":{},"tool_sha256":"` + sum + `","listing_sha256":"` + sum + `"}`
+	if c, err := ParseCall([]byte(good)); err != nil || !c.Remote() || c.Listing() {
+		t.Errorf("ParseCall(remote) = %+v, %v", c, err)
+	}
+	if c, err := ParseCall([]byte(`{"server":"search","url":"https://mcp.example.com/mcp"}`)); err != nil || !c.Remote() || !c.Listing() {
+		t.Errorf("ParseCall(remote listing) = %+v, %v", c, err)
+	}
+	for _, bad := range []string{
+		`{"server":"search","url":"http://mcp.example.com/mcp"}`,
+		`{"server":"search","url":"https://mcp.example.com/mcp","command":["/bin/x"]}`,
+		`{"server":"search","url":"https://127.0.0.1/mcp"}`,
+		`{"server":"search"}`,
+	} {
+		if _, err := ParseCall([]byte(bad)); err == nil {
+			t.Errorf("ParseCall(%s) succeeded", bad)
+		}
+	}
 }

@@ -60,9 +60,13 @@ type Tool struct {
 //
 // tools are sorted by name. image is the image the listing was taken
 // from: a declaration naming another image is unpinned until re-pinned.
+// A remote server's pin holds "url" (the https URL it was listed at)
+// instead of "image", under the same rule: a declaration naming another
+// URL is unpinned until re-pinned.
 type Pin struct {
 	Server        string `json:"server"`
-	Image         string `json:"image"`
+	Image         string `json:"image,omitempty"`
+	URL           string `json:"url,omitempty"`
 	ListingSHA256 string `json:"listing_sha256"`
 	Tools         []Tool `json:"tools"`
 }
@@ -177,6 +181,20 @@ func NewPin(server, image string, tools []Tool) (Pin, error) {
 	return p, nil
 }
 
+// NewRemotePin makes the pin of remote server's listing tools taken at
+// the https URL url.
+func NewRemotePin(server, url string, tools []Tool) (Pin, error) {
+	p := Pin{Server: server, URL: url, Tools: slices.Clone(tools)}
+	if p.Tools == nil {
+		p.Tools = []Tool{}
+	}
+	p.ListingSHA256 = ListingSum(p.Tools)
+	if err := p.check(); err != nil {
+		return Pin{}, err
+	}
+	return p, nil
+}
+
 // ImagePattern is an image ID as brokerd.toml's tool_image writes it.
 var ImagePattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -207,7 +225,14 @@ func (p *Pin) check() error {
 	if !toolset.ServerPattern.MatchString(p.Server) {
 		return fmt.Errorf("server %q is not a server name", p.Server)
 	}
-	if !ImagePattern.MatchString(p.Image) {
+	switch {
+	case p.URL != "" && p.Image != "":
+		return errors.New("a pin holds an image (a server run from its image) or a url (a remote server), not both")
+	case p.URL != "":
+		if _, err := ParseRemoteURL(p.URL); err != nil {
+			return err
+		}
+	case !ImagePattern.MatchString(p.Image):
 		return fmt.Errorf("image %q is not an image ID", p.Image)
 	}
 	listed := make([]Listed, len(p.Tools))

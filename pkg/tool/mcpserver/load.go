@@ -185,14 +185,21 @@ func LoadDir(dir string, owners ownership.Owners) (*Catalog, error) {
 		switch {
 		case !ok:
 			e.Why = "it has no pin file " + PinFile(name)
-		case p.Image != s.image:
-			e.Why = "its pin was taken from image " + p.Image + ", not the declared " + s.image
+		case p.Image != s.image || p.URL != s.url.String():
+			e.Why = "its pin was taken from " + pinSource(p) + ", not the declared " + s.Source()
 		default:
 			e.Pin = &p
 		}
 		entries = append(entries, e)
 	}
 	return NewCatalog(entries...)
+}
+
+func pinSource(p mcppin.Pin) string {
+	if p.URL != "" {
+		return "url " + p.URL
+	}
+	return "image " + p.Image
 }
 
 func reason(path string, err error) string {

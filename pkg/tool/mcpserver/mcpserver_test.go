@@ -25,12 +25,91 @@ func TestParseServer(t *testing.T) {
 		{"x", "image = \"" + image + "\"\n", "command is missing"},
 		{"x", "image = \"" + image + "\"\ncommand = [\"node\"]\n", "not an absolute path"},
 		{"x", good + "secret = \"lower\"\n", "secret"},
-		{"x", good + "url = \"https://example.com/mcp\"\n", "unknown key url"},
+		{"x", good + "url = \"https://example.com/mcp\"\n", "takes no image or command"},
 		{"x", good + "Image = \"x\"\n", "case differs"},
 	} {
 		if _, err := ParseServer(tt.name, "x.toml", []byte(tt.text)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseServer(%q, %q) = %v, want %q", tt.name, tt.text, err, tt.want)
 		}
+	}
+}
+
+// TestParseRemoteServer: a remote (Streamable HTTP) server is a url on
+// https and a host name, with at most a secret; anything else is refused
+// with the rule it breaks.
+func TestParseRemoteServer(t *testing.T) {
+	s, err := ParseServer("search", "search.toml", []byte("url = \"https://mcp.example.com/v1/mcp\"\nsecret = \"SEARCH_TOKEN\"\n"))
+	if err != nil || !s.Remote() || s.URL() != "https://mcp.example.com/v1/mcp" || s.Host().String() != "mcp.example.com" ||
+		s.Image() != "" || s.Command() != nil || s.Secret() != "SEARCH_TOKEN" || s.Source() != "url https://mcp.example.com/v1/mcp" {
+		t.Fatalf("ParseServer(remote) = %+v, %v", s, err)
+	}
+	if p, err := s.NewPin(nil); err != nil || p.URL != s.URL() || p.Image != "" {
+		t.Errorf("NewPin(remote) = %+v, %v; want bound to the url", p, err)
+	}
+	if s, err := ParseServer("up", "up.toml", []byte("url = \"https://MCP.Example.com/mcp\"\n")); err != nil || s.Host().String() != "mcp.example.com" {
+		t.Errorf("an upper-case host = %v, %v; want folded to lower case", s.Host(), err)
+	}
+	for _, tt := range []struct{ name, text, want string }{
+		{"plain-http", "url = \"http://mcp.example.com/mcp\"\n", "must be https://"},
+		{"no-scheme", "url = \"mcp.example.com/mcp\"\n", "must be https://"},
+		{"ipv4", "url = \"https://127.0.0.1/mcp\"\n", "127.0.0.1"},
+		{"ipv6", "url = \"https://[::1]/mcp\"\n", "IP address"},
+		{"port", "url = \"https://mcp.example.com:8443/mcp\"\n", "port is not allowed"},
+		{"userinfo", "url = \"https://user:pw@mcp.example.com/mcp\"\n", "user information"},
+		{"single-label", "url = \"https://localhost/mcp\"\n", "localhost"},
+		{"not-canonical", "url = \"https://mcp.example.com/a b\"\n", "percent-encoded"},
+		{"with-image", "url = \"https://mcp.example.com/mcp\"\nimage = \"" + image + "\"\n", "takes no image or command"},
+		{"with-command", "url = \"https://mcp.example.com/mcp\"\ncommand = [\"/bin/x\"]\n", "takes no image or command"},
+		{"bad-secret", "url = \"https://mcp.example.com/mcp\"\nsecret = \"token\"\n", "secret"},
+		{"not-a-string", "url = 1\n", "url"},
+		{"neither", "secret = \"TOKEN\"\n", "not an image ID"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if s, err := ParseServer("x", "x.toml", []byte(tt.text)); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseServer(%q) = %+v, %v; want an error with %q", tt.text, s, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadDirRemote: a remote server's pin is bound to its URL; a pin of
+// another URL, or one taken from an image, leaves it unpinned.
+func TestLoadDirRemote(t *testing.T) {
+	own := ownership.Self()
+	for _, tt := range []struct {
+		name, pinURL, pinImage, want string
+	}{
+		{"same url", "https://mcp.example.com/mcp", "", ""},
+		{"other url", "https://mcp.example.com/other", "", "taken from url https://mcp.example.com/other, not the declared url https://mcp.example.com/mcp"},
+		{"an image", "", image, "taken from image " + image},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "search.toml", "url = \"https://mcp.example.com/mcp\"\n")
+			var p mcppin.Pin
+			var err error
+			if tt.pinURL != "" {
+				p, err = mcppin.NewRemotePin("search", tt.pinURL, listing(t, "Echoes."))
+			} else {
+				p, err = mcppin.NewPin("search", tt.pinImage, listing(t, "Echoes."))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := p.Encode()
+			write(t, dir, "search.pin.json", string(b))
+			c, err := LoadDir(dir, own)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := c.Lookup("search")
+			if tt.want == "" && (e.Pin == nil || e.Pin.URL != tt.pinURL) {
+				t.Errorf("entry = %+v; want pinned", e)
+			}
+			if tt.want != "" && (e.Pin != nil || !strings.Contains(e.Why, tt.want)) {
+				t.Errorf("entry = %+v; want unpinned: %s", e, tt.want)
+			}
+		})
 	}
 }
 

@@ -72,7 +72,7 @@ func (b *Broker) runMCP(ctx context.Context, seq int64, d policy.Decision, m pol
 // proposals/mcp-SERVER.pin.json (brokerd never writes the owner's mcp
 // directory), and says where it is for the answer.
 func (b *Broker) proposeRepin(m policy.MCPCall, listing []mcppin.Tool) string {
-	pin, err := mcppin.NewPin(m.Server.Name(), m.Server.Image(), listing)
+	pin, err := m.Server.NewPin(listing)
 	var text []byte
 	if err == nil {
 		text, err = pin.Encode()
@@ -116,7 +116,8 @@ func writeRepin(dir, name string, text []byte) error {
 
 // mcpList answers bxctl mcp pin on admin.sock: the declared server's live
 // listing, taken in a fresh container of its image with no network, no
-// mount and no secret (policy.ListTools), relayed in pin form for the
+// mount and no secret (policy.ListTools; a remote server: a toolkit
+// container reaching its host alone, with its secret), relayed in pin form for the
 // owner to read; brokerd writes nothing.
 func (b *Broker) mcpList(ctx context.Context, m *wire.MCPList) strict.Variant {
 	cat, err := mcpserver.LoadDir(b.cfg.MCPDir(), b.cfg.Owners())
@@ -127,7 +128,7 @@ func (b *Broker) mcpList(ctx context.Context, m *wire.MCPList) strict.Variant {
 	if !ok {
 		return wire.Errorf("mcp_list", wire.Invalid, "no server %q is declared in %s (NAME.toml); see docs/runbook.md#mcp-unpinned", m.Server, b.cfg.MCPDir())
 	}
-	b.log.Info("listing an MCP server's tools for the owner", "server", m.Server, "image", e.Server.Image())
+	b.log.Info("listing an MCP server's tools for the owner", "server", m.Server, "from", e.Server.Source())
 	out, err := b.runner.Run(ctx, policy.ListTools(e.Server, b.now()))
 	if err != nil {
 		return wire.Errorf("mcp_list", wire.Unavailable, "the server's container could not be run: %v", err)
@@ -145,5 +146,5 @@ func (b *Broker) mcpList(ctx context.Context, m *wire.MCPList) strict.Variant {
 	for i, t := range r.Listing {
 		tools[i] = wire.ListedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, SHA256: t.SHA256}
 	}
-	return &wire.MCPListing{Server: m.Server, Image: e.Server.Image(), Tools: tools}
+	return &wire.MCPListing{Server: m.Server, Image: e.Server.Image(), URL: e.Server.URL(), Tools: tools}
 }

@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"fmt"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/tool/grant"
+	"wntrmute.dev/boxmaker/pkg/tool/hostrule"
 	"wntrmute.dev/boxmaker/pkg/tool/mcppin"
 	"wntrmute.dev/boxmaker/pkg/tool/mcpserver"
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
@@ -61,24 +63,56 @@ func matchMCP(grants []grant.Grant, a toolargs.MCP, cat *mcpserver.Catalog, sess
 	if !ok {
 		return unpinned("server " + server + "'s pin lists no tool " + tool)
 	}
+	if e.Server.Remote() {
+		// A remote server is reached through the call's egress proxy, so
+		// the winning grant must name its host explicitly; the container
+		// then reaches that host alone, not every host the grant lists.
+		host := e.Server.Host()
+		if !hostrule.Allowed(host, v.hosts) {
+			return nil, &Denial{Reason: NoGrant, Matched: v.matched, Detail: oneLine("server " + server +
+				" is remote, at " + e.Server.URL() + ", and the winning grant " + v.winner.ID + "'s hosts do not name " + host.String())}
+		}
+		v.hosts = []hostrule.Name{host}
+		// Nothing of a remote server runs here to read a path: the
+		// toolkit sends none, so a grant's paths are never mounted.
+		v.mounts = nil
+	}
 	v.mcp = &MCPCall{Server: e.Server, Tool: t, ListingSHA256: e.Pin.ListingSHA256}
 	v.secret = e.Server.Secret()
 	return v, nil
 }
 
+// remoteHostError is the text of a remote MCP server's call refused
+// because its grant does not name the server's host.
+func remoteHostError(d *Denial) (string, bool) {
+	if d.Reason != NoGrant || d.Detail == "" || !toolset.IsMCP(d.Tool) {
+		return "", false
+	}
+	return fmt.Sprintf("%q denied: %s, so it is never started; a remote MCP server's grant must list its host in hosts; see docs/runbook.md#mcp-remote-host", d.Tool, d.Detail), true
+}
+
 // ListTools is the authority to list a declared server's tools once, for
 // the owner's `bxctl mcp pin` (admin.sock, which only the owner reaches):
 // the server's container with no network, no mount and no secret, whose
-// toolkit calls nothing. It is not a tool call: no grant decides it and
+// toolkit calls nothing; for a remote server, a toolkit container whose
+// only network is an egress proxy to the server's host, with the
+// declaration's secret. It is not a tool call: no grant decides it and
 // no session's taint rises with it; its result goes to the owner's
 // terminal, escaped, never to the model.
 func ListTools(s mcpserver.Server, now time.Time) Decision {
 	if !s.Valid() {
 		return Decision{}
 	}
-	return Decision{&decision{verdict: verdict{tool: toolset.MCPName(s.Name(), "tools-list"), mode: grant.Auto,
+	v := verdict{tool: toolset.MCPName(s.Name(), "tools-list"), mode: grant.Auto,
 		class: dataclass.Private, untrusted: true, session: effective(Session{Taint: dataclass.Private}), at: now,
-		mcp: &MCPCall{Server: s}}}}
+		mcp: &MCPCall{Server: s}}
+	if s.Remote() {
+		// A remote server is listed where it is: through an egress proxy
+		// to its host alone, with its secret (sent to that URL only), or a
+		// server that asks for a token could never be pinned.
+		v.hosts, v.secret = []hostrule.Name{s.Host()}, s.Secret()
+	}
+	return Decision{&decision{verdict: v}}
 }
 
 // Listing reports whether d is a [ListTools] authority.

@@ -46,6 +46,9 @@ func (d *Denial) Error() string {
 	if msg, ok := postFileError(d); ok {
 		return msg
 	}
+	if msg, ok := remoteHostError(d); ok {
+		return msg
+	}
 	switch {
 	case d.Reason == GrantsInvalid:
 		return fmt.Sprintf("%q denied: the grants are invalid, so every call is denied until they are fixed; see docs/runbook.md#grants-invalid", d.Tool)

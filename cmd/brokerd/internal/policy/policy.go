@@ -82,7 +82,10 @@
 //     allowed or asked call is then refused (mcp_unpinned) unless the
 //     server is declared, pinned for its image and its pin lists the
 //     tool; the Decision carries the declaration and the pinned sums. Its
-//     secret is the declaration's.
+//     secret is the declaration's. A remote server's call is then refused
+//     (no_grant, its detail naming the host) unless the winning grant's
+//     hosts name the server's URL's host, and its hosts are that one
+//     (and it mounts none of the grant's paths).
 //  10. A session allowance (allowance.go) turns an ask into allowed for a
 //     call inside its exact scope, and nothing else; it never decides a
 //     consult, and lapses when a grant it rode on changes or the session

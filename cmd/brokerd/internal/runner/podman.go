@@ -190,7 +190,7 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		egressDir = dir
 	}
 	var toolkit string
-	if _, ok := d.MCP(); ok {
+	if m, ok := d.MCP(); ok && !m.Server.Remote() {
 		if toolkit, err = p.toolkitFile(conn); err != nil {
 			return Output{}, err
 		}

@@ -21,7 +21,8 @@ import (
 
 // runMCP is `bxctl mcp pin NAME`: brokerd runs the declared server in a
 // fresh container with no network, no mount and no secret (admin.sock
-// mcp_list), and the owner reads every tool's name, description and
+// mcp_list; a remote server is listed from a toolkit container whose only
+// network is an egress proxy to its host, with its secret), and the owner reads every tool's name, description and
 // input schema, escaped, beside what changed from the current pin. With
 // --write --expect SUM it writes that listing as mcp/NAME.pin.json (mode
 // 0640, whole), only if the listing's sum is the one the owner read and
@@ -79,8 +80,8 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if pin.Image != e.Server.Image() {
-		return fail("the listing is of image %s, but %s.toml now names %s: pin again without --proposal", pin.Image, name, e.Server.Image())
+	if pin.Image != e.Server.Image() || pin.URL != e.Server.URL() {
+		return fail("the listing is of %s, but %s.toml now names %s: pin again without --proposal", pinFrom(pin), name, e.Server.Source())
 	}
 	showPin(stdout, pin, e.Pin)
 	if !*write {
@@ -118,6 +119,9 @@ func listOverAdmin(ctx context.Context, state, name string) (mcppin.Pin, error) 
 		tools[i] = mcppin.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, SHA256: t.SHA256}
 	}
 	// NewPin recomputes every sum: brokerd's relay is checked, not trusted.
+	if l.URL != "" {
+		return mcppin.NewRemotePin(name, l.URL, tools)
+	}
 	return mcppin.NewPin(name, l.Image, tools)
 }
 
@@ -141,7 +145,7 @@ func readProposal(state, name string) (mcppin.Pin, error) {
 // showPin prints each tool of pin escaped, marked against the current
 // pin (nil: none): + new, ~ changed, = same; and - for a tool gone.
 func showPin(w io.Writer, pin mcppin.Pin, cur *mcppin.Pin) {
-	fmt.Fprintf(w, "server %s, image %s: %d tools, listing sha256 %s\n", pin.Server, pin.Image, len(pin.Tools), pin.ListingSHA256)
+	fmt.Fprintf(w, "server %s, %s: %d tools, listing sha256 %s\n", pin.Server, pinFrom(pin), len(pin.Tools), pin.ListingSHA256)
 	if cur == nil {
 		fmt.Fprintln(w, "(no current pin: every tool is new)")
 	} else if cur.ListingSHA256 == pin.ListingSHA256 {
@@ -163,6 +167,15 @@ func showPin(w io.Writer, pin mcppin.Pin, cur *mcppin.Pin) {
 			}
 		}
 	}
+}
+
+// pinFrom is what pin was taken from: "image ID", or "url URL" for a
+// remote server.
+func pinFrom(pin mcppin.Pin) string {
+	if pin.URL != "" {
+		return "url " + escape.Line(pin.URL)
+	}
+	return "image " + pin.Image
 }
 
 func indent(s string) string {

@@ -90,3 +90,43 @@ func TestMCPPinShowsEscapedAndWritesWhatWasRead(t *testing.T) {
 		t.Errorf("--proposal with none = %d, %s", code, stderr)
 	}
 }
+
+// TestMCPPinRemote: a remote server's listing is shown with its URL and
+// written as a pin bound to that URL, which brokerd's loader accepts; a
+// listing of another URL (the declaration changed since) is refused.
+func TestMCPPinRemote(t *testing.T) {
+	tools, err := mcppin.NewListing([]mcppin.Listed{{Name: "query", Description: "Searches.", InputSchema: []byte(`{"type":"object"}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ listedAt, want string }{
+		{"https://mcp.example.com/mcp", ""},
+		{"https://mcp.example.com/old", "now names url https://mcp.example.com/mcp"},
+	} {
+		state := t.TempDir()
+		dir := filepath.Join(state, "mcp")
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "search.toml"), []byte("url = \"https://mcp.example.com/mcp\"\n"), 0o600)
+		list := &wire.MCPListing{Server: "search", URL: tt.listedAt}
+		for _, x := range tools {
+			list.Tools = append(list.Tools, wire.ListedTool{Name: x.Name, Description: x.Description, InputSchema: x.InputSchema, SHA256: x.SHA256})
+		}
+		sockettest.Serve(t, layout.AdminRun.In(state), &wire.Admin, rpc.NewServer(&wire.Admin, slog.New(slog.DiscardHandler),
+			rpc.On(func(context.Context, sockets.Peer, *wire.MCPList) strict.Variant { return list })).Serve)
+		p, _ := mcppin.NewRemotePin("search", tt.listedAt, tools)
+		code, out, stderr := run("mcp", "pin", "--state", state, "--write", "--expect", p.ListingSHA256, "search")
+		if tt.want != "" {
+			if code != ExitFailed || !strings.Contains(stderr, tt.want) {
+				t.Errorf("listed at %s = %d, %s; want %q", tt.listedAt, code, stderr, tt.want)
+			}
+			continue
+		}
+		if code != ExitOK || !strings.Contains(out, "server search, url https://mcp.example.com/mcp") || !strings.Contains(out, "pinned:") {
+			t.Fatalf("remote pin = %d, %s\n%s", code, stderr, out)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "search.pin.json"))
+		if q, err := mcppin.ParsePin(b); err != nil || q.URL != tt.listedAt || q.Image != "" {
+			t.Errorf("pin file = %+v, %v", q, err)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 // Package mcpcall is `toolkit mcp`: inside a fresh container of an MCP
 // server's own image (the toolkit mounted read-only beside it), it starts
 // the server's command, speaks MCP to it over stdio with the official Go
-// SDK, checks the server's live tool listing against the owner's pin, and
+// SDK (or, for a remote server, speaks Streamable HTTP to its URL through
+// the call's egress proxy, remote.go), checks the server's live tool
+// listing against the owner's pin, and
 // only then makes the one call brokerd decided; or, for `bxctl mcp pin`,
 // only lists the tools.
 //
@@ -29,6 +31,7 @@ package mcpcall
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,6 +56,13 @@ type Env struct {
 	EgressSocket string
 	// Path is the server's PATH.
 	Path string
+	// Bearer is a remote server's secret, sent as its bearer token when
+	// HasBearer (a remote server's secret is never written to a file).
+	Bearer    string
+	HasBearer bool
+	// RootCAs verify a remote server's certificate; nil: the system's
+	// (the image's CA bundle).
+	RootCAs *x509.CertPool
 }
 
 // DefaultPath is the server's PATH in its container.
@@ -80,6 +90,13 @@ const maxStderr = 2 << 10
 func run(ctx context.Context, env Env, call mcppin.Call) mcppin.Result {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if call.Remote() {
+		t, err := remoteTransport(env, call)
+		if err != nil {
+			return failed(err.Error())
+		}
+		return session(ctx, t, call, &capped{max: maxStderr})
+	}
 	cmd := exec.CommandContext(ctx, call.Command[0], call.Command[1:]...)
 	cmd.Env = []string{"PATH=" + env.Path, "HOME=/tmp"}
 	if env.SecretFile != "" {
@@ -96,8 +113,14 @@ func run(ctx context.Context, env Env, call mcppin.Call) mcppin.Result {
 	}
 	stderr := &capped{max: maxStderr}
 	cmd.Stderr = stderr
+	return session(ctx, &mcp.CommandTransport{Command: cmd}, call, stderr)
+}
+
+// session speaks MCP over t: the listing, checked against the pin, then
+// the one call. stderr is a stdio server's, for a failure's detail.
+func session(ctx context.Context, t mcp.Transport, call mcppin.Call, stderr *capped) mcppin.Result {
 	client := mcp.NewClient(&mcp.Implementation{Name: "boxmaker-toolkit", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return failed(fmt.Sprintf("the server did not start or answer MCP's initialize: %v%s", err, stderr.tail()))
 	}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"os"
@@ -51,7 +52,21 @@ func RunMCP(ctx context.Context, env Env, stdin io.Reader) int {
 	if fi, err := os.Stat(env.EgressSocket); err == nil && fi.Mode().Type() == os.ModeSocket {
 		me.EgressSocket = env.EgressSocket // the runner mounts it only for a grant with hosts
 	}
-	if in.Secret != nil {
+	if call.Remote() {
+		roots := env.RootCAs
+		if roots == nil {
+			if roots, err = x509.SystemCertPool(); err != nil {
+				return report(env, failf("the CA bundle could not be read: %v; see docs/runbook.md#mcp-failed", err))
+			}
+		}
+		me.RootCAs = withTestRoots(roots)
+	}
+	if in.Secret != nil && call.Remote() {
+		// A remote server's secret is its bearer token, sent by this
+		// process to its URL alone; no server process runs here to read
+		// a file.
+		me.Bearer, me.HasBearer = in.Secret.Value.Reveal(), true
+	} else if in.Secret != nil {
 		if me.SecretFile, err = writeSecret(env.SecretDir, env.SecretTmpfs, in.Secret); err != nil {
 			return report(env, err)
 		}

@@ -5,8 +5,8 @@ package tools
 import "crypto/x509"
 
 // withTestRoots adds the test-only CA of checks/fake/chatapi, so that a
-// real-container consult test verifies TLS end to end against a server
-// it controls. Only builds tagged boxmaker_testnet have it, and brokerd
+// real-container consult or remote MCP test verifies TLS end to end
+// against a server it controls. Only builds tagged boxmaker_testnet have it, and brokerd
 // refuses to start with such an image (runbook tool-image-testnet).
 func withTestRoots(roots *x509.CertPool) *x509.CertPool {
 	p := roots.Clone()
