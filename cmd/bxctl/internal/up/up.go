@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -203,12 +204,12 @@ func MakeState(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	p := layout.Params{State: state, Llama: o.Llama, Model: model, ToolImage: o.ToolImage}
+	p := first.Params{State: state, Llama: o.Llama, Model: model, ToolImage: o.ToolImage}
 	if !users.Single() {
 		owner := users.Of(layout.Owner).UID
 		p.OwnerUID = &owner
 	}
-	for _, c := range layout.FirstConfigs {
+	for _, c := range first.Configs {
 		if err := writeNew(c.Path(state), c.Text(p), 0o600); err != nil {
 			return err
 		}

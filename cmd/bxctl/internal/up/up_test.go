@@ -12,6 +12,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -125,7 +126,7 @@ func TestMakeStateIsTheTable(t *testing.T) {
 		}
 	}
 	quoted := regexp.MustCompile(`"(/[^"]*)"`)
-	for _, c := range layout.FirstConfigs {
+	for _, c := range first.Configs {
 		b, _ := os.ReadFile(c.Path(state))
 		for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
 			if !known[m[1]] {
