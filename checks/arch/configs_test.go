@@ -57,7 +57,7 @@ func TestPlantedConfigTwin(t *testing.T) {
 		"cmd/bxctl/internal/doctor/install.go": "package doctor\n\nimport \"github.com/BurntSushi/toml\"\n\n" +
 			"type loopCfg struct {\n\tStateDir string `json:\"s\" toml:\"state_dir\"`\n\tModel struct {\n\t\tName string `toml:\"name\"`\n\t} `toml:\"model\"`\n}\n\n" +
 			"func read(b string) (c loopCfg) { var raw map[string]any; toml.Decode(b, &raw); return c }\n",
-		"cmd/bxctl/internal/cli/podman.go": "package cli\n\nimport t \"github.com/BurntSushi/toml\"\n\n" +
+		"cmd/bxctl/internal/up/podman.go": "package up\n\nimport t \"github.com/BurntSushi/toml\"\n\n" +
 			"func hasRunner(p string) bool {\n\tvar c struct{ Runner *struct{} }\n\t_, err := t.DecodeFile(p, &c)\n\treturn err == nil && c.Runner != nil\n}\n",
 		"cmd/bxctl/internal/status/status.go": "package status\n\nimport \"example.com/m/pkg/host/config\"\n\n" +
 			"type upstream struct{ Upstream string }\n\nfunc read(b []byte) (u upstream) { config.Decode(b, \"x\", &u); return }\n",
@@ -65,7 +65,7 @@ func TestPlantedConfigTwin(t *testing.T) {
 	got := ConfigSchemas(dir)
 	expect(t, got, "cmd/bxctl/internal/doctor/install.go:5: a struct with TOML keys (state_dir, model)")
 	expect(t, got, "cmd/bxctl/internal/doctor/install.go:7: a struct with TOML keys (name)")
-	expect(t, got, "cmd/bxctl/internal/cli/podman.go:7: toml.DecodeFile outside arch.Decoders")
+	expect(t, got, "cmd/bxctl/internal/up/podman.go:7: toml.DecodeFile outside arch.Decoders")
 	expect(t, got, "cmd/bxctl/internal/status/status.go:7: config.Decode outside pkg/host/roleconf")
 	if len(got) != 4 {
 		t.Errorf("want exactly the four twins (doctor-egress's map decode is listed in Decoders; the role's own type and the grant schema are at home), got:\n%s", strings.Join(got, "\n"))

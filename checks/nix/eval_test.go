@@ -236,7 +236,7 @@ func values(t *testing.T, d units.Deployment, r evalOut) map[string]string {
 	for name, p := range in.Credentials {
 		v[units.CredentialPath(name)] = p
 	}
-	// What bxctl install hands layout.FirstConfigs as Params.
+	// What bxctl install hands first.Configs as Params (pkg/host/roleconf/first).
 	v[units.Llama], v[units.Model] = in.LlamaServer, in.Model
 	return v
 }

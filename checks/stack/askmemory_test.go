@@ -10,7 +10,7 @@ import (
 
 	honchofake "wntrmute.dev/boxmaker/checks/fake/honcho"
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 )
 
 // TestStackAskMemory: with loopd.toml's ask_memory, the model is offered
@@ -32,9 +32,9 @@ func TestStackAskMemory(t *testing.T) {
 		return &answer
 	}})
 	fleetConfigs(t, state, hon.URL)
-	loopd := layout.FirstConfigs[1]
+	loopd := first.Configs[1]
 	require.Equal(t, "loopd", loopd.Role)
-	text := strings.Replace(loopd.Text(layout.Params{State: state, Model: "fake-model"}), "\n[model]", "ask_memory = true\n\n[model]", 1)
+	text := strings.Replace(loopd.Text(first.Params{State: state, Model: "fake-model"}), "\n[model]", "ask_memory = true\n\n[model]", 1)
 	require.NoError(t, os.WriteFile(loopd.Path(state), []byte(text), 0o600))
 	up(t, bin, state, srv)
 

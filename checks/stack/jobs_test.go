@@ -14,6 +14,7 @@ import (
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 )
 
 // jobStack is a stack whose loopd reads the time from a file the test
@@ -41,8 +42,8 @@ func newJobStack(t *testing.T, ttl time.Duration, jobsConfig string) *jobStack {
 	u, _ := url.Parse(js.srv.URL())
 	js.host = u.Host
 	js.clock = filepath.Join(filepath.Dir(js.state), "clock")
-	p := layout.Params{State: js.state, Llama: js.host, Model: "fake-model"}
-	for _, c := range layout.FirstConfigs {
+	p := first.Params{State: js.state, Llama: js.host, Model: "fake-model"}
+	for _, c := range first.Configs {
 		switch c.Role {
 		case "loopd":
 			text := c.Text(p) + fmt.Sprintf("\n[jobs]\nclock_file = %q\npoll_ms = 20\n", js.clock) + jobsConfig

@@ -16,6 +16,7 @@ import (
 	llama "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -48,9 +49,9 @@ func newMemRig(t *testing.T, projects func(a, b string) string) *memRig {
 		c.owner.ID, r.mallory.ID, r.a, r.b, c.owner.ID)
 	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "gatewayd"), []byte(cfg), 0o600))
 	if projects != nil {
-		for _, fc := range layout.FirstConfigs {
+		for _, fc := range first.Configs {
 			if fc.Role == "memoryd" {
-				require.NoError(t, os.WriteFile(fc.Path(state), []byte(fc.Text(layout.Params{State: state})+projects(r.a, r.b)), 0o600))
+				require.NoError(t, os.WriteFile(fc.Path(state), []byte(fc.Text(first.Params{State: state})+projects(r.a, r.b)), 0o600))
 			}
 		}
 	}

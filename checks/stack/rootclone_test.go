@@ -18,7 +18,7 @@ import (
 )
 
 // devRoot is bxctl up's place for a root run that names no state
-// directory (cmd/bxctl/internal/cli.DevRoot).
+// directory (cmd/bxctl/internal/up.DevRoot).
 const devRoot = "/var/lib/boxmaker-dev"
 
 // TestStackRootCloneInPrivateHome is the README's main job for a

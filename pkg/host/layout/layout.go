@@ -1,10 +1,11 @@
 // Package layout is the one table of a Boxmaker state directory: every
 // path under it, who writes it, the user and group that own it, the mode
 // it is made with, the socket each socket directory holds and which
-// roles' uids its listener accepts, and (config.go) every default config
-// `bxctl up` writes. bxctl, the stack tests, the containment test
-// (checks/contain), the daemons at start-up ([Check]) and `bxctl doctor`
-// ([Verify]) all read this table; none spells a path, owner or mode of its
+// roles' uids its listener accepts, and (config.go) where each role's
+// config is (the first configs themselves are package roleconf/first's,
+// encoded from each role's config type). bxctl, the stack tests, the
+// containment test (checks/contain), the daemons at start-up ([Check])
+// and `bxctl doctor` ([Verify]) all read this table; none spells a path, owner or mode of its
 // own. docs/threat-model.md holds the same table ([Markdown]), and a test
 // keeps the two equal.
 //
@@ -114,7 +115,7 @@ var (
 	Run = Entry{Path: "run", Kind: Dir, Mode: 0o711, Writer: "bxctl", Up: true, Owner: Owner,
 		Doc: "the socket directories, one per pair of roles", Rests: "mode 0711: entered by name, never listed"}
 	Config = Entry{Path: "config", Kind: Dir, Mode: 0o711, Writer: "owner", Up: true, Owner: Owner, Files: 0o640,
-		Doc: "each role's config, <role>.toml; bxctl up writes the first ones (config.go)", Rests: "mode 0711; each config 0640, its group its role's"}
+		Doc: "each role's config, <role>.toml; bxctl up writes the first ones (package roleconf/first)", Rests: "mode 0711; each config 0640, its group its role's"}
 	Logs = Entry{Path: "logs", Kind: Dir, Mode: 0o700, Writer: "bxctl", Up: true, Owner: Owner, Files: 0o600,
 		Doc: "each role's output under bxctl up, <role>.log", Rests: "bxctl opens each log and hands the role its descriptor"}
 	Sessions = Entry{Path: "sessions", Kind: Dir, Mode: fs.ModeSetgid | 0o750, Writer: "loopd", Up: true, Owner: Loopd, Group: Memoryd, Files: 0o640,

@@ -44,28 +44,4 @@ func TestTableIsSound(t *testing.T) {
 		}
 		paths[e.Path] = true
 	}
-	for _, c := range FirstConfigs {
-		if c.Path("/s") != "/s/config/"+c.Role+".toml" {
-			t.Errorf("%s's config is at %s", c.Role, c.Path("/s"))
-		}
-	}
-}
-
-// TestRunnerNamesTheGivenPodman: bxctl install's brokerd config names its
-// user's rootless socket; bxctl up's names the service in run/podman.
-func TestRunnerNamesTheGivenPodman(t *testing.T) {
-	var broker FirstConfig
-	for _, c := range FirstConfigs {
-		if c.Role == Brokerd {
-			broker = c
-		}
-	}
-	up := broker.Text(Params{State: "/s", ToolImage: "sha256:x"})
-	inst := broker.Text(Params{State: "/s", ToolImage: "sha256:x", PodmanSocket: "/run/user/61004/podman/podman.sock"})
-	if !strings.Contains(up, `podman_socket = "/s/run/podman/podman.sock"`) {
-		t.Errorf("bxctl up's brokerd config:\n%s", up)
-	}
-	if !strings.Contains(inst, `podman_socket = "/run/user/61004/podman/podman.sock"`) || strings.Contains(inst, "/s/run/podman") {
-		t.Errorf("bxctl install's brokerd config:\n%s", inst)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 )
 
 // StateDir is the state directory of a deployed host.
@@ -50,7 +51,7 @@ type Deployment struct {
 	Files []FileJSON `json:"files"`
 	// Configs are each role's config file (the layout's config/<role>.toml
 	// entry: its path, mode, owner and group) with its first text, as
-	// `bxctl up` and bxctl install write it (layout.FirstConfigs, with
+	// `bxctl up` and bxctl install write it (first.Configs, with
 	// placeholders for the host's values); "" for a role whose config
 	// only the owner can write (gatewayd's Mattermost details).
 	Configs []FileJSON `json:"configs"`
@@ -177,9 +178,9 @@ func Build() Deployment {
 		e := layout.ConfigFile(r)
 		f := FileJSON{Path: ConfigDir + "/" + r + ".toml", Mode: fmt.Sprintf("%04o", e.Mode.Perm()),
 			Owner: UserName(e.Owner), Group: UserName(e.GroupRole())}
-		for _, c := range layout.FirstConfigs {
+		for _, c := range first.Configs {
 			if c.Role == r {
-				f.Text = c.Text(layout.Params{State: StateDir, Llama: Llama, Model: Model, ToolImage: Image(Tool), PodmanSocket: PodmanSocket()})
+				f.Text = c.Text(first.Params{State: StateDir, Llama: Llama, Model: Model, ToolImage: Image(Tool), PodmanSocket: PodmanSocket()})
 			}
 		}
 		d.Configs = append(d.Configs, f)

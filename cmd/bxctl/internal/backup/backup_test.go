@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/model/chat"
@@ -31,8 +32,8 @@ func newState(t *testing.T) (string, *audit.Writer) {
 	t.Helper()
 	state := filepath.Join(t.TempDir(), "state")
 	must(t, os.MkdirAll(layout.Config.In(state), 0o700))
-	p := layout.Params{State: state, Llama: "127.0.0.1:1", Model: "m"}
-	for _, c := range layout.FirstConfigs {
+	p := first.Params{State: state, Llama: "127.0.0.1:1", Model: "m"}
+	for _, c := range first.Configs {
 		must(t, os.WriteFile(c.Path(state), []byte(c.Text(p)), 0o600))
 	}
 	must(t, os.WriteFile(layout.ConfigPath(state, "gatewayd"), []byte("token = \"credential:mattermost-token\"\n"), 0o600))

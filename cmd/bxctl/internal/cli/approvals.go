@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -36,7 +37,7 @@ func ask[T strict.Variant](ctx context.Context, state string, s *wire.Socket, v 
 // them), every character that could hide or fake text escaped.
 func runApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("approvals", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 1 {
 		return ExitUsage
 	}
@@ -122,7 +123,7 @@ func answerApproval(ctx context.Context, verb string, args []string, stdout, std
 		args = rest
 	}
 	fs := flags(verb, stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}

@@ -8,6 +8,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestMigrateTakesABackup(t *testing.T) {
 	dir := roletest.Dir(t)
 	state := filepath.Join(dir, "state")
-	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+	if err := up.MakeState(t.Context(), up.Options{State: state, Llama: "127.0.0.1:1", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(layout.FormatFile.In(state))
@@ -47,7 +48,7 @@ func TestMigrateTakesABackup(t *testing.T) {
 func TestBackupRestoreCommands(t *testing.T) {
 	dir := roletest.Dir(t)
 	state := filepath.Join(dir, "state")
-	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+	if err := up.MakeState(t.Context(), up.Options{State: state, Llama: "127.0.0.1:1", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	dest := filepath.Join(dir, "b")

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/escape"
@@ -37,7 +38,7 @@ var chatStdin io.Reader = os.Stdin
 // that dim the model's reasoning.
 func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("chat", stderr)
-	stateFlag := fs.String("state", "", "Boxmaker's state `DIR`; loopd listens on DIR/run/loop/loop.sock (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "Boxmaker's state `DIR`; loopd listens on DIR/run/loop/loop.sock (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	session := fs.String("session", "", "talk in session `ID` (default: a new one, term-<12 hex digits>)")
 	message := fs.String("message", "", "send `TEXT` as one message, print the turn and exit")
 	asJSON := fs.Bool("json", false, "with --message: print each turn event as one line of JSON")

@@ -4,8 +4,8 @@
 // daemons and the owner's files say and prints it escaped; every action
 // that changes anything goes through a daemon's admin socket, where the
 // daemon decides. The exceptions set a host up, as the owner (root)
-// running them: `up` runs the roles from a state directory, and `install`
-// (package install) deploys them as systemd units.
+// running them: `up` (package up) runs the roles from a state directory,
+// and `install` (package install) deploys them as systemd units.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
 // something failed or was refused; 2 usage error. -h, -help or --help

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/rpc"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -17,7 +18,7 @@ import (
 // and the summary it starts from, escaped (it is model text).
 func runCompact(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("compact", stderr)
-	stateFlag := fs.String("state", "", "Boxmaker's state `DIR` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "Boxmaker's state `DIR` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}

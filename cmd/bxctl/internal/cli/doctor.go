@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 )
 
@@ -18,7 +19,7 @@ import (
 // flag included, so that 2 always means problems found).
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("doctor", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	anchors := fs.String("anchors", "", "the owner's anchors file (default $XDG_STATE_HOME/boxmaker/"+anchorsName+")")
 	probe := fs.Duration("probe-timeout", doctor.DefaultProbe, "bound on each probe of Podman and llama-server")

@@ -18,6 +18,7 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
 	"wntrmute.dev/boxmaker/pkg/logs/consultlog"
@@ -103,7 +104,7 @@ func silent(t *testing.T, network, addr string) net.Listener {
 	return ln
 }
 
-// installation is a state directory as `bxctl up` writes it (makeState,
+// installation is a state directory as `bxctl up` writes it (up.MakeState,
 // with a tool image), its Podman service answering and a llama-server
 // serving, and an audit log of two records with a fresh anchor.
 type installation struct {
@@ -119,7 +120,7 @@ func newInstallation(t *testing.T, withPodman bool) *installation {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	// As root, makeState gives each role its own user (package layout),
+	// As root, up.MakeState gives each role its own user (package layout),
 	// who must be able to pass the base as through roletest.Dir.
 	if err := os.Chmod(base, 0o711); err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func newInstallation(t *testing.T, withPodman bool) *installation {
 	in := &installation{state: filepath.Join(base, "s"), anchors: filepath.Join(base, "anchors.jsonl")}
 	in.llama = fake.New(t, fake.Options{Slots: 2, NCtx: 8192})
 	addr := strings.TrimPrefix(in.llama.URL(), "http://")
-	if err := makeState(t.Context(), in.state, addr, "fake-model", toolImage); err != nil {
+	if err := up.MakeState(t.Context(), up.Options{State: in.state, Llama: addr, Model: "fake-model", ToolImage: toolImage}); err != nil {
 		t.Fatal(err)
 	}
 	if withPodman {

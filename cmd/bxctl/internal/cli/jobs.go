@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/escape"
 )
@@ -16,7 +17,7 @@ import (
 // wrote is escaped like every other text bxctl prints.
 func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("jobs", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return ExitUsage
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/jsonl"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -25,7 +26,7 @@ func runMemory(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	sub, args := args[0], args[1:]
 	fs := flags("memory "+sub, stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	undo := fs.Bool("undo", false, "forget: take the tombstone back")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
@@ -186,7 +187,7 @@ func memoryLog(state string, stdout, stderr io.Writer) int {
 // session logs and notes.md.
 func runReindex(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flags("reindex", stderr)
-	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+DevRoot+"/state as root)")
+	stateFlag := fs.String("state", "", "state `directory` (default $BOXMAKER_STATE, else ./.boxmaker, or "+up.DevRoot+"/state as root)")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return ExitUsage
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/checks/roletest"
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -61,7 +62,7 @@ func TestMemoryLog(t *testing.T) {
 // memoryd's sockets, each in its own directory (0700, or 0750 for its pair's group).
 func TestLayoutWiresMemoryd(t *testing.T) {
 	state := filepath.Join(roletest.Dir(t), "state")
-	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", ""); err != nil {
+	if err := up.MakeState(t.Context(), up.Options{State: state, Llama: "127.0.0.1:1", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{"run/memory", "run/memtool", "run/memadmin"} {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/backup"
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/migrate"
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
@@ -28,12 +28,9 @@ func runMigrate(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "bxctl migrate: %v\n", err)
 		return ExitUsage
 	}
-	for _, s := range upSockets {
-		if c, err := net.DialTimeout("unix", layout.Socket(state, s), time.Second); err == nil {
-			c.Close()
-			fmt.Fprintf(stderr, "bxctl migrate: %s answers: stop the stack first; see docs/runbook.md#socket-in-use\n", layout.Socket(state, s))
-			return ExitFailed
-		}
+	if s := up.Live(state); s != "" {
+		fmt.Fprintf(stderr, "bxctl migrate: %s answers: stop the stack first; see docs/runbook.md#socket-in-use\n", s)
+		return ExitFailed
 	}
 	from, err := layout.ReadFormat(state)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 )
 
 // Where the state directory is; what is in it is package layout's table.
@@ -13,7 +15,7 @@ const (
 )
 
 // resolveState resolves --state: the flag, else $BOXMAKER_STATE, else
-// DevRoot/state as root (where the role users can reach it, wherever the
+// up.DevRoot/state as root (where the role users can reach it, wherever the
 // clone is), else ./.boxmaker, made absolute (configs hold absolute
 // paths).
 func resolveState(flagValue string) (string, error) {
@@ -22,7 +24,7 @@ func resolveState(flagValue string) (string, error) {
 		d = os.Getenv(stateEnv)
 	}
 	if d == "" && os.Geteuid() == 0 {
-		d = filepath.Join(DevRoot, "state")
+		d = filepath.Join(up.DevRoot, "state")
 	}
 	if d == "" {
 		d = defaultState

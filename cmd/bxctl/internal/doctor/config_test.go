@@ -8,6 +8,7 @@ import (
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/inferproxy"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
@@ -58,8 +59,8 @@ func TestConfigJudgedByItsRole(t *testing.T) {
 		t.Run(c.role+" "+c.want, func(t *testing.T) {
 			state := t.TempDir()
 			os.MkdirAll(layout.Config.In(state), 0o700)
-			p := layout.Params{State: state, Llama: "127.0.0.1:8080", Model: "m"}
-			for _, fc := range layout.FirstConfigs {
+			p := first.Params{State: state, Llama: "127.0.0.1:8080", Model: "m"}
+			for _, fc := range first.Configs {
 				os.WriteFile(fc.Path(state), []byte(fc.Text(p)), 0o600)
 			}
 			path := layout.ConfigPath(state, c.role)
@@ -112,8 +113,8 @@ func TestRetiredPeerKeys(t *testing.T) {
 	} {
 		state := t.TempDir()
 		os.MkdirAll(layout.Config.In(state), 0o700)
-		p := layout.Params{State: state, Llama: "127.0.0.1:8080", Model: "m"}
-		for _, fc := range layout.FirstConfigs {
+		p := first.Params{State: state, Llama: "127.0.0.1:8080", Model: "m"}
+		for _, fc := range first.Configs {
 			os.WriteFile(fc.Path(state), []byte(fc.Text(p)), 0o600)
 		}
 		path := layout.ConfigPath(state, c.role)

@@ -15,6 +15,7 @@ import (
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
+	firstconf "wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
@@ -204,14 +205,14 @@ func TestRefusedInstallChangesNothing(t *testing.T) {
 
 // installed writes what a first install would have: the units, each
 // first config (with the old tool image and upstream) and gatewayd.toml.
-func installed(t *testing.T, f *fixture, p *plan, params layout.Params) {
+func installed(t *testing.T, f *fixture, p *plan, params firstconf.Params) {
 	for name, text := range p.files {
 		if err := os.WriteFile(filepath.Join(f.o.UnitDir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	os.MkdirAll(layout.Config.In(f.o.State), 0o700)
-	for _, c := range layout.FirstConfigs {
+	for _, c := range firstconf.Configs {
 		if err := os.WriteFile(c.Path(f.o.State), []byte(c.Text(params)), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +237,7 @@ func TestRunAgain(t *testing.T) {
 	if len(first.restart) != len(first.order) {
 		t.Errorf("a first install restarts %q, want every unit %q", first.restart, first.order)
 	}
-	params := layout.Params{State: f.o.State, Llama: "100.64.0.9:8080", Model: "m", ToolImage: "sha256:" + strings.Repeat("0", 64), PodmanSocket: units.PodmanSocket()}
+	params := firstconf.Params{State: f.o.State, Llama: "100.64.0.9:8080", Model: "m", ToolImage: "sha256:" + strings.Repeat("0", 64), PodmanSocket: units.PodmanSocket()}
 	installed(t, f, first, params)
 	p, err := prepare(f.o, f.h, f.secrets)
 	if err != nil {
@@ -258,7 +259,7 @@ func TestRunAgain(t *testing.T) {
 	}
 
 	// Nothing changed but the token: only gatewayd restarts.
-	installed(t, f, first, layout.Params{State: f.o.State, Llama: f.o.Llama, ToolImage: p.im[units.Tool].ID, PodmanSocket: units.PodmanSocket()})
+	installed(t, f, first, firstconf.Params{State: f.o.State, Llama: f.o.Llama, ToolImage: p.im[units.Tool].ID, PodmanSocket: units.PodmanSocket()})
 	if p, err = prepare(f.o, f.h, f.secrets); err != nil || len(p.writes) != 0 || !slices.Equal(p.restart, []string{units.UnitName(layout.Gatewayd)}) {
 		t.Errorf("prepare(no change) = writes %d, restart %q, %v", len(p.writes), p.restart, err)
 	}
@@ -299,7 +300,7 @@ func TestMakeStateWritesThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	installed(t, f, first, layout.Params{State: f.o.State, Llama: "100.64.0.9:8080", ToolImage: "sha256:" + strings.Repeat("0", 64), PodmanSocket: units.PodmanSocket()})
+	installed(t, f, first, firstconf.Params{State: f.o.State, Llama: "100.64.0.9:8080", ToolImage: "sha256:" + strings.Repeat("0", 64), PodmanSocket: units.PodmanSocket()})
 	broker := layout.ConfigPath(f.o.State, layout.Brokerd)
 	mine, _ := os.ReadFile(broker)
 	mine = append(mine, []byte("# the owner's own note\nmemory_mb = 1024\n")...)

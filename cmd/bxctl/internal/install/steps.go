@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
 	"wntrmute.dev/boxmaker/pkg/host/units"
 )
 
@@ -86,8 +87,8 @@ func makeState(o Options, p *plan) error {
 			return err
 		}
 	}
-	params := layout.Params{State: o.State, Llama: o.Llama, Model: o.Model, ToolImage: p.im[units.Tool].ID, PodmanSocket: units.PodmanSocket()}
-	for _, c := range layout.FirstConfigs {
+	params := first.Params{State: o.State, Llama: o.Llama, Model: o.Model, ToolImage: p.im[units.Tool].ID, PodmanSocket: units.PodmanSocket()}
+	for _, c := range first.Configs {
 		if err := writeNew(c.Path(o.State), []byte(c.Text(params)), 0o600); err != nil {
 			return err
 		}

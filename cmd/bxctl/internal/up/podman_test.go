@@ -1,4 +1,4 @@
-package cli
+package up
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 				os.MkdirAll(filepath.Join(state, "config"), 0o700)
 				os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(tt.config), 0o600)
 			}
-			if err := makeState(t.Context(), state, "127.0.0.1:1", "m", tt.image); err != nil {
+			if err := MakeState(t.Context(), Options{State: state, Llama: "127.0.0.1:1", Model: "m", ToolImage: tt.image}); err != nil {
 				t.Fatal(err)
 			}
 			r, err := podmanRole(state, "/opt/podman")
@@ -75,7 +75,7 @@ func TestUpStartsPodman(t *testing.T) {
 	t.Setenv("CONTAINERS_CONF", conf)
 	t.Setenv("PODMAN_IGNORE_CGROUPSV1_WARNING", "1")
 	state := filepath.Join(tmp, "state")
-	if err := makeState(t.Context(), state, "127.0.0.1:1", "m", "sha256:"+strings.Repeat("ab", 32)); err != nil {
+	if err := MakeState(t.Context(), Options{State: state, Llama: "127.0.0.1:1", Model: "m", ToolImage: "sha256:" + strings.Repeat("ab", 32)}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := podmanRole(state, bin)
