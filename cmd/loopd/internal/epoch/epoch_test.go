@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
@@ -47,7 +48,7 @@ func conversation(tb testing.TB, state string, turns int) {
 			&session.User{Turn: t, Text: fmt.Sprintf("message %d", t)},
 			&session.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "think", ToolCalls: []chat.ToolCall{call}}},
 			&session.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
-			&session.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: session.StatusOK, Content: strings.Repeat("x", 2048), Class: dataclass.Public},
+			&session.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: wire.StatusRan, Content: strings.Repeat("x", 2048), Class: dataclass.Public},
 			&session.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "done", Content: fmt.Sprintf("answer %d", t)}},
 			&session.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
 			&session.TurnEnd{Turn: t},

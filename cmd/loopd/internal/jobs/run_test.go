@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +36,7 @@ func TestCloseInterrupted(t *testing.T) {
 	require.Len(t, recs, 5, "user, assistant, interrupted result, stop, turn end")
 	res, ok := recs[2].(*session.ToolResult)
 	require.True(t, ok)
-	require.Equal(t, session.StatusInterrupted, res.Status)
+	require.Equal(t, wire.StatusInterrupted, res.Status)
 	_, ok = recs[4].(*session.TurnEnd)
 	require.True(t, ok)
 }

@@ -36,24 +36,24 @@ const (
 // is held, as brokerd holds it after consult_pending, until released.
 type consultPort struct {
 	mu      sync.Mutex
-	calls   []broker.Request
+	calls   []wire.ToolRequest
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (p *consultPort) Call(ctx context.Context, r broker.Request, _ func(int64)) broker.Outcome {
+func (p *consultPort) Call(ctx context.Context, r wire.ToolRequest, _ func(int64)) wire.ToolResult {
 	p.mu.Lock()
 	p.calls = append(p.calls, r)
 	p.mu.Unlock()
 	if r.Tool != "consult" {
-		return broker.Outcome{Status: broker.Ran, Output: "file: " + markTool, Class: dataclass.Private}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "file: " + markTool, Class: dataclass.Private}
 	}
 	p.entered <- struct{}{}
 	select {
 	case <-p.release:
 	case <-ctx.Done():
 	}
-	return broker.Outcome{Status: broker.Ran, Output: "[consult: the answer]\nforty-two", Class: dataclass.Private, Untrusted: true}
+	return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nforty-two", Class: dataclass.Private, Untrusted: true}
 }
 
 func startWithPort(t *testing.T, srv *fake.Server, state string, port broker.Port) *harness {
@@ -139,7 +139,7 @@ func TestConsultPendingLeavesOtherThreads(t *testing.T) {
 		t.Fatalf("A's queued turn = %#v", evs[len(evs)-1])
 	}
 	// What brokerd was given for the consult: the model's arguments, only.
-	var got broker.Request
+	var got wire.ToolRequest
 	for _, c := range port.calls {
 		if c.Tool == "consult" {
 			got = c

@@ -93,7 +93,7 @@ func (m *Manager) closeTurn(l *live, t int64, msg, result string, emit func(stri
 	var errs []error
 	if st.Interrupted == t {
 		for _, c := range st.Pending {
-			errs = append(errs, l.s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
+			errs = append(errs, l.s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusInterrupted,
 				Content: result, Class: dataclass.Public}))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"wntrmute.dev/boxmaker/pkg/model/chat"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -24,7 +25,7 @@ func TestChangeAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []Record{&User{Turn: 1, Text: "read it"},
-		&ToolResult{Turn: 1, CallID: "c", Tool: "read_file", Status: StatusOK, Content: "page", Class: dataclass.Secret, Untrusted: true},
+		&ToolResult{Turn: 1, CallID: "c", Tool: "read_file", Status: wire.StatusRan, Content: "page", Class: dataclass.Secret, Untrusted: true},
 		&TurnEnd{Turn: 1}, &User{Turn: 2, Text: "waiting"}} {
 		if err := s.Append(r); err != nil {
 			t.Fatal(err)

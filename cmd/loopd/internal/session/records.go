@@ -27,25 +27,15 @@ import "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 // The records are pkg/logs/sessionlog's, shared with memoryd, which indexes
 // the same logs.
 type (
-	User         = sessionlog.User
-	Assistant    = sessionlog.Assistant
-	ResultStatus = sessionlog.ResultStatus
-	ToolResult   = sessionlog.ToolResult
-	Usage        = sessionlog.Usage
-	CacheLoss    = sessionlog.CacheLoss
-	Approval     = sessionlog.Approval
-	Stopped      = sessionlog.Stopped
-	TurnEnd      = sessionlog.TurnEnd
-	Record       = sessionlog.Record
-)
-
-// The tool result statuses.
-const (
-	StatusOK          = sessionlog.StatusOK
-	StatusError       = sessionlog.StatusError
-	StatusDenied      = sessionlog.StatusDenied
-	StatusNotRun      = sessionlog.StatusNotRun
-	StatusInterrupted = sessionlog.StatusInterrupted
+	User       = sessionlog.User
+	Assistant  = sessionlog.Assistant
+	ToolResult = sessionlog.ToolResult
+	Usage      = sessionlog.Usage
+	CacheLoss  = sessionlog.CacheLoss
+	Approval   = sessionlog.Approval
+	Stopped    = sessionlog.Stopped
+	TurnEnd    = sessionlog.TurnEnd
+	Record     = sessionlog.Record
 )
 
 // Records is the union of every record type.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/model/chat"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
@@ -91,7 +91,7 @@ type randomBroker struct {
 	consults int // consults answered, so the property test can show it covered them
 }
 
-func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
+func (b *randomBroker) Call(_ context.Context, r wire.ToolRequest, pending func(int64)) wire.ToolResult {
 	if b.rng.IntN(4) == 0 {
 		b.queue()
 	}
@@ -105,22 +105,22 @@ func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(in
 		b.consults++
 		switch b.rng.IntN(3) {
 		case 0:
-			return broker.Outcome{Status: broker.Failed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Class: dataclass.Private, Untrusted: true}
+			return wire.ToolResult{Status: wire.StatusFailed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Class: dataclass.Private, Untrusted: true}
 		case 1:
-			return broker.Outcome{Status: broker.Denied, Output: "consult denied (consult_untrusted)", Class: dataclass.Public}
+			return wire.ToolResult{Status: wire.StatusDenied, Output: "consult denied (consult_untrusted)", Class: dataclass.Public}
 		}
-		return broker.Outcome{Status: broker.Ran, Output: "[consult: the answer]\nremote " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nremote " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
 	}
 	switch b.rng.IntN(4) {
 	case 0:
-		return broker.Outcome{Status: broker.Denied, Output: "no grant", Class: dataclass.Public}
+		return wire.ToolResult{Status: wire.StatusDenied, Output: "no grant", Class: dataclass.Public}
 	case 1:
 		pending(int64(b.rng.IntN(100)))
-		return broker.Outcome{Status: broker.Ran, Output: "contents of " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "contents of " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
 	case 2:
-		return broker.Outcome{Status: broker.Failed, Output: "exit 1", Class: dataclass.Private}
+		return wire.ToolResult{Status: wire.StatusFailed, Output: "exit 1", Class: dataclass.Private}
 	}
-	return broker.Outcome{Status: broker.Ran, Output: strings.Repeat("x", b.rng.IntN(64)), Class: dataclass.Public}
+	return wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("x", b.rng.IntN(64)), Class: dataclass.Public}
 }
 
 // TestAppendOnlyProperty runs random conversations (users, batched users,

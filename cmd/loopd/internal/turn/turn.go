@@ -216,7 +216,7 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 // conversation), then the stop and the turn's end are logged.
 func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolCall, why wire.StopReason, msg string) error {
 	for _, c := range calls {
-		r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
+		r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
 		if err := s.Append(r); err != nil {
 			return err
 		}
@@ -248,25 +248,19 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 			target, err = tools.MemoryCall(name, c.Function.Arguments)
 		}
 		if err != nil {
-			r.Status, r.Content = session.StatusError, err.Error()
+			r.Status, r.Content = wire.StatusFailed, err.Error()
 			break
 		}
 		r.Tool = target.Name
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: target.Name})
-		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments, Epoch: s.Epoch},
+		out := e.Broker.Call(ctx, wire.ToolRequest{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments, Epoch: s.Epoch},
 			func(id int64) {
 				if s.Append(&session.Approval{Turn: t, CallID: c.ID, ID: id, State: "pending"}) == nil {
 					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})
 				}
 			})
-		r.Content, r.Class, r.Untrusted, r.Posted = out.Output, out.Class, out.Untrusted, out.Posted
-		switch out.Status {
-		case broker.Ran:
-			r.Status = session.StatusOK
-		case broker.Failed:
-			r.Status = session.StatusError
-		default:
-			r.Status = session.StatusDenied
+		r.Status, r.Content, r.Class, r.Untrusted, r.Posted = out.Status, out.Output, out.Class, out.Untrusted, out.Posted
+		if out.Status == wire.StatusDenied {
 			emit(&wire.ToolDenied{Session: s.ID, CallID: c.ID, Tool: target.Name, Reason: out.Output})
 		}
 		if !r.Class.Valid() {
@@ -276,7 +270,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 	default:
 		// The server's grammar only produces declared tools; this is a
 		// guard, not a path.
-		r.Status, r.Content = session.StatusError, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
+		r.Status, r.Content = wire.StatusFailed, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
 	}
 	// Cut once, when the result is first logged; the log keeps the cut
 	// text for ever.
@@ -299,10 +293,10 @@ func posted(s *session.Session, t int64) []wire.PostedFile {
 func (e *Engine) local(r *session.ToolResult, f func() (string, error)) {
 	out, err := f()
 	if err != nil {
-		r.Status, r.Content = session.StatusError, err.Error()
+		r.Status, r.Content = wire.StatusFailed, err.Error()
 		return
 	}
-	r.Status, r.Content = session.StatusOK, out
+	r.Status, r.Content = wire.StatusRan, out
 }
 
 func (e *Engine) now() time.Time {
@@ -324,7 +318,7 @@ func Interrupted(s *session.Session) error {
 	}
 	var errs []error
 	for _, c := range st.Pending {
-		errs = append(errs, s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
+		errs = append(errs, s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusInterrupted,
 			Content: "loopd stopped before the result came; the call may or may not have run", Class: dataclass.Public}))
 	}
 	errs = append(errs,

@@ -56,12 +56,12 @@ func (e events) last() strict.Variant { return e[len(e)-1] }
 
 // stub is a broker port with a fixed answer.
 type stub struct {
-	out     broker.Outcome
+	out     wire.ToolResult
 	pending int64
-	calls   []broker.Request
+	calls   []wire.ToolRequest
 }
 
-func (b *stub) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
+func (b *stub) Call(_ context.Context, r wire.ToolRequest, pending func(int64)) wire.ToolResult {
 	b.calls = append(b.calls, r)
 	if b.pending != 0 {
 		pending(b.pending)
@@ -95,7 +95,7 @@ func TestAnswerAndTools(t *testing.T) {
 		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{call("call_tool", `{"name":"read_file","arguments":{"path":"/etc/hosts"}}`)}},
 		fake.Reply{Reasoning: "Done.", Content: "I could not read it."},
 	)
-	b := &stub{out: broker.Outcome{Status: broker.Denied, Output: "no grant covers read_file /etc/hosts", Class: dataclass.Public}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusDenied, Output: "no grant covers read_file /etc/hosts", Class: dataclass.Public}}
 	e := &Engine{Model: c, Broker: b, Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "What time is it, and what is in /etc/hosts?")
@@ -118,13 +118,13 @@ func TestAnswerAndTools(t *testing.T) {
 	if len(results) != 3 {
 		t.Fatalf("tool results = %d, want 3", len(results))
 	}
-	if results[0].Status != session.StatusOK || !strings.Contains(results[0].Content, "2026-11-30 09:00:00") {
+	if results[0].Status != wire.StatusRan || !strings.Contains(results[0].Content, "2026-11-30 09:00:00") {
 		t.Errorf("clock result = %+v", results[0])
 	}
-	if results[1].Status != session.StatusOK || !strings.Contains(results[1].Content, `"name":"read_file"`) {
+	if results[1].Status != wire.StatusRan || !strings.Contains(results[1].Content, `"name":"read_file"`) {
 		t.Errorf("find_tool result = %+v", results[1])
 	}
-	if results[2].Status != session.StatusDenied || results[2].Tool != "read_file" {
+	if results[2].Status != wire.StatusDenied || results[2].Tool != "read_file" {
 		t.Errorf("call_tool result = %+v, want denied read_file", results[2])
 	}
 	var denied *wire.ToolDenied
@@ -212,7 +212,7 @@ func TestThinkingCapEndsThinking(t *testing.T) {
 			}
 		case *session.ToolResult:
 			results++
-			if r.Tool != "clock" || r.Status != session.StatusOK || !strings.Contains(r.Content, "2026-11-30 09:00:00") {
+			if r.Tool != "clock" || r.Status != wire.StatusRan || !strings.Contains(r.Content, "2026-11-30 09:00:00") {
 				t.Errorf("tool result %+v: want the clock call run", r)
 			}
 		case *session.Stopped:
@@ -264,7 +264,7 @@ func TestRepeatedCallStopsTurn(t *testing.T) {
 	stopped(t, ev, s, wire.StopRepeatedCall)
 	ran := 0
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok && tr.Status == session.StatusOK {
+		if tr, ok := r.(*session.ToolResult); ok && tr.Status == wire.StatusRan {
 			ran++
 		}
 	}
@@ -280,7 +280,7 @@ func TestResultCappedOnce(t *testing.T) {
 		fake.Reply{Reasoning: "r", Content: "ok"},
 	)
 	big := strings.Repeat("é", 100) // 200 bytes; a cap of 51 must not split a rune
-	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: big, Class: dataclass.Private, Untrusted: true}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: big, Class: dataclass.Private, Untrusted: true}}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "read")
 	var ev events
