@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
@@ -72,8 +73,8 @@ func startWithPort(t *testing.T, srv *fake.Server, state string, port broker.Por
 		t.Fatal(err)
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: port}, Log: log,
-		Baseline: func(string, string) (session.Baseline, error) {
-			return session.Baseline{System: "test\n# identity\n" + markIdentity + "\n# memory\n" + markMemory, Tools: tools.Core(false)}, nil
+		Baseline: func(string, string) (sessionlog.Baseline, error) {
+			return sessionlog.Baseline{System: "test\n# identity\n" + markIdentity + "\n# memory\n" + markMemory, Tools: tools.Core(false)}, nil
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Start(ctx)
@@ -161,7 +162,7 @@ func TestConsultPendingLeavesOtherThreads(t *testing.T) {
 	defer s.Close()
 	var found bool
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok && tr.Tool == "consult" {
+		if tr, ok := r.(*sessionlog.ToolResult); ok && tr.Tool == "consult" {
 			found = tr.Untrusted && tr.Class == dataclass.Private && strings.HasSuffix(tr.Content, "forty-two")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -28,21 +29,21 @@ func fullStop(t *testing.T, ev events) string {
 
 // everyCallAnswered: each tool call the model made has its result record,
 // and the turn ends in a session_full stop and a TurnEnd.
-func everyCallAnswered(t *testing.T, recs []session.Record, turn int64) {
+func everyCallAnswered(t *testing.T, recs []sessionlog.Record, turn int64) {
 	t.Helper()
 	calls, results := map[string]bool{}, map[string]bool{}
 	var stopped, ended bool
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *session.Assistant:
+		case *sessionlog.Assistant:
 			for _, c := range r.Message.ToolCalls {
 				calls[c.ID] = true
 			}
-		case *session.ToolResult:
+		case *sessionlog.ToolResult:
 			results[r.CallID] = true
-		case *session.Stopped:
+		case *sessionlog.Stopped:
 			stopped = stopped || (r.Turn == turn && r.Reason == wire.StopSessionFull)
-		case *session.TurnEnd:
+		case *sessionlog.TurnEnd:
 			ended = ended || r.Turn == turn
 		}
 	}
@@ -124,7 +125,7 @@ func TestOverflowMidTurnIsSessionFull(t *testing.T) {
 	}
 	kept := false
 	for _, r := range s.Records() {
-		if u, ok := r.(*session.User); ok && u.Turn == 2 && u.Text == "Are you there?" {
+		if u, ok := r.(*sessionlog.User); ok && u.Turn == 2 && u.Text == "Are you there?" {
 			kept = true
 		}
 	}

@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -27,7 +28,7 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 	e := &Engine{Model: c, Broker: b, Ended: func(s *session.Session, turn int64) {
 		id := s.ID
 		recs := s.Records()
-		if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok || id != "s1" {
+		if _, ok := recs[len(recs)-1].(*sessionlog.TurnEnd); !ok || id != "s1" {
 			t.Errorf("Ended before the turn's end was logged")
 		}
 		if a, ok := ev.last().(*wire.Answer); !ok || a.Text != "Sencha." {
@@ -43,9 +44,9 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 		b.calls[1].Tool != "memory" || string(b.calls[1].Arguments) != `{"action":"note","text":"tea"}` {
 		t.Errorf("broker calls = %+v", b.calls)
 	}
-	var results []*session.ToolResult
+	var results []*sessionlog.ToolResult
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok {
+		if tr, ok := r.(*sessionlog.ToolResult); ok {
 			results = append(results, tr)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -175,7 +176,7 @@ func conversation(state string, seed int) (int, error) {
 			mismatch = err
 			return err
 		}
-		want := session.Replay(s.Baseline, s.Records(), turnNo)
+		want := sessionlog.Replay(s.Baseline, s.Records(), turnNo)
 		if !reflect.DeepEqual(req.Messages, want) {
 			mismatch = fmt.Errorf("turn %d: the session's messages differ from Replay:\n%+v\n%+v", turnNo, req.Messages, want)
 		} else if st := session.StateOf(s.Records()); prev != st.Slot {
@@ -187,7 +188,7 @@ func conversation(state string, seed int) (int, error) {
 	}
 	clockAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	b := &randomBroker{rng: rng}
-	b.queue = func() { s.Append(&session.User{Turn: turnNo + 1, Text: "queued"}) }
+	b.queue = func() { s.Append(&sessionlog.User{Turn: turnNo + 1, Text: "queued"}) }
 	e := &Engine{Model: m, Broker: b, Limits: Limits{MaxCalls: 1 + rng.IntN(4), RepeatLimit: 2 + rng.IntN(2)},
 		Now: func() time.Time { clockAt = clockAt.Add(time.Minute); return clockAt }}
 	for range 1 + rng.IntN(6) {
@@ -203,7 +204,7 @@ func conversation(state string, seed int) (int, error) {
 		}
 		turnNo = session.StateOf(s.Records()).NextTurn
 		for range 1 + rng.IntN(2) {
-			if err := s.Append(&session.User{Turn: turnNo, Text: fmt.Sprintf("user %d", rng.IntN(1000))}); err != nil {
+			if err := s.Append(&sessionlog.User{Turn: turnNo, Text: fmt.Sprintf("user %d", rng.IntN(1000))}); err != nil {
 				return 0, err
 			}
 		}

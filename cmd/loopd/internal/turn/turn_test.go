@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
@@ -34,8 +35,8 @@ func stateDir(t testing.TB) string {
 	return t.TempDir()
 }
 
-func baseline() (session.Baseline, error) {
-	return session.Baseline{System: "You are a test.", Tools: tools.Core(false)}, nil
+func baseline() (sessionlog.Baseline, error) {
+	return sessionlog.Baseline{System: "You are a test.", Tools: tools.Core(false)}, nil
 }
 
 func openSession(t testing.TB, state string) *session.Session {
@@ -81,7 +82,7 @@ func setup(t *testing.T, opts fake.Options, cap int) (*fake.Server, *llama.Clien
 
 func user(t *testing.T, s *session.Session, turn int64, text string) {
 	t.Helper()
-	if err := s.Append(&session.User{Turn: turn, Text: text}); err != nil {
+	if err := s.Append(&sessionlog.User{Turn: turn, Text: text}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -109,9 +110,9 @@ func TestAnswerAndTools(t *testing.T) {
 	if len(b.calls) != 1 || b.calls[0].Tool != "read_file" || string(b.calls[0].Arguments) != `{"path":"/etc/hosts"}` {
 		t.Errorf("broker calls = %+v, want read_file with its own arguments (never call_tool)", b.calls)
 	}
-	var results []*session.ToolResult
+	var results []*sessionlog.ToolResult
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok {
+		if tr, ok := r.(*sessionlog.ToolResult); ok {
 			results = append(results, tr)
 		}
 	}
@@ -149,7 +150,7 @@ func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) 
 		t.Fatalf("last event = %#v, want stopped %s", ev.last(), want)
 	}
 	recs := s.Records()
-	if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok {
+	if _, ok := recs[len(recs)-1].(*sessionlog.TurnEnd); !ok {
 		t.Errorf("last record = %#v, want turn_end", recs[len(recs)-1])
 	}
 	if got := session.StateOf(recs); got.Interrupted != 0 || len(got.Pending) != 0 {
@@ -157,7 +158,7 @@ func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) 
 	}
 	// The next request must still be a valid conversation: every tool call
 	// answered, in order.
-	msgs := session.Replay(s.Baseline, recs, 1<<62)
+	msgs := sessionlog.Replay(s.Baseline, recs, 1<<62)
 	open := map[string]bool{}
 	for _, m := range msgs {
 		for _, c := range m.ToolCalls {
@@ -203,19 +204,19 @@ func TestThinkingCapEndsThinking(t *testing.T) {
 	var usages, results int
 	for _, r := range s.Records() {
 		switch r := r.(type) {
-		case *session.Usage:
+		case *sessionlog.Usage:
 			usages++
 			// The control call travels while tokens keep coming, so a few
 			// more than the cap arrive; far fewer than the 200 thought.
 			if !r.CapFired || r.CapAt != capAt || r.CapRefused != "" || r.ReasoningTokens < capAt || r.ReasoningTokens > think/2 {
 				t.Errorf("usage record %+v: want the cap fired at %d, accepted, and the thinking ended there", r, capAt)
 			}
-		case *session.ToolResult:
+		case *sessionlog.ToolResult:
 			results++
 			if r.Tool != "clock" || r.Status != wire.StatusRan || !strings.Contains(r.Content, "2026-11-30 09:00:00") {
 				t.Errorf("tool result %+v: want the clock call run", r)
 			}
-		case *session.Stopped:
+		case *sessionlog.Stopped:
 			t.Errorf("the turn was stopped: %+v", r)
 		}
 	}
@@ -241,7 +242,7 @@ func TestToolIterationCap(t *testing.T) {
 	stopped(t, ev, s, wire.StopToolIterations)
 	n := 0
 	for _, r := range s.Records() {
-		if _, ok := r.(*session.Assistant); ok {
+		if _, ok := r.(*sessionlog.Assistant); ok {
 			n++
 		}
 	}
@@ -264,7 +265,7 @@ func TestRepeatedCallStopsTurn(t *testing.T) {
 	stopped(t, ev, s, wire.StopRepeatedCall)
 	ran := 0
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok && tr.Status == wire.StatusRan {
+		if tr, ok := r.(*sessionlog.ToolResult); ok && tr.Status == wire.StatusRan {
 			ran++
 		}
 	}
@@ -288,7 +289,7 @@ func TestResultCappedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok {
+		if tr, ok := r.(*sessionlog.ToolResult); ok {
 			if tr.Content != strings.Repeat("é", 25) || !tr.Truncated || tr.Class != dataclass.Private || !tr.Untrusted {
 				t.Errorf("result = %+v, want 25 runes, truncated, labelled by the broker", tr)
 			}
@@ -301,7 +302,7 @@ func TestInterruptedTurnIsClosed(t *testing.T) {
 	s := openSession(t, state)
 	user(t, s, 1, "hello")
 	msg := chat.Message{Role: "assistant", Content: "", ReasoningContent: "x", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "clock", Arguments: "{}"}}}}
-	s.Append(&session.Assistant{Turn: 1, Message: msg})
+	s.Append(&sessionlog.Assistant{Turn: 1, Message: msg})
 	user(t, s, 2, "are you there?") // queued while turn 1 ran
 	s.Close()
 	s2, err := session.Open(state, "s1", baseline)
@@ -316,7 +317,7 @@ func TestInterruptedTurnIsClosed(t *testing.T) {
 	if err := Interrupted(s2); err != nil {
 		t.Fatal(err)
 	}
-	msgs := session.Replay(s2.Baseline, s2.Records(), 2)
+	msgs := sessionlog.Replay(s2.Baseline, s2.Records(), 2)
 	roles := []string{}
 	for _, m := range msgs {
 		roles = append(roles, m.Role)

@@ -7,8 +7,9 @@
 //   - every assistant message is stored exactly as the server returned it
 //     (content, reasoning_content, tool_calls) and replayed unchanged;
 //   - tool results are capped when first appended and never trimmed later;
-//   - [Replay] is a pure function of the baseline snapshot and the records:
-//     the request for the next model call is rebuilt from the files alone,
+//   - [sessionlog.Replay] is a pure function of the baseline snapshot and
+//     the records: the request for the next model call is rebuilt from the
+//     files alone,
 //     byte for byte, so a restarted loopd sends what a running one would;
 //     [Session.Messages], which the turn engine uses, equals it while
 //     costing only the records appended since the last call;
@@ -20,33 +21,9 @@
 //     session's trust, which never goes down; a change is committed by
 //     one rename, so a crash leaves the old epoch current or the new one
 //     complete.
+//
+// Its records, their replay and the tool result's status are
+// pkg/logs/sessionlog's, used directly (memoryd and bxctl read the same
+// logs with them); this package owns only the files: appending, the
+// epoch chain, the baseline.
 package session
-
-import "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
-
-// The records are pkg/logs/sessionlog's, shared with memoryd, which indexes
-// the same logs.
-type (
-	User       = sessionlog.User
-	Assistant  = sessionlog.Assistant
-	ToolResult = sessionlog.ToolResult
-	Usage      = sessionlog.Usage
-	CacheLoss  = sessionlog.CacheLoss
-	Approval   = sessionlog.Approval
-	Stopped    = sessionlog.Stopped
-	TurnEnd    = sessionlog.TurnEnd
-	Record     = sessionlog.Record
-)
-
-// Records is the union of every record type.
-var Records = sessionlog.Records
-
-// Baseline is the fixed head of every request in an epoch.
-type Baseline = sessionlog.Baseline
-
-// Replay and ToolMessage are pkg/logs/sessionlog's: the request is a pure
-// function of the files, whoever reads them.
-var (
-	Replay      = sessionlog.Replay
-	ToolMessage = sessionlog.ToolMessage
-)
