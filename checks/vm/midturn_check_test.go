@@ -31,7 +31,7 @@ func TestCheckMidTurn(t *testing.T) {
 	stopped := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "loopd stopped before this message was answered; it stays"})
 	failed := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "the turn failed: model: truncated"})
 	recall := func(s wire.ToolStatus) string {
-		return line(&sessionlog.ToolResult{Turn: 1, CallID: "c1", Tool: "recall", Status: s, Content: "x", Class: dataclass.Public})
+		return line(&sessionlog.ToolResult{Turn: 1, CallID: "c1", Tool: "recall", Status: s, Content: "x", Label: dataclass.Label{Class: dataclass.Public}})
 	}
 	outcome := func(text string) fakes.Post { return fakes.Post{Message: text, Turn: session + ":1:1/1"} }
 	notice := fakes.Post{Message: "Boxmaker could not answer: loopd: the turn failed"}

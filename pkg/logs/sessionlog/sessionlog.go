@@ -44,14 +44,13 @@ type Assistant struct {
 // loopd's own ending), spelled in the log's words (status.go). Only
 // StatusRan and StatusFailed carry tool output.
 type ToolResult struct {
-	Turn      int64           `json:"turn"`
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"` // the target tool, never call_tool
-	Status    wire.ToolStatus `json:"status"`
-	Content   string          `json:"content"` // what the model sees, capped when logged
-	Truncated bool            `json:"truncated"`
-	Class     dataclass.Class `json:"class"`
-	Untrusted bool            `json:"untrusted"`
+	Turn            int64           `json:"turn"`
+	CallID          string          `json:"call_id"`
+	Tool            string          `json:"tool"` // the target tool, never call_tool
+	Status          wire.ToolStatus `json:"status"`
+	Content         string          `json:"content"` // what the model sees, capped when logged
+	Truncated       bool            `json:"truncated"`
+	dataclass.Label                 // brokerd's label of the content, as it came (public for loopd's own results)
 	// Posted is the file a post_file put in outbox/ for the turn's
 	// answer (issue 29); absent for every other call.
 	Posted *wire.PostedFile `json:"posted,omitempty"`

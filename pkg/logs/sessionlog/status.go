@@ -68,16 +68,15 @@ func statusOf(w string) (wire.ToolStatus, bool) {
 // log's words. Type is the record tag, which [Records] has already
 // checked.
 type loggedResult struct {
-	Type      string           `json:"type,omitempty"`
-	Turn      int64            `json:"turn"`
-	CallID    string           `json:"call_id"`
-	Tool      string           `json:"tool"`
-	Status    string           `json:"status"` // the log's word
-	Content   string           `json:"content"`
-	Truncated bool             `json:"truncated"`
-	Class     dataclass.Class  `json:"class"`
-	Untrusted bool             `json:"untrusted"`
-	Posted    *wire.PostedFile `json:"posted,omitempty"`
+	Type      string `json:"type,omitempty"`
+	Turn      int64  `json:"turn"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Status    string `json:"status"` // the log's word
+	Content   string `json:"content"`
+	Truncated bool   `json:"truncated"`
+	dataclass.Label
+	Posted *wire.PostedFile `json:"posted,omitempty"`
 }
 
 // MarshalJSON writes r in the log's words, without the tag ([Records]
@@ -88,7 +87,7 @@ func (r ToolResult) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("tool result status %q has no word in the session log", string(r.Status))
 	}
 	return strict.Marshal(loggedResult{Turn: r.Turn, CallID: r.CallID, Tool: r.Tool, Status: w, Content: r.Content,
-		Truncated: r.Truncated, Class: r.Class, Untrusted: r.Untrusted, Posted: r.Posted})
+		Truncated: r.Truncated, Label: r.Label, Posted: r.Posted})
 }
 
 // UnmarshalJSON reads a line in the log's words, strictly (package strict
@@ -107,6 +106,6 @@ func (r *ToolResult) UnmarshalJSON(b []byte) error {
 		return &strict.Error{Path: "type", Reason: fmt.Sprintf("a %s record is not a %s", l.Type, r.Tag())}
 	}
 	*r = ToolResult{Turn: l.Turn, CallID: l.CallID, Tool: l.Tool, Status: st, Content: l.Content,
-		Truncated: l.Truncated, Class: l.Class, Untrusted: l.Untrusted, Posted: l.Posted}
+		Truncated: l.Truncated, Label: l.Label, Posted: l.Posted}
 	return nil
 }

@@ -77,13 +77,13 @@ func (s *ToolStatus) UnmarshalText(b []byte) error {
 	return &strict.Error{Reason: "unknown tool status " + string(b)}
 }
 
-// ToolResult is brokerd's answer. Class and Untrusted label the output:
-// they come from the grants, never from the tool or from loopd.
+// ToolResult is brokerd's answer. Its label (class and untrusted) is the
+// output's: it comes from the grants, never from the tool or from loopd,
+// and loopd logs it as it came.
 type ToolResult struct {
-	Status    ToolStatus      `json:"status"`
-	Output    string          `json:"output"`
-	Class     dataclass.Class `json:"class"`
-	Untrusted bool            `json:"untrusted"`
+	Status ToolStatus `json:"status"`
+	Output string     `json:"output"`
+	dataclass.Label
 	// Posted is the file a post_file put in outbox/ for the turn's
 	// answer (issue 29); nil for every other call.
 	Posted *PostedFile `json:"posted,omitempty"`

@@ -36,6 +36,6 @@ func (Refusing) Call(context.Context, wire.ToolRequest, func(int64)) wire.ToolRe
 	return wire.ToolResult{
 		Status: wire.StatusDenied,
 		Output: "no tool can run: loopd has no connection to brokerd; see docs/runbook.md#broker-unavailable",
-		Class:  dataclass.Public,
+		Label:  dataclass.Label{Class: dataclass.Public},
 	}
 }

@@ -38,7 +38,7 @@ type Client struct {
 var _ Port = (*Client)(nil)
 
 func unavailable(why string) wire.ToolResult {
-	return wire.ToolResult{Status: wire.StatusDenied, Class: dataclass.Public,
+	return wire.ToolResult{Status: wire.StatusDenied, Label: dataclass.Label{Class: dataclass.Public},
 		Output: "no tool can run: " + why + "; see docs/runbook.md#broker-unavailable"}
 }
 
@@ -90,7 +90,7 @@ func (c *Client) Call(ctx context.Context, r wire.ToolRequest, pending func(int6
 	var refused *wire.Error
 	switch {
 	case errors.As(err, &refused):
-		return wire.ToolResult{Status: wire.StatusDenied, Class: dataclass.Public, Output: fmt.Sprintf("brokerd refused the call (%s): %s", refused.Kind, refused.Msg)}
+		return wire.ToolResult{Status: wire.StatusDenied, Label: dataclass.Label{Class: dataclass.Public}, Output: fmt.Sprintf("brokerd refused the call (%s): %s", refused.Kind, refused.Msg)}
 	case err != nil:
 		return unavailable(err.Error())
 	}

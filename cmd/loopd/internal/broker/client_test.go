@@ -35,7 +35,7 @@ func fakeBroker(t *testing.T, answers ...strict.Variant) (string, chan *wire.Too
 var req = wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "read_file", Arguments: []byte(`{"path":"/x"}`)}
 
 func TestClientRan(t *testing.T) {
-	path, got := fakeBroker(t, &wire.ToolResult{Status: wire.StatusRan, Output: "contents", Class: dataclass.Private, Untrusted: true})
+	path, got := fakeBroker(t, &wire.ToolResult{Status: wire.StatusRan, Output: "contents", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}})
 	o := (&Client{Path: path}).Call(context.Background(), req, func(int64) { t.Error("pending called") })
 	if o.Status != wire.StatusRan || o.Output != "contents" || o.Class != dataclass.Private || !o.Untrusted {
 		t.Errorf("Call = %+v", o)
@@ -48,7 +48,7 @@ func TestClientRan(t *testing.T) {
 func TestClientPendingThenAnswer(t *testing.T) {
 	exp := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	path, _ := fakeBroker(t, &wire.ToolPending{ID: 42, Tool: "read_file", Expires: exp},
-		&wire.ToolResult{Status: wire.StatusDenied, Output: "refused by the owner", Class: dataclass.Public})
+		&wire.ToolResult{Status: wire.StatusDenied, Output: "refused by the owner", Label: dataclass.Label{Class: dataclass.Public}})
 	var ids []int64
 	o := (&Client{Path: path}).Call(context.Background(), req, func(id int64) { ids = append(ids, id) })
 	if o.Status != wire.StatusDenied || o.Output != "refused by the owner" || len(ids) != 1 || ids[0] != 42 {

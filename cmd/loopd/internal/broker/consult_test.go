@@ -27,7 +27,7 @@ func slowConsult(t *testing.T, expires time.Time, delay time.Duration) string {
 			case <-ctx.Done():
 				return nil
 			}
-			c.Send(&wire.ToolResult{Status: wire.StatusRan, Output: "the remote answer", Class: dataclass.Private, Untrusted: true})
+			c.Send(&wire.ToolResult{Status: wire.StatusRan, Output: "the remote answer", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}})
 			<-ctx.Done()
 			return nil
 		})).Serve)

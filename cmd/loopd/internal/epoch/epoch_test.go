@@ -49,7 +49,7 @@ func conversation(tb testing.TB, state string, turns int) {
 			&sessionlog.User{Turn: t, Text: fmt.Sprintf("message %d", t)},
 			&sessionlog.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "think", ToolCalls: []chat.ToolCall{call}}},
 			&sessionlog.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
-			&sessionlog.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: wire.StatusRan, Content: strings.Repeat("x", 2048), Class: dataclass.Public},
+			&sessionlog.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: wire.StatusRan, Content: strings.Repeat("x", 2048), Label: dataclass.Label{Class: dataclass.Public}},
 			&sessionlog.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "done", Content: fmt.Sprintf("answer %d", t)}},
 			&sessionlog.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
 			&sessionlog.TurnEnd{Turn: t},

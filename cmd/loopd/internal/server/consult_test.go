@@ -47,14 +47,14 @@ func (p *consultPort) Call(ctx context.Context, r wire.ToolRequest, _ func(int64
 	p.calls = append(p.calls, r)
 	p.mu.Unlock()
 	if r.Tool != "consult" {
-		return wire.ToolResult{Status: wire.StatusRan, Output: "file: " + markTool, Class: dataclass.Private}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "file: " + markTool, Label: dataclass.Label{Class: dataclass.Private}}
 	}
 	p.entered <- struct{}{}
 	select {
 	case <-p.release:
 	case <-ctx.Done():
 	}
-	return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nforty-two", Class: dataclass.Private, Untrusted: true}
+	return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nforty-two", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 }
 
 func startWithPort(t *testing.T, srv *fake.Server, state string, port broker.Port) *harness {

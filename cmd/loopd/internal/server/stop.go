@@ -95,7 +95,7 @@ func (m *Manager) closeTurn(l *live, t int64, msg, result string, emit func(stri
 	if st.Interrupted == t {
 		for _, c := range st.Pending {
 			errs = append(errs, l.s.Append(&sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusInterrupted,
-				Content: result, Class: dataclass.Public}))
+				Content: result, Label: dataclass.Label{Class: dataclass.Public}}))
 		}
 	}
 	errs = append(errs,

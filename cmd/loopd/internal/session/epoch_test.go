@@ -28,7 +28,7 @@ func TestChangeAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []sessionlog.Record{&sessionlog.User{Turn: 1, Text: "read it"},
-		&sessionlog.ToolResult{Turn: 1, CallID: "c", Tool: "read_file", Status: wire.StatusRan, Content: "page", Class: dataclass.Secret, Untrusted: true},
+		&sessionlog.ToolResult{Turn: 1, CallID: "c", Tool: "read_file", Status: wire.StatusRan, Content: "page", Label: dataclass.Label{Class: dataclass.Secret, Untrusted: true}},
 		&sessionlog.TurnEnd{Turn: 1}, &sessionlog.User{Turn: 2, Text: "waiting"}} {
 		if err := s.Append(r); err != nil {
 			t.Fatal(err)

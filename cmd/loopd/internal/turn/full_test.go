@@ -92,7 +92,7 @@ func TestOverflowMidTurnIsSessionFull(t *testing.T) {
 	srv.Script(fake.Reply{Reasoning: "Read it, and the time.", ToolCalls: []fake.ToolCall{
 		call("call_tool", `{"name":"read_file","arguments":{"path":"/big"}}`), call("clock", `{}`)}})
 	// About 3,000 tokens of the fake's vocabulary: over the 2,048-token slot.
-	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("w ", 1500), Class: dataclass.Public}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("w ", 1500), Label: dataclass.Label{Class: dataclass.Public}}}
 	e := &Engine{Model: c, Broker: b}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "Read /big.")

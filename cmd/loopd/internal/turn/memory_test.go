@@ -21,7 +21,7 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 		fake.Reply{Reasoning: "Look.", ToolCalls: []fake.ToolCall{call("recall", `{"query":"tea","k":2}`), call("memory", `{"action":"note","text":"tea"}`)}},
 		fake.Reply{Reasoning: "Done.", Content: "Sencha."},
 	)
-	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: "[1] source=memory-tainted", Class: dataclass.Private, Untrusted: true}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: "[1] source=memory-tainted", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}}
 	var ended []int64
 	var ev events
 	s := openSession(t, stateDir(t))

@@ -106,22 +106,22 @@ func (b *randomBroker) Call(_ context.Context, r wire.ToolRequest, pending func(
 		b.consults++
 		switch b.rng.IntN(3) {
 		case 0:
-			return wire.ToolResult{Status: wire.StatusFailed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Class: dataclass.Private, Untrusted: true}
+			return wire.ToolResult{Status: wire.StatusFailed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 		case 1:
-			return wire.ToolResult{Status: wire.StatusDenied, Output: "consult denied (consult_untrusted)", Class: dataclass.Public}
+			return wire.ToolResult{Status: wire.StatusDenied, Output: "consult denied (consult_untrusted)", Label: dataclass.Label{Class: dataclass.Public}}
 		}
-		return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nremote " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nremote " + string(r.Arguments), Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 	}
 	switch b.rng.IntN(4) {
 	case 0:
-		return wire.ToolResult{Status: wire.StatusDenied, Output: "no grant", Class: dataclass.Public}
+		return wire.ToolResult{Status: wire.StatusDenied, Output: "no grant", Label: dataclass.Label{Class: dataclass.Public}}
 	case 1:
 		pending(int64(b.rng.IntN(100)))
-		return wire.ToolResult{Status: wire.StatusRan, Output: "contents of " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "contents of " + string(r.Arguments), Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 	case 2:
-		return wire.ToolResult{Status: wire.StatusFailed, Output: "exit 1", Class: dataclass.Private}
+		return wire.ToolResult{Status: wire.StatusFailed, Output: "exit 1", Label: dataclass.Label{Class: dataclass.Private}}
 	}
-	return wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("x", b.rng.IntN(64)), Class: dataclass.Public}
+	return wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("x", b.rng.IntN(64)), Label: dataclass.Label{Class: dataclass.Public}}
 }
 
 // TestAppendOnlyProperty runs random conversations (users, batched users,

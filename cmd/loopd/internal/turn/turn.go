@@ -217,7 +217,7 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 // conversation), then the stop and the turn's end are logged.
 func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolCall, why wire.StopReason, msg string) error {
 	for _, c := range calls {
-		r := &sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
+		r := &sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusNotRun, Content: "the turn was stopped: " + string(why), Label: dataclass.Label{Class: dataclass.Public}}
 		if err := s.Append(r); err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolC
 
 // runCall carries out one tool call and logs its result.
 func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c chat.ToolCall, emit Emit) error {
-	r := &sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Class: dataclass.Public}
+	r := &sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Label: dataclass.Label{Class: dataclass.Public}}
 	switch name := c.Function.Name; {
 	case name == toolset.Clock:
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.Clock})
@@ -260,7 +260,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})
 				}
 			})
-		r.Status, r.Content, r.Class, r.Untrusted, r.Posted = out.Status, out.Output, out.Class, out.Untrusted, out.Posted
+		r.Status, r.Content, r.Label, r.Posted = out.Status, out.Output, out.Label, out.Posted
 		if out.Status == wire.StatusDenied {
 			emit(&wire.ToolDenied{Session: s.ID, CallID: c.ID, Tool: target.Name, Reason: out.Output})
 		}
@@ -320,7 +320,7 @@ func Interrupted(s *session.Session) error {
 	var errs []error
 	for _, c := range st.Pending {
 		errs = append(errs, s.Append(&sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusInterrupted,
-			Content: "loopd stopped before the result came; the call may or may not have run", Class: dataclass.Public}))
+			Content: "loopd stopped before the result came; the call may or may not have run", Label: dataclass.Label{Class: dataclass.Public}}))
 	}
 	errs = append(errs,
 		s.Append(&sessionlog.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: "loopd stopped during this turn"}),

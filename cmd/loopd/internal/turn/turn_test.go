@@ -96,7 +96,7 @@ func TestAnswerAndTools(t *testing.T) {
 		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{call("call_tool", `{"name":"read_file","arguments":{"path":"/etc/hosts"}}`)}},
 		fake.Reply{Reasoning: "Done.", Content: "I could not read it."},
 	)
-	b := &stub{out: wire.ToolResult{Status: wire.StatusDenied, Output: "no grant covers read_file /etc/hosts", Class: dataclass.Public}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusDenied, Output: "no grant covers read_file /etc/hosts", Label: dataclass.Label{Class: dataclass.Public}}}
 	e := &Engine{Model: c, Broker: b, Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "What time is it, and what is in /etc/hosts?")
@@ -281,7 +281,7 @@ func TestResultCappedOnce(t *testing.T) {
 		fake.Reply{Reasoning: "r", Content: "ok"},
 	)
 	big := strings.Repeat("é", 100) // 200 bytes; a cap of 51 must not split a rune
-	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: big, Class: dataclass.Private, Untrusted: true}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: big, Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "read")
 	var ev events
