@@ -9,6 +9,8 @@
 //     session has seen and never below [Floor] (private), because the
 //     owner's identity files are in every prompt, so no session is public.
 //     Public is a provenance label and never lowers anything.
+//   - A [Label] (class and untrusted) is the one label of a tool result,
+//     from brokerd's answer to the session log; [Label.Join] only rises.
 package dataclass
 
 import "fmt"
