@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
@@ -204,11 +205,6 @@ func (m *Memd) dropForgotten(hits []recall.Hit) []recall.Hit {
 	return out
 }
 
-// askArgs are ask_memory's arguments.
-type askArgs struct {
-	Question string `json:"question"`
-}
-
 // askMemory answers ask_memory in session from Honcho's dialectic over
 // the agent's workspaces and the session's project's.
 func (m *Memd) askMemory(ctx context.Context, session string, raw []byte) *wire.ToolResult {
@@ -216,8 +212,8 @@ func (m *Memd) askMemory(ctx context.Context, session string, raw []byte) *wire.
 		return &wire.ToolResult{Status: wire.StatusFailed, Label: dataclass.Label{Class: dataclass.Public},
 			Output: "ask_memory needs fleet memory (Honcho), which this Boxmaker has not configured; use recall; see docs/runbook.md#ask-memory-unavailable"}
 	}
-	var a askArgs
-	if err := strict.Unmarshal(raw, &a); err != nil || strings.TrimSpace(a.Question) == "" || len(a.Question) > 4096 {
+	a, err := toolargs.ParseAskMemory(raw)
+	if err != nil {
 		return &wire.ToolResult{Status: wire.StatusDenied, Label: dataclass.Label{Class: dataclass.Public}, Output: "ask_memory: want {\"question\": \"...\"}, 1 to 4096 bytes"}
 	}
 	ans := m.fleet.Ask(ctx, a.Question, m.projectSources(session)...)

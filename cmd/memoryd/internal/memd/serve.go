@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/recall"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/store"
@@ -118,23 +119,14 @@ func (m *Memd) indexNotes() error {
 	return nil
 }
 
-// recallArgs are recall's arguments.
-type recallArgs struct {
-	Query string `json:"query"`
-	K     int    `json:"k,omitempty"`
-}
-
 // recall answers the recall tool in session: the agent's own memory and
 // the session's project's. The result's class is the join of the hits'
 // classes, and it is untrusted if any hit is memory-tainted: brokerd
 // raises the session with both.
 func (m *Memd) recall(ctx context.Context, session string, raw []byte) *wire.ToolResult {
-	var a recallArgs
-	if err := strict.Unmarshal(raw, &a); err != nil {
+	a, err := toolargs.ParseRecall(raw)
+	if err != nil {
 		return &wire.ToolResult{Status: wire.StatusDenied, Output: "recall: " + err.Error(), Label: dataclass.Label{Class: dataclass.Public}}
-	}
-	if a.K < 0 || a.K > recall.MaxK || len(a.Query) > 1024 {
-		return &wire.ToolResult{Status: wire.StatusDenied, Output: fmt.Sprintf("recall: k must be 1 to %d and the query at most 1024 bytes", recall.MaxK), Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	if m.fleet != nil {
 		return m.fleetRecall(ctx, session, a.Query, a.K)
