@@ -154,8 +154,12 @@ type Approval struct {
 	Call PendingCall `json:"call"`
 }
 
-// Answered confirms an Approve or Refuse: Outcome is what happened to the
-// call ("ran", "failed", "denied", or "refused").
+// Answered confirms an owner's answer on admin.sock or gate.sock:
+// Outcome is what the answer did ("approved", [OutcomeAllowance] or
+// "refused" for an approval; "revoked", "written" or "dropped" for an
+// allowance or a grant proposal), and Msg says it in words (for an
+// approval, the call's outcome when brokerd knows it). It is not a
+// [ToolStatus]: the call's own ending goes to loopd on broker.sock.
 type Answered struct {
 	ID      int64  `json:"id"`
 	Outcome string `json:"outcome"`
