@@ -85,3 +85,31 @@ func TestClientFailsClosed(t *testing.T) {
 		t.Errorf("Call with no brokerd = %+v", o)
 	}
 }
+
+// TestClientPosted: brokerd's result comes back as it came (status and
+// label), but a posted file only from a call that ran and only under an
+// outbox id: loopd reads outbox/ by that id.
+func TestClientPosted(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	for _, tt := range []struct {
+		name   string
+		status wire.ToolStatus
+		id     string
+		kept   bool
+	}{
+		{"ran", wire.StatusRan, id, true},
+		{"failed", wire.StatusFailed, id, false},
+		{"denied", wire.StatusDenied, id, false},
+		{"bad id", wire.StatusRan, "../../etc/passwd", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sent := &wire.ToolResult{Status: tt.status, Output: "x", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true},
+				Posted: &wire.PostedFile{ID: tt.id, Name: "a.txt", Size: 1}}
+			path, _ := fakeBroker(t, sent)
+			o := (&Client{Path: path}).Call(context.Background(), req, func(int64) {})
+			if o.Status != tt.status || o.Label != sent.Label || (o.Posted != nil) != tt.kept {
+				t.Errorf("Call = %+v (posted %v), want status %s, label %+v, posted kept %v", o, o.Posted, tt.status, sent.Label, tt.kept)
+			}
+		})
+	}
+}
