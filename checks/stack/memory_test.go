@@ -96,7 +96,7 @@ func TestStackMemory(t *testing.T) {
 	if out := chat(t, bin, state, "s1", "remember that I drink sencha every morning"); !strings.Contains(out, "I will remember.") {
 		t.Fatalf("s1: %q", out)
 	}
-	if r := toolResults(t, state, "s1"); len(r) != 1 || r[0].Status != session.StatusOK || !strings.Contains(r[0].Content, "user.md: add done") || r[0].Untrusted {
+	if r := toolResults(t, state, "s1"); len(r) != 1 || r[0].Status != wire.StatusRan || !strings.Contains(r[0].Content, "user.md: add done") || r[0].Untrusted {
 		t.Fatalf("s1 tool results = %s", show(r))
 	}
 	if got := readFile(t, user); got != "The owner drinks sencha every morning.\n" {
@@ -132,7 +132,7 @@ func TestStackMemory(t *testing.T) {
 	)
 	chat(t, bin, state, "s3", "read my saved oolong page")
 	r := toolResults(t, state, "s3")
-	if len(r) != 2 || r[0].Tool != "read_file" || r[0].Status != session.StatusOK || !r[0].Untrusted || !strings.Contains(r[0].Content, "mallory@evil.example") {
+	if len(r) != 2 || r[0].Tool != "read_file" || r[0].Status != wire.StatusRan || !r[0].Untrusted || !strings.Contains(r[0].Content, "mallory@evil.example") {
 		t.Fatalf("s3 results = %s, want the page read in a container, marked untrusted", show(r))
 	}
 	if !strings.Contains(r[1].Content, "has read untrusted content, so the entry was saved as note n1 (memory-tainted), not in user.md") {

@@ -30,8 +30,8 @@ func TestCheckMidTurn(t *testing.T) {
 	end := line(&sessionlog.TurnEnd{Turn: 1})
 	stopped := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "loopd stopped before this message was answered; it stays"})
 	failed := line(&sessionlog.Stopped{Turn: 1, Reason: wire.StopInterrupted, Msg: "the turn failed: model: truncated"})
-	recall := func(s sessionlog.ResultStatus) string {
-		return line(&sessionlog.ToolResult{Turn: 1, CallID: "c1", Tool: "recall", Status: s, Content: "x", Class: dataclass.Public})
+	recall := func(s wire.ToolStatus) string {
+		return line(&sessionlog.ToolResult{Turn: 1, CallID: "c1", Tool: "recall", Status: s, Content: "x", Label: dataclass.Label{Class: dataclass.Public}})
 	}
 	outcome := func(text string) fakes.Post { return fakes.Post{Message: text, Turn: session + ":1:1/1"} }
 	notice := fakes.Post{Message: "Boxmaker could not answer: loopd: the turn failed"}
@@ -72,13 +72,13 @@ func TestCheckMidTurn(t *testing.T) {
 			[]fakes.Post{failure}, "turn ends"},
 		{"a garbled line", layout.Inferproxy, user(layout.Inferproxy), user(layout.Inferproxy) + "{\"type\":\"user\",\"tu\n" + failed + end,
 			[]fakes.Post{failure}, "0.jsonl:2"},
-		{"brokerd's call denied", layout.Brokerd, user(layout.Brokerd), user(layout.Brokerd) + recall(sessionlog.StatusDenied) + answer(layout.Brokerd) + end,
+		{"brokerd's call denied", layout.Brokerd, user(layout.Brokerd), user(layout.Brokerd) + recall(wire.StatusDenied) + answer(layout.Brokerd) + end,
 			[]fakes.Post{outcome(fakes.MidTurnAnswer(layout.Brokerd))}, ""},
-		{"brokerd's call ran", layout.Brokerd, user(layout.Brokerd), user(layout.Brokerd) + recall(sessionlog.StatusOK) + answer(layout.Brokerd) + end,
+		{"brokerd's call ran", layout.Brokerd, user(layout.Brokerd), user(layout.Brokerd) + recall(wire.StatusRan) + answer(layout.Brokerd) + end,
 			[]fakes.Post{outcome(fakes.MidTurnAnswer(layout.Brokerd))}, "want the one recall denied"},
-		{"memoryd's call failed", layout.Memoryd, user(layout.Memoryd), user(layout.Memoryd) + recall(sessionlog.StatusError) + answer(layout.Memoryd) + end,
+		{"memoryd's call failed", layout.Memoryd, user(layout.Memoryd), user(layout.Memoryd) + recall(wire.StatusFailed) + answer(layout.Memoryd) + end,
 			[]fakes.Post{outcome(fakes.MidTurnAnswer(layout.Memoryd))}, ""},
-		{"memoryd's turn re-run", layout.Memoryd, user(layout.Memoryd), user(layout.Memoryd) + recall(sessionlog.StatusError) + recall(sessionlog.StatusOK) + answer(layout.Memoryd) + end,
+		{"memoryd's turn re-run", layout.Memoryd, user(layout.Memoryd), user(layout.Memoryd) + recall(wire.StatusFailed) + recall(wire.StatusRan) + answer(layout.Memoryd) + end,
 			[]fakes.Post{outcome(fakes.MidTurnAnswer(layout.Memoryd))}, "want the one recall"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,15 +35,15 @@ type midTurnWant struct {
 	// is logged with this status, not as run ("" when the turn makes no
 	// call): denied when brokerd is gone (loopd's "no tool can run"),
 	// error when memoryd did not answer brokerd.
-	call sessionlog.ResultStatus
+	call wire.ToolStatus
 }
 
 var midTurnWants = map[string]midTurnWant{
 	layout.Gatewayd:   {answered: true},
 	layout.Loopd:      {notice: true, stop: "loopd stopped before this message was answered"},
 	layout.Inferproxy: {stop: "the turn failed: model: "},
-	layout.Brokerd:    {answered: true, call: sessionlog.StatusDenied},
-	layout.Memoryd:    {answered: true, call: sessionlog.StatusError},
+	layout.Brokerd:    {answered: true, call: wire.StatusDenied},
+	layout.Memoryd:    {answered: true, call: wire.StatusFailed},
 }
 
 // midTurn is one role's mid-turn kill (see the fakes' midturn.go): the

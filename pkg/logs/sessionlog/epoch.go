@@ -81,15 +81,17 @@ func TrustOf(recs []Record) Trust {
 	for _, r := range recs {
 		switch r := r.(type) {
 		case *Head:
-			t = Trust{Taint: dataclass.Join(t.Taint, r.Taint), Untrusted: t.Untrusted || r.Untrusted}
+			t = t.join(dataclass.Label{Class: r.Taint, Untrusted: r.Untrusted})
 		case *ToolResult:
-			t.Untrusted = t.Untrusted || r.Untrusted
-			if r.Class.Valid() {
-				t.Taint = dataclass.Join(t.Taint, r.Class)
-			} else {
-				t.Taint = dataclass.Secret
-			}
+			t = t.join(r.Label) // an unlabelled result joins as secret
 		}
 	}
 	return t
+}
+
+// join raises t by a label ([dataclass.Label.Join], the session's taint
+// as its class): trust never goes down.
+func (t Trust) join(l dataclass.Label) Trust {
+	j := dataclass.Label{Class: t.Taint, Untrusted: t.Untrusted}.Join(l)
+	return Trust{Taint: j.Class, Untrusted: j.Untrusted}
 }

@@ -97,12 +97,12 @@ func Scan(path string, fn func(line int, r Record, t Trust) error) error {
 			// An epoch after 0 starts from the trust of every epoch
 			// before it, never from the floor: a compacted session that
 			// read untrusted content stays memory-tainted.
-			trust = Trust{Taint: dataclass.Join(trust.Taint, r.Taint), Untrusted: trust.Untrusted || r.Untrusted}
+			trust = trust.join(dataclass.Label{Class: r.Taint, Untrusted: r.Untrusted})
 		case *ToolResult:
 			if !r.Class.Valid() {
 				return fmt.Errorf("%s:%d: tool result without a class", path, n)
 			}
-			trust = Trust{Taint: dataclass.Join(trust.Taint, r.Class), Untrusted: trust.Untrusted || r.Untrusted}
+			trust = trust.join(r.Label)
 		}
 		return fn(n, v, trust)
 	})

@@ -72,13 +72,13 @@ func message(r Record) chat.Message {
 // call that ran, a one-line explanation otherwise.
 func ToolMessage(r *ToolResult) string {
 	switch r.Status {
-	case StatusOK:
+	case wire.StatusRan:
 		return r.Content
-	case StatusError:
+	case wire.StatusFailed:
 		return "error: " + r.Content
-	case StatusDenied:
+	case wire.StatusDenied:
 		return "denied: " + r.Content
-	case StatusNotRun:
+	case wire.StatusNotRun:
 		return "not run: " + r.Content
 	default:
 		return "interrupted: " + r.Content

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"wntrmute.dev/boxmaker/pkg/model/chat"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 func randRecord(rng *rand.Rand, turn int64, n int) Record {
@@ -22,7 +23,7 @@ func randRecord(rng *rand.Rand, turn int64, n int) Record {
 		}
 		return &Assistant{Turn: turn, Message: m}
 	case 4, 5:
-		return &ToolResult{Turn: turn, CallID: fmt.Sprintf("c%d", n), Tool: "clock", Status: statuses[rng.IntN(len(statuses))], Content: fmt.Sprintf("out %d", n)}
+		return &ToolResult{Turn: turn, CallID: fmt.Sprintf("c%d", n), Tool: "clock", Status: logWords[rng.IntN(len(logWords))].status, Content: fmt.Sprintf("out %d", n)}
 	case 6:
 		return &Usage{Turn: turn, CacheN: n}
 	}
@@ -119,7 +120,7 @@ func BenchmarkReplay(b *testing.B) {
 			&Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, Content: "Let me look.", ReasoningContent: para + para + para,
 				ToolCalls: []chat.ToolCall{{ID: id, Type: "function", Function: chat.FunctionCall{Name: "read_file", Arguments: `{"path":"/f"}`}}}}},
 			&Usage{Turn: t},
-			&ToolResult{Turn: t, CallID: id, Tool: "read_file", Status: StatusOK, Content: para + para + para + para + para + para},
+			&ToolResult{Turn: t, CallID: id, Tool: "read_file", Status: wire.StatusRan, Content: para + para + para + para + para + para},
 			&TurnEnd{Turn: t},
 		}
 	}

@@ -13,8 +13,6 @@
 package sessionlog
 
 import (
-	"fmt"
-
 	"wntrmute.dev/boxmaker/pkg/model/chat"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -41,28 +39,18 @@ type Assistant struct {
 	Message chat.Message `json:"message"`
 }
 
-// ResultStatus says how a tool call ended.
-type ResultStatus string
-
-// The statuses. Only "ok" and "error" carry tool output.
-const (
-	StatusOK          ResultStatus = "ok"          // the tool ran and succeeded
-	StatusError       ResultStatus = "error"       // the tool ran and failed; the output says why
-	StatusDenied      ResultStatus = "denied"      // brokerd refused it
-	StatusNotRun      ResultStatus = "not_run"     // runaway control stopped the turn first
-	StatusInterrupted ResultStatus = "interrupted" // loopd stopped before the result came
-)
-
 // ToolResult answers one tool call of the preceding assistant message.
+// Its status is brokerd's [wire.ToolStatus] as loopd received it (or
+// loopd's own ending), spelled in the log's words (status.go). Only
+// StatusRan and StatusFailed carry tool output.
 type ToolResult struct {
-	Turn      int64           `json:"turn"`
-	CallID    string          `json:"call_id"`
-	Tool      string          `json:"tool"` // the target tool, never call_tool
-	Status    ResultStatus    `json:"status"`
-	Content   string          `json:"content"` // what the model sees, capped when logged
-	Truncated bool            `json:"truncated"`
-	Class     dataclass.Class `json:"class"`
-	Untrusted bool            `json:"untrusted"`
+	Turn            int64           `json:"turn"`
+	CallID          string          `json:"call_id"`
+	Tool            string          `json:"tool"` // the target tool, never call_tool
+	Status          wire.ToolStatus `json:"status"`
+	Content         string          `json:"content"` // what the model sees, capped when logged
+	Truncated       bool            `json:"truncated"`
+	dataclass.Label                 // brokerd's label of the content, as it came (public for loopd's own results)
 	// Posted is the file a post_file put in outbox/ for the turn's
 	// answer (issue 29); absent for every other call.
 	Posted *wire.PostedFile `json:"posted,omitempty"`
@@ -161,16 +149,3 @@ var Records = strict.NewUnion[Record]("type",
 	func() Record { return new(Head) },
 	func() Record { return new(Summary) },
 )
-
-var statuses = []ResultStatus{StatusOK, StatusError, StatusDenied, StatusNotRun, StatusInterrupted}
-
-// UnmarshalText refuses a status this version does not know.
-func (s *ResultStatus) UnmarshalText(b []byte) error {
-	for _, v := range statuses {
-		if string(b) == string(v) {
-			*s = v
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown tool result status %q", b)
-}

@@ -42,21 +42,33 @@ type ToolPending struct {
 	Expires string `json:"expires"`
 }
 
-// ToolStatus is how a call ended.
+// ToolStatus is how a tool call ended: the one status of a call, from
+// brokerd's answer through loopd to the session log, where
+// pkg/logs/sessionlog spells it in the log's own words (docs/decisions.md,
+// "one tool status"). No second status type exists (checks/arch
+// TestOneToolStatus).
 type ToolStatus string
 
-// The statuses; append-only.
+// The statuses; append-only. Ran, Failed and Denied are brokerd's and
+// cross broker.sock; NotRun and Interrupted are loopd's own endings of a
+// call brokerd never answered, written only to the session log.
 const (
 	StatusRan    ToolStatus = "ran"    // the tool ran and succeeded; Output is what it printed
 	StatusFailed ToolStatus = "failed" // it ran and failed, or could not be run; Output says why
 	StatusDenied ToolStatus = "denied" // refused (policy, the owner, expiry); Output is the reason
+
+	StatusNotRun      ToolStatus = "not_run"     // runaway control stopped the turn before the call
+	StatusInterrupted ToolStatus = "interrupted" // loopd stopped before the result came
 )
 
-var toolStatuses = []ToolStatus{StatusRan, StatusFailed, StatusDenied}
+// brokerStatuses are the statuses broker.sock carries.
+var brokerStatuses = []ToolStatus{StatusRan, StatusFailed, StatusDenied}
 
-// UnmarshalText refuses a status this version does not know.
+// UnmarshalText reads broker.sock's spelling and refuses a status this
+// version does not know, and loopd's own endings (not_run, interrupted):
+// brokerd never sends them, so a frame that carries one is refused.
 func (s *ToolStatus) UnmarshalText(b []byte) error {
-	for _, v := range toolStatuses {
+	for _, v := range brokerStatuses {
 		if string(b) == string(v) {
 			*s = v
 			return nil
@@ -65,13 +77,13 @@ func (s *ToolStatus) UnmarshalText(b []byte) error {
 	return &strict.Error{Reason: "unknown tool status " + string(b)}
 }
 
-// ToolResult is brokerd's answer. Class and Untrusted label the output:
-// they come from the grants, never from the tool or from loopd.
+// ToolResult is brokerd's answer. Its label (class and untrusted) is the
+// output's: it comes from the grants, never from the tool or from loopd,
+// and loopd logs it as it came.
 type ToolResult struct {
-	Status    ToolStatus      `json:"status"`
-	Output    string          `json:"output"`
-	Class     dataclass.Class `json:"class"`
-	Untrusted bool            `json:"untrusted"`
+	Status ToolStatus `json:"status"`
+	Output string     `json:"output"`
+	dataclass.Label
 	// Posted is the file a post_file put in outbox/ for the turn's
 	// answer (issue 29); nil for every other call.
 	Posted *PostedFile `json:"posted,omitempty"`
@@ -142,8 +154,12 @@ type Approval struct {
 	Call PendingCall `json:"call"`
 }
 
-// Answered confirms an Approve or Refuse: Outcome is what happened to the
-// call ("ran", "failed", "denied", or "refused").
+// Answered confirms an owner's answer on admin.sock or gate.sock:
+// Outcome is what the answer did ("approved", [OutcomeAllowance] or
+// "refused" for an approval; "revoked", "written" or "dropped" for an
+// allowance or a grant proposal), and Msg says it in words (for an
+// approval, the call's outcome when brokerd knows it). It is not a
+// [ToolStatus]: the call's own ending goes to loopd on broker.sock.
 type Answered struct {
 	ID      int64  `json:"id"`
 	Outcome string `json:"outcome"`

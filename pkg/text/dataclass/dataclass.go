@@ -9,6 +9,8 @@
 //     session has seen and never below [Floor] (private), because the
 //     owner's identity files are in every prompt, so no session is public.
 //     Public is a provenance label and never lowers anything.
+//   - A [Label] (class and untrusted) is the one label of a tool result,
+//     from brokerd's answer to the session log; [Label.Join] only rises.
 package dataclass
 
 import "fmt"
@@ -88,4 +90,23 @@ func Taint(seen ...Class) Class {
 // AtMost reports whether data of class c may go where limit allows.
 func (c Class) AtMost(limit Class) bool {
 	return c.Valid() && limit.Valid() && c <= limit
+}
+
+// Label is how a piece of data is labelled: its class, and whether it
+// came from outside the owner's control (untrusted, so a reader treats it
+// as data, never instructions). brokerd labels every tool result from the
+// grants; broker.sock, loopd and the session log carry the label as it
+// came (wire.ToolResult and sessionlog.ToolResult embed it, so their JSON
+// keeps "class" and "untrusted" in place).
+type Label struct {
+	Class     Class `json:"class"`
+	Untrusted bool  `json:"untrusted"`
+}
+
+// Join is the label of data built from l and m: the [Join] of their
+// classes (an invalid one fails closed to [Secret]), untrusted if either
+// is. It is commutative, associative and idempotent, so the label of many
+// pieces does not depend on their order.
+func (l Label) Join(m Label) Label {
+	return Label{Class: Join(l.Class, m.Class), Untrusted: l.Untrusted || m.Untrusted}
 }

@@ -99,3 +99,49 @@ func TestJoinLattice(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelJoin: a join is at or above both operands, untrusted if either
+// is, and order-free; an invalid class fails closed to secret.
+func TestLabelJoin(t *testing.T) {
+	var labels []Label
+	for _, c := range append(all, 0) {
+		labels = append(labels, Label{Class: c}, Label{Class: c, Untrusted: true})
+	}
+	for _, a := range labels {
+		for _, b := range labels {
+			j := a.Join(b)
+			if j != b.Join(a) || j.Join(j) != j || j.Untrusted != (a.Untrusted || b.Untrusted) || j.Class != Join(a.Class, b.Class) {
+				t.Errorf("%+v.Join(%+v) = %+v", a, b, j)
+			}
+			for _, c := range labels {
+				if a.Join(b).Join(c) != a.Join(b.Join(c)) {
+					t.Errorf("Join is not associative on %+v, %+v, %+v", a, b, c)
+				}
+			}
+		}
+	}
+	if got := (Label{Class: Public}).Join(Label{}); got.Class != Secret {
+		t.Errorf("Join with an unlabelled class = %+v, want secret", got)
+	}
+}
+
+// TestLabelEmbedded: embedded, a label's fields sit in place in the JSON
+// of the struct that carries it, as the tool results' golden files hold.
+func TestLabelEmbedded(t *testing.T) {
+	type result struct {
+		Output string `json:"output"`
+		Label
+		Posted *int `json:"posted,omitempty"`
+	}
+	b, err := strict.Marshal(result{Output: "x", Label: Label{Class: Private, Untrusted: true}})
+	if want := `{"output":"x","class":"private","untrusted":true}`; err != nil || string(b) != want {
+		t.Errorf("Marshal = %s, %v; want %s", b, err, want)
+	}
+	var r result
+	if err := strict.Unmarshal([]byte(`{"output":"x","class":"secret","untrusted":false}`), &r); err != nil || r.Class != Secret || r.Untrusted {
+		t.Errorf("Unmarshal = %+v, %v", r, err)
+	}
+	if err := strict.Unmarshal([]byte(`{"output":"x","class":"secret"}`), &r); err == nil {
+		t.Error("Unmarshal accepted a result without its untrusted flag")
+	}
+}

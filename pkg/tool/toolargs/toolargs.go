@@ -31,8 +31,9 @@
 // secret, so any role may link it.
 //
 // The memory tools (toolset.ClassMemory) are decided by a rule built into
-// brokerd and run in memoryd, which checks their arguments; here their
-// arguments are only required to be one JSON object ([Memory]).
+// brokerd and run in memoryd: [Parse] requires their arguments only to be
+// one JSON object ([Memory]), and memoryd parses them with this package's
+// [ParseRecall], [ParseMemoryEdit] and [ParseAskMemory] (memory.go).
 package toolargs
 
 import (

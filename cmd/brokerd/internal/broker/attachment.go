@@ -43,7 +43,7 @@ func (b *Broker) readAttachment(seq int64, d policy.Decision, a policy.Attachmen
 	text, err := readRange(a)
 	if err != nil {
 		b.log.Warn("read_attachment failed", "decision", seq, "err", err.Error())
-		return &wire.ToolResult{Status: wire.StatusFailed, Output: "read_attachment: " + err.Error(), Class: dataclass.Public}
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "read_attachment: " + err.Error(), Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	return b.release(seq, text, 0, wire.StatusRan, d.Class(), true)
 }

@@ -68,7 +68,7 @@ func (s consultState) close() {
 const consultWait = 30 * time.Second
 
 func failed(msg string) *wire.ToolResult {
-	return &wire.ToolResult{Status: wire.StatusFailed, Output: msg, Class: dataclass.Public}
+	return &wire.ToolResult{Status: wire.StatusFailed, Output: msg, Label: dataclass.Label{Class: dataclass.Public}}
 }
 
 // consultShown is what the owner approves: the URL, the model and the

@@ -126,7 +126,7 @@ func recallMemoryd(t *testing.T, marker string) string {
 	t.Helper()
 	return sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), &wire.Memtool, rpc.NewServer(&wire.Memtool, slog.New(slog.DiscardHandler),
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.MemtoolCall) strict.Variant {
-			return &wire.ToolResult{Status: wire.StatusRan, Output: "recall \"tea\": 1 hits\n[memory, private] " + marker, Class: dataclass.Private}
+			return &wire.ToolResult{Status: wire.StatusRan, Output: "recall \"tea\": 1 hits\n[memory, private] " + marker, Label: dataclass.Label{Class: dataclass.Private}}
 		})).Serve)
 }
 

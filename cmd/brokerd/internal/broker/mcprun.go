@@ -31,7 +31,7 @@ func (b *Broker) runMCP(ctx context.Context, seq int64, d policy.Decision, m pol
 	out, err := b.runner.Run(ctx, d)
 	if err != nil {
 		b.log.Warn("run failed", "decision", seq, "err", err.Error())
-		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Class: dataclass.Public}
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	release := func(text string, exit int, status wire.ToolStatus) *wire.ToolResult {
 		return b.releasePinned(seq, text, exit, status, d.Class(), d.Untrusted(), m.ListingSHA256)

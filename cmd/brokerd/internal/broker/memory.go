@@ -15,7 +15,7 @@ import (
 // the decision's floor (private), never lowered; a failure is fixed text.
 func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy.Decision) *wire.ToolResult {
 	fail := func(why string) *wire.ToolResult {
-		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
+		return &wire.ToolResult{Status: wire.StatusFailed, Label: dataclass.Label{Class: dataclass.Public},
 			Output: "the memory tool could not run: " + why + "; see docs/runbook.md#runner-unavailable"}
 	}
 	if b.cfg.MemtoolSocket == "" {
@@ -35,7 +35,8 @@ func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy
 	if r.Status != wire.StatusRan {
 		exit = 1
 	}
-	return b.release(seq, r.Output, exit, r.Status, dataclass.Join(d.Class(), r.Class), d.Untrusted() || r.Untrusted)
+	l := d.Label().Join(r.Label) // the grant's label, raised by what memoryd says the answer holds
+	return b.release(seq, r.Output, exit, r.Status, l.Class, l.Untrusted)
 }
 
 // memtoolFailure is the fixed text of a failed memtool.sock call.

@@ -26,7 +26,7 @@ func fakeMemoryd(t *testing.T) (string, chan *wire.MemtoolCall) {
 	path := sockettest.Serve(t, filepath.Join(t.TempDir(), "memtool"), &wire.Memtool, rpc.NewServer(&wire.Memtool, slog.New(slog.DiscardHandler),
 		rpc.On(func(_ context.Context, _ sockets.Peer, m *wire.MemtoolCall) strict.Variant {
 			got <- m
-			return &wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Class: dataclass.Secret, Untrusted: true}
+			return &wire.ToolResult{Status: wire.StatusRan, Output: "memory-tainted: the owner likes tea", Label: dataclass.Label{Class: dataclass.Secret, Untrusted: true}}
 		})).Serve)
 	return path, got
 }

@@ -35,12 +35,12 @@ const MaxPostFile = 10 << 20
 // postFile carries out an allowed post_file.
 func (b *Broker) postFile(seq int64, session string, d policy.Decision, src toolargs.Path) *wire.ToolResult {
 	if b.cfg.StateDir == "" {
-		return &wire.ToolResult{Status: wire.StatusFailed, Output: "post_file: brokerd has no state directory to put the file in", Class: dataclass.Public}
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "post_file: brokerd has no state directory to put the file in", Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	pf, err := copyOut(src, filepath.Join(layout.Outbox.In(b.cfg.StateDir), session), b.cfg.Protected())
 	if err != nil {
 		b.log.Warn("post_file failed", "decision", seq, "err", err.Error())
-		return &wire.ToolResult{Status: wire.StatusFailed, Output: "post_file: " + err.Error(), Class: dataclass.Public}
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "post_file: " + err.Error(), Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	out := fmt.Sprintf("%s (%d bytes) will be attached to this turn's answer in the chat", pf.Name, pf.Size)
 	r := b.release(seq, out, 0, wire.StatusRan, d.Class(), d.Untrusted())

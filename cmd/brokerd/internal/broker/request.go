@@ -30,7 +30,7 @@ func (b *Broker) serveTool(ctx context.Context, _ sockets.Peer, c *rpc.Conn, req
 }
 
 func denied(msg string) *wire.ToolResult {
-	return &wire.ToolResult{Status: wire.StatusDenied, Output: msg, Class: dataclass.Public}
+	return &wire.ToolResult{Status: wire.StatusDenied, Output: msg, Label: dataclass.Label{Class: dataclass.Public}}
 }
 
 // unavailable is the answer when the decision cannot be recorded.
@@ -199,7 +199,7 @@ func (b *Broker) run(ctx context.Context, c *rpc.Conn, session string, seq int64
 	if err != nil {
 		b.log.Warn("run failed", "decision", seq, "err", err.Error())
 		// Runner errors are fixed text (package runner), never output.
-		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Class: dataclass.Public}
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "the call could not be run: " + err.Error(), Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	status := wire.StatusRan
 	if out.Exit != 0 || out.Stopped != "" {
@@ -243,5 +243,5 @@ func (b *Broker) releasePinned(seq int64, output string, exit int, status wire.T
 		return unavailable(err)
 	}
 	text, _ := truncate.Bytes(output, b.cfg.ResultCapBytes())
-	return &wire.ToolResult{Status: status, Output: text, Class: class, Untrusted: untrusted}
+	return &wire.ToolResult{Status: status, Output: text, Label: dataclass.Label{Class: class, Untrusted: untrusted}}
 }

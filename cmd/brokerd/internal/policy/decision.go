@@ -86,6 +86,12 @@ func (d Decision) Class() dataclass.Class { return d.get().class }
 // Untrusted reports whether the call's result is untrusted.
 func (d Decision) Untrusted() bool { return d.get().untrusted }
 
+// Label is the call's result's label: [Decision.Class] and
+// [Decision.Untrusted] as one.
+func (d Decision) Label() dataclass.Label {
+	return dataclass.Label{Class: d.Class(), Untrusted: d.Untrusted()}
+}
+
 // Mounts are the paths to mount into the tool's container, each at the
 // same path. Nothing else may be mounted.
 func (d Decision) Mounts() []Mount { return slices.Clone(d.get().mounts) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/logs/audit"
@@ -34,7 +35,7 @@ func TestReportToolNamesBounded(t *testing.T) {
 	}
 	var log bytes.Buffer
 	for i, name := range append([]string{"read_file"}, hostile...) {
-		line, err := sessionlog.Records.Encode(&sessionlog.ToolResult{Turn: int64(i + 1), CallID: "c1", Tool: name, Status: sessionlog.StatusDenied, Content: "no", Class: dataclass.Private})
+		line, err := sessionlog.Records.Encode(&sessionlog.ToolResult{Turn: int64(i + 1), CallID: "c1", Tool: name, Status: wire.StatusDenied, Content: "no", Label: dataclass.Label{Class: dataclass.Private}})
 		if err != nil {
 			t.Fatal(err)
 		}

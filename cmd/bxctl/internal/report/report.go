@@ -142,7 +142,7 @@ func Collect(state string, since time.Time) (*Report, error) {
 				r.CacheLosses++
 				r.CacheLost += int64(v.Tokens)
 			case *sessionlog.ToolResult:
-				add(r.Results, toolKey(v.Tool), string(v.Status))
+				add(r.Results, toolKey(v.Tool), sessionlog.Word(v.Status))
 			}
 			return nil
 		})

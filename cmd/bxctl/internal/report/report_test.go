@@ -183,9 +183,9 @@ func writeRecorded(t *testing.T) {
 					log = append(log, enc(&sessionlog.CacheLoss{Turn: n, Tokens: gap, PrevTotal: 1000*int(n) + gap, Cached: 1000 * int(n)})...)
 				}
 				if c < completions-1 {
-					status := []sessionlog.ResultStatus{sessionlog.StatusOK, sessionlog.StatusOK, sessionlog.StatusDenied, sessionlog.StatusError}[k%4]
+					status := []wire.ToolStatus{wire.StatusRan, wire.StatusRan, wire.StatusDenied, wire.StatusFailed}[k%4]
 					tool := []string{"read_file", "shell", "recall", "http_fetch", "consult"}[k%5]
-					log = append(log, enc(&sessionlog.ToolResult{Turn: n, CallID: "c1", Tool: tool, Status: status, Content: "out", Class: dataclass.Private})...)
+					log = append(log, enc(&sessionlog.ToolResult{Turn: n, CallID: "c1", Tool: tool, Status: status, Content: "out", Label: dataclass.Label{Class: dataclass.Private}})...)
 				}
 			}
 			if s == 2 && n == 40 { // an older loopd: the turn stopped at the cap, its usage not marked

@@ -37,8 +37,8 @@ type Client struct {
 
 var _ Port = (*Client)(nil)
 
-func unavailable(why string) Outcome {
-	return Outcome{Status: Denied, Class: dataclass.Public,
+func unavailable(why string) wire.ToolResult {
+	return wire.ToolResult{Status: wire.StatusDenied, Label: dataclass.Label{Class: dataclass.Public},
 		Output: "no tool can run: " + why + "; see docs/runbook.md#broker-unavailable"}
 }
 
@@ -49,7 +49,7 @@ var errBadExpiry = errors.New("brokerd sent a bad expiry")
 // (first answer within Timeout; after a pending answer, until the approval
 // expires plus Timeout), not per-read timeouts, so a trickling brokerd
 // cannot hold a turn for ever.
-func (c *Client) Call(ctx context.Context, r Request, pending func(int64)) Outcome {
+func (c *Client) Call(ctx context.Context, r wire.ToolRequest, pending func(int64)) wire.ToolResult {
 	timeout := cmp.Or(c.Timeout, DefaultTimeout)
 	now := time.Now
 	if c.Now != nil {
@@ -61,7 +61,7 @@ func (c *Client) Call(ctx context.Context, r Request, pending func(int64)) Outco
 	}
 	defer conn.Close()
 	conn.SetDeadline(now().Add(timeout))
-	m, err := rpc.Expect[*wire.ToolResult](conn, &wire.ToolRequest{Session: r.Session, CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments, Epoch: r.Epoch}, func(v strict.Variant) error {
+	m, err := rpc.Expect[*wire.ToolResult](conn, &r, func(v strict.Variant) error {
 		if m, ok := v.(*wire.ConsultPending); ok {
 			// A consult runs for up to its total bound: the turn waits
 			// that long (the slot is free meanwhile), and no longer.
@@ -90,26 +90,22 @@ func (c *Client) Call(ctx context.Context, r Request, pending func(int64)) Outco
 	var refused *wire.Error
 	switch {
 	case errors.As(err, &refused):
-		return Outcome{Status: Denied, Class: dataclass.Public, Output: fmt.Sprintf("brokerd refused the call (%s): %s", refused.Kind, refused.Msg)}
+		return wire.ToolResult{Status: wire.StatusDenied, Label: dataclass.Label{Class: dataclass.Public}, Output: fmt.Sprintf("brokerd refused the call (%s): %s", refused.Kind, refused.Msg)}
 	case err != nil:
 		return unavailable(err.Error())
 	}
-	return outcome(m)
+	return answer(m)
 }
 
-func outcome(m *wire.ToolResult) Outcome {
-	o := Outcome{Output: m.Output, Class: m.Class, Untrusted: m.Untrusted}
-	switch m.Status {
-	case wire.StatusRan:
-		o.Status = Ran
-		if m.Posted != nil && wire.PostedIDPattern.MatchString(m.Posted.ID) {
-			p := *m.Posted
-			o.Posted = &p
-		}
-	case wire.StatusFailed:
-		o.Status = Failed
-	default:
-		o.Status = Denied
+// answer is brokerd's result as loopd keeps it: its status and labels as
+// they came; a posted file only from a call that ran, and only under an
+// id of the outbox's shape (loopd reads outbox/ by it).
+func answer(m *wire.ToolResult) wire.ToolResult {
+	r := *m
+	r.Posted = nil
+	if p := m.Posted; p != nil && m.Status == wire.StatusRan && wire.PostedIDPattern.MatchString(p.ID) {
+		cp := *p
+		r.Posted = &cp
 	}
-	return o
+	return r
 }

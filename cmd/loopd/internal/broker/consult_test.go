@@ -27,7 +27,7 @@ func slowConsult(t *testing.T, expires time.Time, delay time.Duration) string {
 			case <-ctx.Done():
 				return nil
 			}
-			c.Send(&wire.ToolResult{Status: wire.StatusRan, Output: "the remote answer", Class: dataclass.Private, Untrusted: true})
+			c.Send(&wire.ToolResult{Status: wire.StatusRan, Output: "the remote answer", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}})
 			<-ctx.Done()
 			return nil
 		})).Serve)
@@ -40,13 +40,13 @@ func TestClientWaitsForConsult(t *testing.T) {
 	path := slowConsult(t, time.Now().Add(3*time.Second), 1200*time.Millisecond)
 	called := false
 	o := (&Client{Path: path, Timeout: 400 * time.Millisecond}).Call(context.Background(), req, func(int64) { called = true })
-	if o.Status != Ran || o.Output != "the remote answer" || !o.Untrusted || called {
+	if o.Status != wire.StatusRan || o.Output != "the remote answer" || !o.Untrusted || called {
 		t.Errorf("Call = %+v, approval reported %v", o, called)
 	}
 	path = slowConsult(t, time.Now().Add(-time.Second), 5*time.Second)
 	start := time.Now()
 	o = (&Client{Path: path, Timeout: 400 * time.Millisecond}).Call(context.Background(), req, func(int64) {})
-	if o.Status != Denied || !strings.Contains(o.Output, "brokerd did not answer") || time.Since(start) > 3*time.Second {
+	if o.Status != wire.StatusDenied || !strings.Contains(o.Output, "brokerd did not answer") || time.Since(start) > 3*time.Second {
 		t.Errorf("an expired consult: %+v after %v", o, time.Since(start))
 	}
 }

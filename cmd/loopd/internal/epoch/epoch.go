@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
@@ -86,7 +87,7 @@ type Changer struct {
 	NCtx int
 	// Baseline builds epoch's baseline for session id.
 	// channel is the session's, which every epoch keeps.
-	Baseline func(ctx context.Context, id, channel string, epoch int64) (session.Baseline, error)
+	Baseline func(ctx context.Context, id, channel string, epoch int64) (sessionlog.Baseline, error)
 	Log      *slog.Logger
 }
 
@@ -165,17 +166,17 @@ const InstructionTokens = 256
 // is asked). Only what the server reported counts: no tokenising here.
 // The request stays a prefix of the epoch's array, what the server has
 // cached.
-func Covered(recs []session.Record, upTo int64, budget int) int64 {
+func Covered(recs []sessionlog.Record, upTo int64, budget int) int64 {
 	total := map[int64]int{}     // the context after each turn's last completion
 	answered := map[int64]bool{} // the turn's last message is an answer
 	var last int
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *session.Assistant:
+		case *sessionlog.Assistant:
 			answered[r.Turn] = len(r.Message.ToolCalls) == 0
-		case *session.ToolResult, *session.User:
+		case *sessionlog.ToolResult, *sessionlog.User:
 			answered[r.TurnOf()] = false
-		case *session.Usage:
+		case *sessionlog.Usage:
 			last = r.CacheN + r.PromptN + r.PredictedN
 			total[r.Turn] = last
 		}
@@ -194,14 +195,14 @@ func Covered(recs []session.Record, upTo int64, budget int) int64 {
 // uncovered says which turns the summary leaves out (they did not fit
 // its request) and quotes the owner's messages in them, so what was
 // asked is not lost.
-func uncovered(recs []session.Record, covered, upTo, epoch int64) string {
+func uncovered(recs []sessionlog.Record, covered, upTo, epoch int64) string {
 	if covered >= upTo {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n\n(Turns %d to %d of epoch %d did not fit in the summary request, so they are not summarised; their full log is kept. The owner's messages in them were:", covered+1, upTo, epoch)
 	for _, r := range recs {
-		if u, ok := r.(*session.User); ok && u.Turn > covered && u.Turn <= upTo {
+		if u, ok := r.(*sessionlog.User); ok && u.Turn > covered && u.Turn <= upTo {
 			fmt.Fprintf(&b, "\n- turn %d: %s", u.Turn, u.Text)
 		}
 	}

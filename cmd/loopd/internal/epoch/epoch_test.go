@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
@@ -27,14 +29,14 @@ func (m *instant) Complete(_ context.Context, req llama.Request, _ llama.SlotSta
 		Timings: &llama.Timings{PromptN: 40}}, nil
 }
 
-func base(_ context.Context, _, _ string, n int64) (session.Baseline, error) {
-	return session.Baseline{System: fmt.Sprintf("system, epoch %d", n), Tools: tools.Core(false)}, nil
+func base(_ context.Context, _, _ string, n int64) (sessionlog.Baseline, error) {
+	return sessionlog.Baseline{System: fmt.Sprintf("system, epoch %d", n), Tools: tools.Core(false)}, nil
 }
 
 // conversation writes a session of turns turns, each a message, a tool
 // call, its 2 KiB result and an answer, with usage records.
 func conversation(tb testing.TB, state string, turns int) {
-	s, err := session.Open(state, "s1", func() (session.Baseline, error) { return base(context.Background(), "s1", "", 0) })
+	s, err := session.Open(state, "s1", func() (sessionlog.Baseline, error) { return base(context.Background(), "s1", "", 0) })
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,14 +45,14 @@ func conversation(tb testing.TB, state string, turns int) {
 	for t := int64(1); t <= int64(turns); t++ {
 		call := chat.ToolCall{ID: fmt.Sprint("c", t), Type: "function", Function: chat.FunctionCall{Name: "clock", Arguments: "{}"}}
 		total += 600
-		for _, r := range []session.Record{
-			&session.User{Turn: t, Text: fmt.Sprintf("message %d", t)},
-			&session.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "think", ToolCalls: []chat.ToolCall{call}}},
-			&session.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
-			&session.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: session.StatusOK, Content: strings.Repeat("x", 2048), Class: dataclass.Public},
-			&session.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "done", Content: fmt.Sprintf("answer %d", t)}},
-			&session.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
-			&session.TurnEnd{Turn: t},
+		for _, r := range []sessionlog.Record{
+			&sessionlog.User{Turn: t, Text: fmt.Sprintf("message %d", t)},
+			&sessionlog.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "think", ToolCalls: []chat.ToolCall{call}}},
+			&sessionlog.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
+			&sessionlog.ToolResult{Turn: t, CallID: call.ID, Tool: "clock", Status: wire.StatusRan, Content: strings.Repeat("x", 2048), Label: dataclass.Label{Class: dataclass.Public}},
+			&sessionlog.Assistant{Turn: t, Message: chat.Message{Role: chat.RoleAssistant, ReasoningContent: "done", Content: fmt.Sprintf("answer %d", t)}},
+			&sessionlog.Usage{Turn: t, PromptN: 300, PredictedN: 20, CacheN: total - 320},
+			&sessionlog.TurnEnd{Turn: t},
 		} {
 			if err := s.Append(r); err != nil {
 				tb.Fatal(err)

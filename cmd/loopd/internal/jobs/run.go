@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
@@ -19,7 +20,7 @@ import (
 type Runner struct {
 	State    string       // the state directory; the run's session goes under sessions/
 	Engine   *turn.Engine // Model is the background slot's client
-	Baseline func(id string) (session.Baseline, error)
+	Baseline func(id string) (sessionlog.Baseline, error)
 }
 
 // Run implements [RunFunc].
@@ -32,7 +33,7 @@ func (r *Runner) Run(ctx context.Context, j Job, run *wire.JobRun) {
 			return
 		}
 	}
-	s, err := session.Open(r.State, run.Session, func() (session.Baseline, error) { return r.Baseline(run.Session) })
+	s, err := session.Open(r.State, run.Session, func() (sessionlog.Baseline, error) { return r.Baseline(run.Session) })
 	if err != nil {
 		run.Outcome, run.Reason = wire.JobFailed, "the run's session could not start: "+err.Error()
 		return
@@ -40,7 +41,7 @@ func (r *Runner) Run(ctx context.Context, j Job, run *wire.JobRun) {
 	defer s.Close()
 	text := fmt.Sprintf("This is run %d of the owner's scheduled job %q (%s). No one is reading along: answer in full; the answer is the run's report.\n\n%s",
 		run.Run, j.Name, j.Schedule, prompt)
-	if err := s.Append(&session.User{Turn: 1, Text: text}); err != nil {
+	if err := s.Append(&sessionlog.User{Turn: 1, Text: text}); err != nil {
 		run.Outcome, run.Reason = wire.JobFailed, "the run's message could not be logged: "+err.Error()
 		return
 	}
@@ -89,8 +90,8 @@ func (r *Runner) CloseInterrupted(id string) error {
 	if _, err := os.Lstat(session.Dir(r.State, id)); err != nil {
 		return nil
 	}
-	s, err := session.Open(r.State, id, func() (session.Baseline, error) {
-		return session.Baseline{}, fmt.Errorf("session %s has no baseline", id)
+	s, err := session.Open(r.State, id, func() (sessionlog.Baseline, error) {
+		return sessionlog.Baseline{}, fmt.Errorf("session %s has no baseline", id)
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"github.com/stretchr/testify/require"
 
@@ -17,11 +19,13 @@ func TestCloseInterrupted(t *testing.T) {
 	state := t.TempDir()
 	r := &Runner{State: state}
 	id := SessionID("brief", 1)
-	s, err := session.Open(state, id, func() (session.Baseline, error) { return session.Baseline{System: "sys", Tools: []chat.Tool{}}, nil })
+	s, err := session.Open(state, id, func() (sessionlog.Baseline, error) {
+		return sessionlog.Baseline{System: "sys", Tools: []chat.Tool{}}, nil
+	})
 	require.NoError(t, err)
-	require.NoError(t, s.Append(&session.User{Turn: 1, Text: "go"}))
+	require.NoError(t, s.Append(&sessionlog.User{Turn: 1, Text: "go"}))
 	call := chat.ToolCall{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "call_tool", Arguments: `{}`}}
-	require.NoError(t, s.Append(&session.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{call}}}))
+	require.NoError(t, s.Append(&sessionlog.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{call}}}))
 	require.NoError(t, s.Close())
 
 	require.NoError(t, r.CloseInterrupted(id))
@@ -33,9 +37,9 @@ func TestCloseInterrupted(t *testing.T) {
 	defer s.Close()
 	recs := s.Records()
 	require.Len(t, recs, 5, "user, assistant, interrupted result, stop, turn end")
-	res, ok := recs[2].(*session.ToolResult)
+	res, ok := recs[2].(*sessionlog.ToolResult)
 	require.True(t, ok)
-	require.Equal(t, session.StatusInterrupted, res.Status)
-	_, ok = recs[4].(*session.TurnEnd)
+	require.Equal(t, wire.StatusInterrupted, res.Status)
+	_, ok = recs[4].(*sessionlog.TurnEnd)
 	require.True(t, ok)
 }

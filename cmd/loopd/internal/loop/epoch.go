@@ -3,11 +3,11 @@ package loop
 import (
 	"context"
 	"log/slog"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/server"
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
 )
@@ -33,7 +33,7 @@ func policy(c loopd.Config) server.Policy {
 // session's is, for the next epoch.
 func changer(c loopd.Config, log *slog.Logger, main, bg *llama.Client, nCtx int, system string, mem *memory.Client) *epoch.Changer {
 	ch := &epoch.Changer{Summarise: bg, MaxTokens: c.Epoch.SummaryMaxTokens, NCtx: nCtx, Log: log,
-		Baseline: func(ctx context.Context, id, channel string, n int64) (session.Baseline, error) {
+		Baseline: func(ctx context.Context, id, channel string, n int64) (sessionlog.Baseline, error) {
 			return baseline(ctx, c, system, mem, id, channel, n)
 		}}
 	if c.Epoch.Prewarm == nil || *c.Epoch.Prewarm {

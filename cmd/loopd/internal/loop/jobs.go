@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/jobs"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
@@ -19,7 +20,7 @@ import (
 
 // scheduler builds the job scheduler over the background slot's engine:
 // each run is a session of its own with a fresh baseline.
-func scheduler(c loopd.Config, log *slog.Logger, bg *turn.Engine, baseline func(string) (session.Baseline, error), mem *memory.Client) *jobs.Scheduler {
+func scheduler(c loopd.Config, log *slog.Logger, bg *turn.Engine, baseline func(string) (sessionlog.Baseline, error), mem *memory.Client) *jobs.Scheduler {
 	r := &jobs.Runner{State: c.StateDir, Engine: bg, Baseline: baseline}
 	s := &jobs.Scheduler{
 		Dir: layout.Jobs.In(c.StateDir), State: layout.LoopJobs(c.StateDir),

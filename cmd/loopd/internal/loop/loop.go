@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/memory"
@@ -82,14 +83,14 @@ func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 	// session of its own through brokerd like any other (jobs.go).
 	bgEngine := *engine
 	bgEngine.Model = bg
-	sched := scheduler(cfg, log, &bgEngine, func(id string) (session.Baseline, error) { return baseline(ctx, cfg, system, mem, id, "", 0) }, mem)
+	sched := scheduler(cfg, log, &bgEngine, func(id string) (sessionlog.Baseline, error) { return baseline(ctx, cfg, system, mem, id, "", 0) }, mem)
 	if err := sched.Start(); err != nil {
 		return daemon.Refuse(err)
 	}
 	m := &server.Manager{
 		State:  cfg.StateDir,
 		Engine: engine,
-		Baseline: func(id, channel string) (session.Baseline, error) {
+		Baseline: func(id, channel string) (sessionlog.Baseline, error) {
 			return baseline(ctx, cfg, system, mem, id, channel, 0)
 		},
 		Log:        log,
@@ -115,14 +116,14 @@ func Run(ctx context.Context, log *slog.Logger, cfg loopd.Config) error {
 // one is configured, told the channel), then the core tools (with
 // ask_memory when the config offers it). A block memoryd refuses, or no
 // answer, refuses the session: it must not start without its identity.
-func baseline(ctx context.Context, c loopd.Config, system string, mem *memory.Client, id, channel string, epoch int64) (session.Baseline, error) {
-	b := session.Baseline{System: strings.TrimSpace(system), Tools: tools.Core(c.AskMemory), Channel: channel}
+func baseline(ctx context.Context, c loopd.Config, system string, mem *memory.Client, id, channel string, epoch int64) (sessionlog.Baseline, error) {
+	b := sessionlog.Baseline{System: strings.TrimSpace(system), Tools: tools.Core(c.AskMemory), Channel: channel}
 	if mem == nil {
 		return b, nil
 	}
 	block, err := mem.Identity(ctx, id, channel, epoch)
 	if err != nil {
-		return session.Baseline{}, err
+		return sessionlog.Baseline{}, err
 	}
 	b.System += "\n\n" + block
 	return b, nil
@@ -143,11 +144,11 @@ func brokerPort(c loopd.Config) broker.Port {
 // (memoryd hands that over per session, under its own cap). It returns
 // the per-slot context the server reported and whether the model can see
 // (its /props modalities.vision).
-func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *llama.Client, base session.Baseline) (int, bool, error) {
+func startupCheck(ctx context.Context, log *slog.Logger, cfg loopd.Config, c *llama.Client, base sessionlog.Baseline) (int, bool, error) {
 	r := selftest.Run(ctx, c, *cfg.Model.BackgroundSlot, selftest.Expect{
 		NCtx: cfg.Serving.NCtx, Slots: cfg.Serving.Slots, TemplateSHA256: cfg.Serving.TemplateSHA256,
 		OtherSlots: []int{cfg.Model.MainSlot},
-		Baseline:   &selftest.Baseline{Messages: session.Replay(base, nil, 0), Tools: base.Tools},
+		Baseline:   &selftest.Baseline{Messages: sessionlog.Replay(base, nil, 0), Tools: base.Tools},
 	})
 	var fatal []string
 	for _, ck := range r.Checks {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"unicode/utf8"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
@@ -57,7 +58,7 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 // epochs that may hold turns after after: turn numbers go on across
 // epochs, so answers that finished before an epoch change are in an
 // older file. Old epochs are only read.
-func (m *Manager) withEarlier(id string, cur int64, recs []session.Record, after int64) ([]session.Record, error) {
+func (m *Manager) withEarlier(id string, cur int64, recs []sessionlog.Record, after int64) ([]sessionlog.Record, error) {
 	for n := cur; n > 0 && len(recs) > 0; n-- {
 		h, ok := recs[0].(*session.Head)
 		if !ok || h.Turn <= after {
@@ -75,22 +76,22 @@ func (m *Manager) withEarlier(id string, cur int64, recs []session.Record, after
 // finished lists the outcomes of the turns after after that have ended:
 // a turn's stop message if it was stopped, else its last assistant
 // message's content, in turn order, within the caps.
-func finished(recs []session.Record, after int64) ([]wire.FinishedTurn, bool) {
+func finished(recs []sessionlog.Record, after int64) ([]wire.FinishedTurn, bool) {
 	last := map[int64]wire.FinishedTurn{}
 	var order []int64
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *session.Assistant:
+		case *sessionlog.Assistant:
 			if r.Turn > after && len(r.Message.ToolCalls) == 0 {
 				if _, ok := last[r.Turn]; !ok || last[r.Turn].Reason == "" {
 					last[r.Turn] = wire.FinishedTurn{Turn: r.Turn, Text: r.Message.Content}
 				}
 			}
-		case *session.Stopped:
+		case *sessionlog.Stopped:
 			if r.Turn > after {
 				last[r.Turn] = wire.FinishedTurn{Turn: r.Turn, Text: r.Msg, Reason: r.Reason}
 			}
-		case *session.TurnEnd:
+		case *sessionlog.TurnEnd:
 			if _, ok := last[r.Turn]; ok && r.Turn > after {
 				order = append(order, r.Turn)
 			}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -65,16 +66,16 @@ func TestAnswersSince(t *testing.T) {
 // unfinished turn nothing, a tool-calling reply is not an answer, and
 // the count and byte caps hold with More set.
 func TestFinishedCapsAndStops(t *testing.T) {
-	recs := []session.Record{
-		&session.User{Turn: 1, Text: "a"},
-		&session.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", Content: "calling", ToolCalls: []chat.ToolCall{{ID: "c1"}}}},
-		&session.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", Content: "done"}},
-		&session.TurnEnd{Turn: 1},
-		&session.User{Turn: 2, Text: "b"},
-		&session.Stopped{Turn: 2, Reason: wire.StopRepeatedCall, Msg: "stopped: repeated"},
-		&session.TurnEnd{Turn: 2},
-		&session.User{Turn: 3, Text: "c"},
-		&session.Assistant{Turn: 3, Message: chat.Message{Role: "assistant", Content: "still running"}},
+	recs := []sessionlog.Record{
+		&sessionlog.User{Turn: 1, Text: "a"},
+		&sessionlog.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", Content: "calling", ToolCalls: []chat.ToolCall{{ID: "c1"}}}},
+		&sessionlog.Assistant{Turn: 1, Message: chat.Message{Role: "assistant", Content: "done"}},
+		&sessionlog.TurnEnd{Turn: 1},
+		&sessionlog.User{Turn: 2, Text: "b"},
+		&sessionlog.Stopped{Turn: 2, Reason: wire.StopRepeatedCall, Msg: "stopped: repeated"},
+		&sessionlog.TurnEnd{Turn: 2},
+		&sessionlog.User{Turn: 3, Text: "c"},
+		&sessionlog.Assistant{Turn: 3, Message: chat.Message{Role: "assistant", Content: "still running"}},
 	}
 	items, more := finished(recs, 0)
 	if more || len(items) != 2 || items[0] != (wire.FinishedTurn{Turn: 1, Text: "done"}) ||
@@ -83,15 +84,15 @@ func TestFinishedCapsAndStops(t *testing.T) {
 	}
 	recs = nil
 	for i := int64(1); i <= wire.MaxAnswers+3; i++ {
-		recs = append(recs, &session.Assistant{Turn: i, Message: chat.Message{Content: "x"}}, &session.TurnEnd{Turn: i})
+		recs = append(recs, &sessionlog.Assistant{Turn: i, Message: chat.Message{Content: "x"}}, &sessionlog.TurnEnd{Turn: i})
 	}
 	if items, more := finished(recs, 0); len(items) != wire.MaxAnswers || !more || items[0].Turn != 1 {
 		t.Fatalf("count cap: %d items, more %v", len(items), more)
 	}
 	big := strings.Repeat("é", wire.MaxAnswersBytes) // two bytes a rune
-	recs = []session.Record{
-		&session.Assistant{Turn: 1, Message: chat.Message{Content: big}}, &session.TurnEnd{Turn: 1},
-		&session.Assistant{Turn: 2, Message: chat.Message{Content: "next"}}, &session.TurnEnd{Turn: 2},
+	recs = []sessionlog.Record{
+		&sessionlog.Assistant{Turn: 1, Message: chat.Message{Content: big}}, &sessionlog.TurnEnd{Turn: 1},
+		&sessionlog.Assistant{Turn: 2, Message: chat.Message{Content: "next"}}, &sessionlog.TurnEnd{Turn: 2},
 	}
 	items, more = finished(recs, 0)
 	if len(items) != 1 || !more || len(items[0].Text) > wire.MaxAnswersBytes || !strings.HasPrefix(big, items[0].Text) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -21,8 +22,8 @@ func TestSessionChannel(t *testing.T) {
 	srv := fake.New(t, fake.Options{})
 	state := t.TempDir()
 	h := start(t, srv, state, func(m *Manager) {
-		m.Baseline = func(_, channel string) (session.Baseline, error) {
-			return session.Baseline{System: "test", Tools: tools.Core(false), Channel: channel}, nil
+		m.Baseline = func(_, channel string) (sessionlog.Baseline, error) {
+			return sessionlog.Baseline{System: "test", Tools: tools.Core(false), Channel: channel}, nil
 		}
 	})
 	c := dial(t, h)

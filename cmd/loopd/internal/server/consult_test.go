@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
@@ -36,24 +37,24 @@ const (
 // is held, as brokerd holds it after consult_pending, until released.
 type consultPort struct {
 	mu      sync.Mutex
-	calls   []broker.Request
+	calls   []wire.ToolRequest
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (p *consultPort) Call(ctx context.Context, r broker.Request, _ func(int64)) broker.Outcome {
+func (p *consultPort) Call(ctx context.Context, r wire.ToolRequest, _ func(int64)) wire.ToolResult {
 	p.mu.Lock()
 	p.calls = append(p.calls, r)
 	p.mu.Unlock()
 	if r.Tool != "consult" {
-		return broker.Outcome{Status: broker.Ran, Output: "file: " + markTool, Class: dataclass.Private}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "file: " + markTool, Label: dataclass.Label{Class: dataclass.Private}}
 	}
 	p.entered <- struct{}{}
 	select {
 	case <-p.release:
 	case <-ctx.Done():
 	}
-	return broker.Outcome{Status: broker.Ran, Output: "[consult: the answer]\nforty-two", Class: dataclass.Private, Untrusted: true}
+	return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nforty-two", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 }
 
 func startWithPort(t *testing.T, srv *fake.Server, state string, port broker.Port) *harness {
@@ -72,8 +73,8 @@ func startWithPort(t *testing.T, srv *fake.Server, state string, port broker.Por
 		t.Fatal(err)
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: port}, Log: log,
-		Baseline: func(string, string) (session.Baseline, error) {
-			return session.Baseline{System: "test\n# identity\n" + markIdentity + "\n# memory\n" + markMemory, Tools: tools.Core(false)}, nil
+		Baseline: func(string, string) (sessionlog.Baseline, error) {
+			return sessionlog.Baseline{System: "test\n# identity\n" + markIdentity + "\n# memory\n" + markMemory, Tools: tools.Core(false)}, nil
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.Start(ctx)
@@ -139,7 +140,7 @@ func TestConsultPendingLeavesOtherThreads(t *testing.T) {
 		t.Fatalf("A's queued turn = %#v", evs[len(evs)-1])
 	}
 	// What brokerd was given for the consult: the model's arguments, only.
-	var got broker.Request
+	var got wire.ToolRequest
 	for _, c := range port.calls {
 		if c.Tool == "consult" {
 			got = c
@@ -161,7 +162,7 @@ func TestConsultPendingLeavesOtherThreads(t *testing.T) {
 	defer s.Close()
 	var found bool
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok && tr.Tool == "consult" {
+		if tr, ok := r.(*sessionlog.ToolResult); ok && tr.Tool == "consult" {
 			found = tr.Untrusted && tr.Class == dataclass.Private && strings.HasSuffix(tr.Content, "forty-two")
 		}
 	}

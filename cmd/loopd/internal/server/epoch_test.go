@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"
@@ -35,8 +36,8 @@ func TestFullMidTurnChangesAtIdle(t *testing.T) {
 		m.Engine.Context = turn.Context{NCtx: 1}
 		m.Policy = Policy{IdleAfter: 100 * time.Millisecond, CompactAt: 60}
 		m.Epoch = &epoch.Changer{Summarise: bg, NCtx: 1, Log: slog.New(slog.DiscardHandler),
-			Baseline: func(context.Context, string, string, int64) (session.Baseline, error) {
-				return session.Baseline{System: "test, epoch 1", Tools: tools.Core(false)}, nil
+			Baseline: func(context.Context, string, string, int64) (sessionlog.Baseline, error) {
+				return sessionlog.Baseline{System: "test, epoch 1", Tools: tools.Core(false)}, nil
 			}}
 	})
 	c := dial(t, h)

@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -45,7 +46,7 @@ import (
 type Manager struct {
 	State    string // the state directory; sessions/ is under it
 	Engine   *turn.Engine
-	Baseline func(id, channel string) (session.Baseline, error) // a new session's baseline
+	Baseline func(id, channel string) (sessionlog.Baseline, error) // a new session's baseline
 	Log      *slog.Logger
 	// Epoch changes epochs (epoch.go); nil: a session keeps its epoch.
 	Epoch  *epoch.Changer
@@ -127,7 +128,7 @@ func (m *Manager) open(id, channel string) (*live, error) {
 	if l, ok := m.sessions[id]; ok {
 		return l, nil
 	}
-	s, err := session.Open(m.State, id, func() (session.Baseline, error) { return m.Baseline(id, channel) })
+	s, err := session.Open(m.State, id, func() (sessionlog.Baseline, error) { return m.Baseline(id, channel) })
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func (m *Manager) SubmitFiles(id, channel, text string, files []wire.FileRef, su
 		return false, &ChannelDiffers{Session: id, Has: has, Got: channel}
 	}
 	if l.running {
-		if err := l.s.Append(&session.User{Turn: l.turn + 1, Text: text, Files: files}); err != nil {
+		if err := l.s.Append(&sessionlog.User{Turn: l.turn + 1, Text: text, Files: files}); err != nil {
 			return false, err
 		}
 		l.next = append(l.next, sub)
@@ -179,7 +180,7 @@ func (m *Manager) SubmitFiles(id, channel, text string, files []wire.FileRef, su
 		return false, err
 	}
 	t := session.StateOf(l.s.Records()).NextTurn
-	if err := l.s.Append(&session.User{Turn: t, Text: text, Files: files}); err != nil {
+	if err := l.s.Append(&sessionlog.User{Turn: t, Text: text, Files: files}); err != nil {
 		return false, err
 	}
 	l.stopIdle()

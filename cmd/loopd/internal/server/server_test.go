@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
@@ -48,8 +48,8 @@ func start(t testing.TB, srv *fake.Server, state string, opts ...func(*Manager))
 		t.Fatal(err)
 	}
 	m := &Manager{State: state, Engine: &turn.Engine{Model: c, Broker: broker.Refusing{}}, Log: log,
-		Baseline: func(string, string) (session.Baseline, error) {
-			return session.Baseline{System: "test", Tools: tools.Core(false)}, nil
+		Baseline: func(string, string) (sessionlog.Baseline, error) {
+			return sessionlog.Baseline{System: "test", Tools: tools.Core(false)}, nil
 		}}
 	for _, o := range opts {
 		o(m)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -93,13 +94,13 @@ func (m *Manager) closeTurn(l *live, t int64, msg, result string, emit func(stri
 	var errs []error
 	if st.Interrupted == t {
 		for _, c := range st.Pending {
-			errs = append(errs, l.s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
-				Content: result, Class: dataclass.Public}))
+			errs = append(errs, l.s.Append(&sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusInterrupted,
+				Content: result, Label: dataclass.Label{Class: dataclass.Public}}))
 		}
 	}
 	errs = append(errs,
-		l.s.Append(&session.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: msg}),
-		l.s.Append(&session.TurnEnd{Turn: t}))
+		l.s.Append(&sessionlog.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: msg}),
+		l.s.Append(&sessionlog.TurnEnd{Turn: t}))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

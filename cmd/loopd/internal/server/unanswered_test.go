@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -98,7 +99,7 @@ func TestFailedTurnEndsWithItsCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok || session.StateOf(recs).NextTurn != 2 {
+	if _, ok := recs[len(recs)-1].(*sessionlog.TurnEnd); !ok || session.StateOf(recs).NextTurn != 2 {
 		t.Errorf("the log after the failed turn: %#v", recs)
 	}
 	srv.Script(fake.Reply{Content: "Now it works."})

@@ -63,7 +63,7 @@ func Current(dir string) (int64, error) {
 // checkHead refuses an epoch whose first record is not its head, or
 // whose head does not name the last line of the epoch before it (that
 // file was changed after the epoch ended, or the files were mixed).
-func checkHead(dir string, epoch int64, recs []Record) error {
+func checkHead(dir string, epoch int64, recs []sessionlog.Record) error {
 	path := logPath(dir, epoch)
 	var head *Head
 	if len(recs) > 0 {
@@ -102,7 +102,7 @@ func (s *Session) Ended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.records {
-		if _, ok := r.(*TurnEnd); ok {
+		if _, ok := r.(*sessionlog.TurnEnd); ok {
 			return true
 		}
 	}
@@ -128,23 +128,23 @@ const (
 // holds whatever keeps other appends out (loopd's live session lock) and
 // uses only the returned session afterwards; this one is closed on
 // success. On an error this epoch stays current and open.
-func (s *Session) Change(base Baseline, sum Summary, upTo int64) (*Session, error) {
+func (s *Session) Change(base sessionlog.Baseline, sum Summary, upTo int64) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dir, next := Dir(s.state, s.ID), s.Epoch+1
 	t := sessionlog.TrustOf(s.records)
-	recs := []Record{
+	recs := []sessionlog.Record{
 		&Head{Turn: upTo, Epoch: next, Prev: s.Epoch, PrevHash: sessionlog.LineHash(s.last), Taint: t.Taint, Untrusted: t.Untrusted},
 		&Summary{Turn: upTo, Epoch: next, Text: sum.Text, CacheN: sum.CacheN, PromptN: sum.PromptN, PredictedN: sum.PredictedN},
 	}
 	for _, r := range s.records {
-		if u, ok := r.(*User); ok && u.Turn > upTo {
-			recs = append(recs, &User{Turn: u.Turn, Text: u.Text, Files: u.Files})
+		if u, ok := r.(*sessionlog.User); ok && u.Turn > upTo {
+			recs = append(recs, &sessionlog.User{Turn: u.Turn, Text: u.Text, Files: u.Files})
 		}
 	}
 	var buf bytes.Buffer
 	for _, r := range recs {
-		line, err := Records.Encode(r)
+		line, err := sessionlog.Records.Encode(r)
 		if err != nil {
 			return nil, fmt.Errorf("change epoch: %w", err)
 		}
@@ -182,7 +182,7 @@ func (s *Session) Change(base Baseline, sum Summary, upTo int64) (*Session, erro
 
 // EpochRecords reads epoch n of session id under state (an earlier one,
 // for answers that finished in it), strictly, never for writing.
-func EpochRecords(state, id string, n int64) ([]Record, error) {
+func EpochRecords(state, id string, n int64) ([]sessionlog.Record, error) {
 	recs, _, err := readRecords(logPath(Dir(state, id), n))
 	return recs, err
 }

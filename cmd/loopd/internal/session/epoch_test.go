@@ -5,12 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"wntrmute.dev/boxmaker/pkg/model/chat"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
 
-func base0() (Baseline, error) { return Baseline{System: "epoch 0", Tools: []chat.Tool{}}, nil }
+func base0() (sessionlog.Baseline, error) {
+	return sessionlog.Baseline{System: "epoch 0", Tools: []chat.Tool{}}, nil
+}
 
 // TestChangeAndReopen: a change writes the next epoch's head (trust and
 // the hash of the last line) and summary, moves the waiting message, and
@@ -23,15 +27,15 @@ func TestChangeAndReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []Record{&User{Turn: 1, Text: "read it"},
-		&ToolResult{Turn: 1, CallID: "c", Tool: "read_file", Status: StatusOK, Content: "page", Class: dataclass.Secret, Untrusted: true},
-		&TurnEnd{Turn: 1}, &User{Turn: 2, Text: "waiting"}} {
+	for _, r := range []sessionlog.Record{&sessionlog.User{Turn: 1, Text: "read it"},
+		&sessionlog.ToolResult{Turn: 1, CallID: "c", Tool: "read_file", Status: wire.StatusRan, Content: "page", Label: dataclass.Label{Class: dataclass.Secret, Untrusted: true}},
+		&sessionlog.TurnEnd{Turn: 1}, &sessionlog.User{Turn: 2, Text: "waiting"}} {
 		if err := s.Append(r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := s.Trust()
-	ns, err := s.Change(Baseline{System: "epoch 1", Tools: []chat.Tool{}}, Summary{Text: "read a page"}, 1)
+	ns, err := s.Change(sessionlog.Baseline{System: "epoch 1", Tools: []chat.Tool{}}, Summary{Text: "read a page"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

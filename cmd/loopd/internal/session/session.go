@@ -23,13 +23,13 @@ import (
 type Session struct {
 	ID       string
 	Epoch    int64
-	Baseline Baseline
+	Baseline sessionlog.Baseline
 
 	state string
 
 	mu      sync.Mutex // guards w, records, last, replay, slot and full
 	w       *jsonl.Writer
-	records []Record
+	records []sessionlog.Record
 	last    []byte // the file's last line, without its newline (a next Head names its hash)
 	// replay and slot follow records as they are appended, so a model
 	// call costs the new records, not the whole log.
@@ -45,7 +45,7 @@ func Dir(state, id string) string { return layout.SessionDir(state, id) }
 // A new session snapshots newBaseline as epoch 0's; an existing one keeps
 // the baseline its epoch started with. A torn or undecodable log, or an
 // epoch whose head does not follow the epoch before it, is refused.
-func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, error) {
+func Open(state, id string, newBaseline func() (sessionlog.Baseline, error)) (*Session, error) {
 	if err := wire.CheckSessionID(id); err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
@@ -63,8 +63,8 @@ func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, err
 	if epoch > 0 {
 		// A later epoch's baseline was written before its log: missing,
 		// the directory was tampered with.
-		mk = func() (Baseline, error) {
-			return Baseline{}, fmt.Errorf("%s has no baseline; see docs/runbook.md#session-log-damaged", logPath(dir, epoch))
+		mk = func() (sessionlog.Baseline, error) {
+			return sessionlog.Baseline{}, fmt.Errorf("%s has no baseline; see docs/runbook.md#session-log-damaged", logPath(dir, epoch))
 		}
 	}
 	base, err := loadBaseline(baselinePath(dir, epoch), mk)
@@ -94,28 +94,28 @@ func Open(state, id string, newBaseline func() (Baseline, error)) (*Session, err
 
 // loadBaseline reads the snapshot, or writes a new one atomically (temp
 // file, fsync, rename) so that a crash never leaves half a baseline.
-func loadBaseline(path string, mk func() (Baseline, error)) (Baseline, error) {
-	var b Baseline
+func loadBaseline(path string, mk func() (sessionlog.Baseline, error)) (sessionlog.Baseline, error) {
+	var b sessionlog.Baseline
 	data, err := os.ReadFile(path)
 	if err == nil {
 		if err := strict.Unmarshal(data, &b); err != nil {
-			return Baseline{}, fmt.Errorf("%s: %v; see docs/runbook.md#session-log-damaged", path, err)
+			return sessionlog.Baseline{}, fmt.Errorf("%s: %v; see docs/runbook.md#session-log-damaged", path, err)
 		}
 		return b, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return Baseline{}, fmt.Errorf("read baseline: %w", err)
+		return sessionlog.Baseline{}, fmt.Errorf("read baseline: %w", err)
 	}
 	if b, err = mk(); err != nil {
-		return Baseline{}, fmt.Errorf("build baseline: %w", err)
+		return sessionlog.Baseline{}, fmt.Errorf("build baseline: %w", err)
 	}
 	if err := writeBaseline(path, b); err != nil {
-		return Baseline{}, err
+		return sessionlog.Baseline{}, err
 	}
 	return b, nil
 }
 
-func writeBaseline(path string, b Baseline) error {
+func writeBaseline(path string, b sessionlog.Baseline) error {
 	data, err := strict.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("encode baseline: %w", err)
@@ -154,11 +154,11 @@ func writeFile(path string, data []byte) error {
 
 // readRecords decodes every line strictly and returns the records and
 // the last line; a missing file is an empty log.
-func readRecords(path string) ([]Record, []byte, error) {
-	var recs []Record
+func readRecords(path string) ([]sessionlog.Record, []byte, error) {
+	var recs []sessionlog.Record
 	var last []byte
 	err := jsonl.Scan(path, jsonl.DefaultMaxLine, func(n int, b []byte) error {
-		r, err := Records.Decode(b)
+		r, err := sessionlog.Records.Decode(b)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %v; see docs/runbook.md#session-log-damaged", path, n, err)
 		}
@@ -173,8 +173,8 @@ func readRecords(path string) ([]Record, []byte, error) {
 }
 
 // Append logs r durably and only then adds it to the session's records.
-func (s *Session) Append(r Record) error {
-	line, err := Records.Encode(r)
+func (s *Session) Append(r sessionlog.Record) error {
+	line, err := sessionlog.Records.Encode(r)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", s.ID, err)
 	}
@@ -190,22 +190,22 @@ func (s *Session) Append(r Record) error {
 
 // add adds a logged record to the in-memory state. s.mu is held, or s is
 // not yet shared.
-func (s *Session) add(r Record) {
+func (s *Session) add(r sessionlog.Record) {
 	s.records = append(s.records, r)
 	s.replay.Add(r)
 	switch r := r.(type) {
-	case *Usage:
+	case *sessionlog.Usage:
 		s.slot = slotOf(r)
-	case *Stopped:
+	case *sessionlog.Stopped:
 		s.full = s.full || r.Reason == wire.StopSessionFull
 	}
 }
 
-func slotOf(u *Usage) llama.SlotState {
+func slotOf(u *sessionlog.Usage) llama.SlotState {
 	return llama.SlotState{Total: u.CacheN + u.PromptN + u.PredictedN}
 }
 
-// Messages is [Replay](s.Baseline, s.Records(), upTo), the request's
+// Messages is [sessionlog.Replay](s.Baseline, s.Records(), upTo), the request's
 // messages for turn upTo, kept up to date as records are appended
 // (pkg/logs/sessionlog.Replayer) instead of rebuilt from the whole log. The
 // messages it returns must not be modified; later calls never change
@@ -233,10 +233,10 @@ func (s *Session) Full() bool {
 }
 
 // Records returns a copy of the records in log order.
-func (s *Session) Records() []Record {
+func (s *Session) Records() []sessionlog.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Record(nil), s.records...)
+	return append([]sessionlog.Record(nil), s.records...)
 }
 
 // Close closes the log.
@@ -269,7 +269,7 @@ type State struct {
 }
 
 // StateOf reads the state from the records.
-func StateOf(recs []Record) State {
+func StateOf(recs []sessionlog.Record) State {
 	var st State
 	var last, started, maxUser int64
 	ended := map[int64]bool{}
@@ -279,20 +279,20 @@ func StateOf(recs []Record) State {
 		t := r.TurnOf()
 		last = max(last, t)
 		switch r := r.(type) {
-		case *User:
+		case *sessionlog.User:
 			maxUser = max(maxUser, t)
 			continue
 		case *Head, *Summary:
 			continue // the previous epoch's last turn, ended there
-		case *Assistant:
+		case *sessionlog.Assistant:
 			calls[t] = append(calls[t], r.Message.ToolCalls...)
-		case *ToolResult:
+		case *sessionlog.ToolResult:
 			answered[r.CallID] = true
-		case *Usage:
+		case *sessionlog.Usage:
 			st.Slot = slotOf(r)
-		case *TurnEnd:
+		case *sessionlog.TurnEnd:
 			ended[t] = true
-		case *Stopped:
+		case *sessionlog.Stopped:
 			st.Full = st.Full || r.Reason == wire.StopSessionFull
 		}
 		started = max(started, t)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/tools"
@@ -18,18 +19,18 @@ import (
 // TestGolden: each record type's golden file decodes strictly and
 // re-encodes to the same bytes; every type has one.
 func TestGolden(t *testing.T) {
-	for _, tag := range Records.Tags() {
+	for _, tag := range sessionlog.Records.Tags() {
 		want, err := os.ReadFile(filepath.Join("testdata", tag+".json"))
 		if err != nil {
 			t.Errorf("record %q has no golden file", tag)
 			continue
 		}
-		r, err := Records.Decode(want)
+		r, err := sessionlog.Records.Decode(want)
 		if err != nil {
 			t.Errorf("Decode(%s): %v", tag, err)
 			continue
 		}
-		got, _ := Records.Encode(r)
+		got, _ := sessionlog.Records.Encode(r)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: Encode(Decode(golden)) =\n%s\nwant\n%s", tag, got, want)
 		}
@@ -40,13 +41,15 @@ func TestGolden(t *testing.T) {
 		`{"type":"user","turn":1.5,"text":"x"}`,
 		`{"type":"usage","turn":1,"cache_n":1,"prompt_n":1,"predicted_n":1,"prompt_us":1.5,"predicted_us":1,"prompt_tokens":1,"reasoning_tokens":0,"cap_fired":false,"cache_gap":0}`,
 	} {
-		if _, err := Records.Decode([]byte(bad)); err == nil {
+		if _, err := sessionlog.Records.Decode([]byte(bad)); err == nil {
 			t.Errorf("Decode(%s) succeeded", bad)
 		}
 	}
 }
 
-func base() (Baseline, error) { return Baseline{System: "sys", Tools: tools.Core(false)}, nil }
+func base() (sessionlog.Baseline, error) {
+	return sessionlog.Baseline{System: "sys", Tools: tools.Core(false)}, nil
+}
 
 func TestBaselineSnapshotKept(t *testing.T) {
 	state := t.TempDir()
@@ -54,10 +57,10 @@ func TestBaselineSnapshotKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Append(&User{Turn: 1, Text: "hi"})
+	s.Append(&sessionlog.User{Turn: 1, Text: "hi"})
 	s.Close()
-	s2, err := Open(state, "s1", func() (Baseline, error) {
-		return Baseline{System: "an edited prompt"}, nil
+	s2, err := Open(state, "s1", func() (sessionlog.Baseline, error) {
+		return sessionlog.Baseline{System: "an edited prompt"}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +80,7 @@ func TestBaselineSnapshotKept(t *testing.T) {
 func TestTornAndDamagedLogsRefused(t *testing.T) {
 	state := t.TempDir()
 	s, _ := Open(state, "s1", base)
-	s.Append(&User{Turn: 1, Text: "hi"})
+	s.Append(&sessionlog.User{Turn: 1, Text: "hi"})
 	s.Close()
 	log := filepath.Join(Dir(state, "s1"), "0.jsonl")
 	good, _ := os.ReadFile(log)

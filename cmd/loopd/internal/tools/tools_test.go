@@ -159,3 +159,29 @@ func TestFindConsult(t *testing.T) {
 		}
 	}
 }
+
+// TestMemorySchemas: each memory tool's schema declares exactly the keys
+// of its arguments in package toolargs (memoryd's one parser of them) and
+// requires exactly those the parser requires, so a call that follows the
+// schema is one memoryd can parse.
+func TestMemorySchemas(t *testing.T) {
+	for _, name := range []string{toolset.Recall, toolset.Memory, toolset.AskMemory} {
+		all, required, ok := toolargs.MemoryKeys(name)
+		if !ok {
+			t.Fatalf("toolargs has no arguments for %s", name)
+		}
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(specs[name].parameters, &schema); err != nil {
+			t.Fatalf("%s: schema: %v", name, err)
+		}
+		if got := slices.Sorted(maps.Keys(schema.Properties)); !slices.Equal(got, slices.Sorted(slices.Values(all))) {
+			t.Errorf("%s: schema properties %q, arguments %q", name, got, all)
+		}
+		if got := slices.Sorted(slices.Values(schema.Required)); !slices.Equal(got, slices.Sorted(slices.Values(required))) {
+			t.Errorf("%s: schema requires %q, toolargs requires %q", name, got, required)
+		}
+	}
+}

@@ -3,10 +3,10 @@ package turn
 import (
 	"context"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/checks/llamaserver"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -38,14 +38,14 @@ func TestThinkingCapReal(t *testing.T) {
 	}
 	for _, rec := range s.Records() {
 		switch rec := rec.(type) {
-		case *session.Stopped:
+		case *sessionlog.Stopped:
 			t.Errorf("the turn was stopped: %+v", rec)
-		case *session.Usage:
+		case *sessionlog.Usage:
 			if !rec.CapFired || rec.CapAt != capAt {
 				t.Errorf("usage %+v: want the cap fired at %d", rec, capAt)
 			}
 			t.Logf("reasoning tokens %d, predicted %d, cap refused %q", rec.ReasoningTokens, rec.PredictedN, rec.CapRefused)
-		case *session.Assistant:
+		case *sessionlog.Assistant:
 			t.Logf("answer %q", rec.Message.Content)
 		}
 	}

@@ -91,7 +91,7 @@ func (m *summaryModel) Complete(_ context.Context, req llama.Request, _ llama.Sl
 		m.err = fmt.Errorf("the summary request changes the tools or is uncapped")
 	}
 	if m.rng.IntN(3) == 0 {
-		m.s.Append(&session.User{Turn: m.upTo + 1, Text: "arrived during the change"})
+		m.s.Append(&sessionlog.User{Turn: m.upTo + 1, Text: "arrived during the change"})
 	}
 	if m.fail {
 		return nil, errKilled
@@ -112,8 +112,8 @@ func encode(msgs []chat.Message) [][]byte {
 	return out
 }
 
-func epochBaseline(_ context.Context, _, _ string, n int64) (session.Baseline, error) {
-	return session.Baseline{System: fmt.Sprintf("You are a test, in epoch %d.", n), Tools: tools.Core(false)}, nil
+func epochBaseline(_ context.Context, _, _ string, n int64) (sessionlog.Baseline, error) {
+	return sessionlog.Baseline{System: fmt.Sprintf("You are a test, in epoch %d.", n), Tools: tools.Core(false)}, nil
 }
 
 // change tries an epoch change of s, killing it at a random step, and
@@ -202,12 +202,12 @@ func (e *epochs) change(s *session.Session) (*session.Session, error) {
 	// is in the new epoch: nothing is lost.
 	var waited, moved []string
 	for _, r := range prev.Records() {
-		if u, ok := r.(*session.User); ok && u.Turn > sm.upTo {
+		if u, ok := r.(*sessionlog.User); ok && u.Turn > sm.upTo {
 			waited = append(waited, fmt.Sprint(u.Turn, u.Text))
 		}
 	}
 	for _, r := range recs {
-		if u, ok := r.(*session.User); ok {
+		if u, ok := r.(*sessionlog.User); ok {
 			moved = append(moved, fmt.Sprint(u.Turn, u.Text))
 		}
 	}
@@ -234,7 +234,7 @@ func (e *epochs) first(s *session.Session, req llama.Request, turn int64) error 
 		{Role: chat.RoleUser, Content: sessionlog.SummaryMessage(&session.Summary{Epoch: s.Epoch, Text: e.want})},
 	}
 	for _, r := range s.Records() {
-		if u, ok := r.(*session.User); ok && u.Turn == turn {
+		if u, ok := r.(*sessionlog.User); ok && u.Turn == turn {
 			want = append(want, chat.Message{Role: chat.RoleUser, Content: u.Text})
 		}
 	}

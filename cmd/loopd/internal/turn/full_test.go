@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
@@ -29,21 +29,21 @@ func fullStop(t *testing.T, ev events) string {
 
 // everyCallAnswered: each tool call the model made has its result record,
 // and the turn ends in a session_full stop and a TurnEnd.
-func everyCallAnswered(t *testing.T, recs []session.Record, turn int64) {
+func everyCallAnswered(t *testing.T, recs []sessionlog.Record, turn int64) {
 	t.Helper()
 	calls, results := map[string]bool{}, map[string]bool{}
 	var stopped, ended bool
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *session.Assistant:
+		case *sessionlog.Assistant:
 			for _, c := range r.Message.ToolCalls {
 				calls[c.ID] = true
 			}
-		case *session.ToolResult:
+		case *sessionlog.ToolResult:
 			results[r.CallID] = true
-		case *session.Stopped:
+		case *sessionlog.Stopped:
 			stopped = stopped || (r.Turn == turn && r.Reason == wire.StopSessionFull)
-		case *session.TurnEnd:
+		case *sessionlog.TurnEnd:
 			ended = ended || r.Turn == turn
 		}
 	}
@@ -92,7 +92,7 @@ func TestOverflowMidTurnIsSessionFull(t *testing.T) {
 	srv.Script(fake.Reply{Reasoning: "Read it, and the time.", ToolCalls: []fake.ToolCall{
 		call("call_tool", `{"name":"read_file","arguments":{"path":"/big"}}`), call("clock", `{}`)}})
 	// About 3,000 tokens of the fake's vocabulary: over the 2,048-token slot.
-	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: strings.Repeat("w ", 1500), Class: dataclass.Public}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("w ", 1500), Label: dataclass.Label{Class: dataclass.Public}}}
 	e := &Engine{Model: c, Broker: b}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "Read /big.")
@@ -125,7 +125,7 @@ func TestOverflowMidTurnIsSessionFull(t *testing.T) {
 	}
 	kept := false
 	for _, r := range s.Records() {
-		if u, ok := r.(*session.User); ok && u.Turn == 2 && u.Text == "Are you there?" {
+		if u, ok := r.(*sessionlog.User); ok && u.Turn == 2 && u.Text == "Are you there?" {
 			kept = true
 		}
 	}

@@ -3,9 +3,9 @@ package turn
 import (
 	"context"
 	"testing"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -21,14 +21,14 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 		fake.Reply{Reasoning: "Look.", ToolCalls: []fake.ToolCall{call("recall", `{"query":"tea","k":2}`), call("memory", `{"action":"note","text":"tea"}`)}},
 		fake.Reply{Reasoning: "Done.", Content: "Sencha."},
 	)
-	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: "[1] source=memory-tainted", Class: dataclass.Private, Untrusted: true}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: "[1] source=memory-tainted", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}}
 	var ended []int64
 	var ev events
 	s := openSession(t, stateDir(t))
 	e := &Engine{Model: c, Broker: b, Ended: func(s *session.Session, turn int64) {
 		id := s.ID
 		recs := s.Records()
-		if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok || id != "s1" {
+		if _, ok := recs[len(recs)-1].(*sessionlog.TurnEnd); !ok || id != "s1" {
 			t.Errorf("Ended before the turn's end was logged")
 		}
 		if a, ok := ev.last().(*wire.Answer); !ok || a.Text != "Sencha." {
@@ -44,9 +44,9 @@ func TestMemoryToolsAndEnded(t *testing.T) {
 		b.calls[1].Tool != "memory" || string(b.calls[1].Arguments) != `{"action":"note","text":"tea"}` {
 		t.Errorf("broker calls = %+v", b.calls)
 	}
-	var results []*session.ToolResult
+	var results []*sessionlog.ToolResult
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok {
+		if tr, ok := r.(*sessionlog.ToolResult); ok {
 			results = append(results, tr)
 		}
 	}

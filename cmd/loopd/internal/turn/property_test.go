@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
+	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
-	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/pkg/model/chat"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
@@ -91,7 +92,7 @@ type randomBroker struct {
 	consults int // consults answered, so the property test can show it covered them
 }
 
-func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
+func (b *randomBroker) Call(_ context.Context, r wire.ToolRequest, pending func(int64)) wire.ToolResult {
 	if b.rng.IntN(4) == 0 {
 		b.queue()
 	}
@@ -105,22 +106,22 @@ func (b *randomBroker) Call(_ context.Context, r broker.Request, pending func(in
 		b.consults++
 		switch b.rng.IntN(3) {
 		case 0:
-			return broker.Outcome{Status: broker.Failed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Class: dataclass.Private, Untrusted: true}
+			return wire.ToolResult{Status: wire.StatusFailed, Output: "consult failed: the answer did not end within the total bound; see docs/runbook.md#consult-unbounded", Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 		case 1:
-			return broker.Outcome{Status: broker.Denied, Output: "consult denied (consult_untrusted)", Class: dataclass.Public}
+			return wire.ToolResult{Status: wire.StatusDenied, Output: "consult denied (consult_untrusted)", Label: dataclass.Label{Class: dataclass.Public}}
 		}
-		return broker.Outcome{Status: broker.Ran, Output: "[consult: the answer]\nremote " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "[consult: the answer]\nremote " + string(r.Arguments), Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 	}
 	switch b.rng.IntN(4) {
 	case 0:
-		return broker.Outcome{Status: broker.Denied, Output: "no grant", Class: dataclass.Public}
+		return wire.ToolResult{Status: wire.StatusDenied, Output: "no grant", Label: dataclass.Label{Class: dataclass.Public}}
 	case 1:
 		pending(int64(b.rng.IntN(100)))
-		return broker.Outcome{Status: broker.Ran, Output: "contents of " + string(r.Arguments), Class: dataclass.Private, Untrusted: true}
+		return wire.ToolResult{Status: wire.StatusRan, Output: "contents of " + string(r.Arguments), Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}
 	case 2:
-		return broker.Outcome{Status: broker.Failed, Output: "exit 1", Class: dataclass.Private}
+		return wire.ToolResult{Status: wire.StatusFailed, Output: "exit 1", Label: dataclass.Label{Class: dataclass.Private}}
 	}
-	return broker.Outcome{Status: broker.Ran, Output: strings.Repeat("x", b.rng.IntN(64)), Class: dataclass.Public}
+	return wire.ToolResult{Status: wire.StatusRan, Output: strings.Repeat("x", b.rng.IntN(64)), Label: dataclass.Label{Class: dataclass.Public}}
 }
 
 // TestAppendOnlyProperty runs random conversations (users, batched users,
@@ -175,7 +176,7 @@ func conversation(state string, seed int) (int, error) {
 			mismatch = err
 			return err
 		}
-		want := session.Replay(s.Baseline, s.Records(), turnNo)
+		want := sessionlog.Replay(s.Baseline, s.Records(), turnNo)
 		if !reflect.DeepEqual(req.Messages, want) {
 			mismatch = fmt.Errorf("turn %d: the session's messages differ from Replay:\n%+v\n%+v", turnNo, req.Messages, want)
 		} else if st := session.StateOf(s.Records()); prev != st.Slot {
@@ -187,7 +188,7 @@ func conversation(state string, seed int) (int, error) {
 	}
 	clockAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	b := &randomBroker{rng: rng}
-	b.queue = func() { s.Append(&session.User{Turn: turnNo + 1, Text: "queued"}) }
+	b.queue = func() { s.Append(&sessionlog.User{Turn: turnNo + 1, Text: "queued"}) }
 	e := &Engine{Model: m, Broker: b, Limits: Limits{MaxCalls: 1 + rng.IntN(4), RepeatLimit: 2 + rng.IntN(2)},
 		Now: func() time.Time { clockAt = clockAt.Add(time.Minute); return clockAt }}
 	for range 1 + rng.IntN(6) {
@@ -203,7 +204,7 @@ func conversation(state string, seed int) (int, error) {
 		}
 		turnNo = session.StateOf(s.Records()).NextTurn
 		for range 1 + rng.IntN(2) {
-			if err := s.Append(&session.User{Turn: turnNo, Text: fmt.Sprintf("user %d", rng.IntN(1000))}); err != nil {
+			if err := s.Append(&sessionlog.User{Turn: turnNo, Text: fmt.Sprintf("user %d", rng.IntN(1000))}); err != nil {
 				return 0, err
 			}
 		}

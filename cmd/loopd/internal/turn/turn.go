@@ -3,7 +3,7 @@
 // else through brokerd), and stops the turn when it runs away.
 //
 // Invariants:
-//   - every model request is [session.Replay] of the log (through
+//   - every model request is [sessionlog.Replay] of the log (through
 //     [session.Session.Messages], which keeps it incrementally and equals
 //     it): the engine never builds a message any other way, so each
 //     request is an exact extension of the previous one (what the server
@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
@@ -123,7 +124,7 @@ func (e *Engine) Run(ctx context.Context, s *session.Session, t int64, emit Emit
 		// any turn (Inference contract 8, decision P4).
 		calls := comp.Message.ToolCalls
 		if len(calls) == 0 {
-			if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
+			if err := s.Append(&sessionlog.TurnEnd{Turn: t}); err != nil {
 				return err
 			}
 			// The owner's answer goes first; memoryd hears of the turn
@@ -191,10 +192,10 @@ func (e *Engine) limits() Limits {
 
 // logCompletion writes the assistant message, its usage and any cache loss.
 func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion) error {
-	if err := s.Append(&session.Assistant{Turn: t, Message: c.Message}); err != nil {
+	if err := s.Append(&sessionlog.Assistant{Turn: t, Message: c.Message}); err != nil {
 		return err
 	}
-	u := &session.Usage{Turn: t, PromptTokens: c.Usage.PromptTokens, ReasoningTokens: c.ReasoningTokens, CapFired: c.CapFired, CapAt: c.CapAt, CacheGap: c.CacheGap}
+	u := &sessionlog.Usage{Turn: t, PromptTokens: c.Usage.PromptTokens, ReasoningTokens: c.ReasoningTokens, CapFired: c.CapFired, CapAt: c.CapAt, CacheGap: c.CacheGap}
 	if c.CapErr != nil {
 		u.CapRefused = c.CapErr.Error()
 	}
@@ -206,7 +207,7 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 		return err
 	}
 	if l := c.CacheLoss; l != nil {
-		return s.Append(&session.CacheLoss{Turn: t, Tokens: l.Tokens, PrevTotal: l.PrevTotal, Cached: l.Cached})
+		return s.Append(&sessionlog.CacheLoss{Turn: t, Tokens: l.Tokens, PrevTotal: l.PrevTotal, Cached: l.Cached})
 	}
 	return nil
 }
@@ -216,15 +217,15 @@ func (e *Engine) logCompletion(s *session.Session, t int64, c *llama.Completion)
 // conversation), then the stop and the turn's end are logged.
 func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolCall, why wire.StopReason, msg string) error {
 	for _, c := range calls {
-		r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusNotRun, Content: "the turn was stopped: " + string(why), Class: dataclass.Public}
+		r := &sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusNotRun, Content: "the turn was stopped: " + string(why), Label: dataclass.Label{Class: dataclass.Public}}
 		if err := s.Append(r); err != nil {
 			return err
 		}
 	}
-	if err := s.Append(&session.Stopped{Turn: t, Reason: why, Msg: msg}); err != nil {
+	if err := s.Append(&sessionlog.Stopped{Turn: t, Reason: why, Msg: msg}); err != nil {
 		return err
 	}
-	if err := s.Append(&session.TurnEnd{Turn: t}); err != nil {
+	if err := s.Append(&sessionlog.TurnEnd{Turn: t}); err != nil {
 		return err
 	}
 	emit(&wire.Stopped{Session: s.ID, Turn: t, Reason: why, Msg: msg})
@@ -234,7 +235,7 @@ func (e *Engine) stop(s *session.Session, t int64, emit Emit, calls []chat.ToolC
 
 // runCall carries out one tool call and logs its result.
 func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c chat.ToolCall, emit Emit) error {
-	r := &session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Class: dataclass.Public}
+	r := &sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Label: dataclass.Label{Class: dataclass.Public}}
 	switch name := c.Function.Name; {
 	case name == toolset.Clock:
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: toolset.Clock})
@@ -248,25 +249,19 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 			target, err = tools.MemoryCall(name, c.Function.Arguments)
 		}
 		if err != nil {
-			r.Status, r.Content = session.StatusError, err.Error()
+			r.Status, r.Content = wire.StatusFailed, err.Error()
 			break
 		}
 		r.Tool = target.Name
 		emit(&wire.ToolRunning{Session: s.ID, CallID: c.ID, Tool: target.Name})
-		out := e.Broker.Call(ctx, broker.Request{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments, Epoch: s.Epoch},
+		out := e.Broker.Call(ctx, wire.ToolRequest{Session: s.ID, CallID: c.ID, Tool: target.Name, Arguments: target.Arguments, Epoch: s.Epoch},
 			func(id int64) {
-				if s.Append(&session.Approval{Turn: t, CallID: c.ID, ID: id, State: "pending"}) == nil {
+				if s.Append(&sessionlog.Approval{Turn: t, CallID: c.ID, ID: id, State: "pending"}) == nil {
 					emit(&wire.ApprovalPending{Session: s.ID, CallID: c.ID, Tool: target.Name, ID: id})
 				}
 			})
-		r.Content, r.Class, r.Untrusted, r.Posted = out.Output, out.Class, out.Untrusted, out.Posted
-		switch out.Status {
-		case broker.Ran:
-			r.Status = session.StatusOK
-		case broker.Failed:
-			r.Status = session.StatusError
-		default:
-			r.Status = session.StatusDenied
+		r.Status, r.Content, r.Label, r.Posted = out.Status, out.Output, out.Label, out.Posted
+		if out.Status == wire.StatusDenied {
 			emit(&wire.ToolDenied{Session: s.ID, CallID: c.ID, Tool: target.Name, Reason: out.Output})
 		}
 		if !r.Class.Valid() {
@@ -276,7 +271,7 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 	default:
 		// The server's grammar only produces declared tools; this is a
 		// guard, not a path.
-		r.Status, r.Content = session.StatusError, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
+		r.Status, r.Content = wire.StatusFailed, fmt.Sprintf("there is no tool %q in this conversation", c.Function.Name)
 	}
 	// Cut once, when the result is first logged; the log keeps the cut
 	// text for ever.
@@ -289,20 +284,20 @@ func (e *Engine) runCall(ctx context.Context, s *session.Session, t int64, c cha
 func posted(s *session.Session, t int64) []wire.PostedFile {
 	var out []wire.PostedFile
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok && tr.Turn == t && tr.Posted != nil && len(out) < wire.MaxFiles {
+		if tr, ok := r.(*sessionlog.ToolResult); ok && tr.Turn == t && tr.Posted != nil && len(out) < wire.MaxFiles {
 			out = append(out, *tr.Posted)
 		}
 	}
 	return out
 }
 
-func (e *Engine) local(r *session.ToolResult, f func() (string, error)) {
+func (e *Engine) local(r *sessionlog.ToolResult, f func() (string, error)) {
 	out, err := f()
 	if err != nil {
-		r.Status, r.Content = session.StatusError, err.Error()
+		r.Status, r.Content = wire.StatusFailed, err.Error()
 		return
 	}
-	r.Status, r.Content = session.StatusOK, out
+	r.Status, r.Content = wire.StatusRan, out
 }
 
 func (e *Engine) now() time.Time {
@@ -324,12 +319,12 @@ func Interrupted(s *session.Session) error {
 	}
 	var errs []error
 	for _, c := range st.Pending {
-		errs = append(errs, s.Append(&session.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: session.StatusInterrupted,
-			Content: "loopd stopped before the result came; the call may or may not have run", Class: dataclass.Public}))
+		errs = append(errs, s.Append(&sessionlog.ToolResult{Turn: t, CallID: c.ID, Tool: c.Function.Name, Status: wire.StatusInterrupted,
+			Content: "loopd stopped before the result came; the call may or may not have run", Label: dataclass.Label{Class: dataclass.Public}}))
 	}
 	errs = append(errs,
-		s.Append(&session.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: "loopd stopped during this turn"}),
-		s.Append(&session.TurnEnd{Turn: t}))
+		s.Append(&sessionlog.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: "loopd stopped during this turn"}),
+		s.Append(&sessionlog.TurnEnd{Turn: t}))
 	return errors.Join(errs...)
 }
 
@@ -347,8 +342,8 @@ func Unanswered(s *session.Session) error {
 		return nil
 	}
 	return errors.Join(
-		s.Append(&session.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: UnansweredMsg}),
-		s.Append(&session.TurnEnd{Turn: t}))
+		s.Append(&sessionlog.Stopped{Turn: t, Reason: wire.StopInterrupted, Msg: UnansweredMsg}),
+		s.Append(&sessionlog.TurnEnd{Turn: t}))
 }
 
 // UnansweredMsg is the stop message of a turn closed by [Unanswered].

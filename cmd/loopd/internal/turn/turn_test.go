@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"
@@ -34,8 +35,8 @@ func stateDir(t testing.TB) string {
 	return t.TempDir()
 }
 
-func baseline() (session.Baseline, error) {
-	return session.Baseline{System: "You are a test.", Tools: tools.Core(false)}, nil
+func baseline() (sessionlog.Baseline, error) {
+	return sessionlog.Baseline{System: "You are a test.", Tools: tools.Core(false)}, nil
 }
 
 func openSession(t testing.TB, state string) *session.Session {
@@ -56,12 +57,12 @@ func (e events) last() strict.Variant { return e[len(e)-1] }
 
 // stub is a broker port with a fixed answer.
 type stub struct {
-	out     broker.Outcome
+	out     wire.ToolResult
 	pending int64
-	calls   []broker.Request
+	calls   []wire.ToolRequest
 }
 
-func (b *stub) Call(_ context.Context, r broker.Request, pending func(int64)) broker.Outcome {
+func (b *stub) Call(_ context.Context, r wire.ToolRequest, pending func(int64)) wire.ToolResult {
 	b.calls = append(b.calls, r)
 	if b.pending != 0 {
 		pending(b.pending)
@@ -81,7 +82,7 @@ func setup(t *testing.T, opts fake.Options, cap int) (*fake.Server, *llama.Clien
 
 func user(t *testing.T, s *session.Session, turn int64, text string) {
 	t.Helper()
-	if err := s.Append(&session.User{Turn: turn, Text: text}); err != nil {
+	if err := s.Append(&sessionlog.User{Turn: turn, Text: text}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,7 +96,7 @@ func TestAnswerAndTools(t *testing.T) {
 		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{call("call_tool", `{"name":"read_file","arguments":{"path":"/etc/hosts"}}`)}},
 		fake.Reply{Reasoning: "Done.", Content: "I could not read it."},
 	)
-	b := &stub{out: broker.Outcome{Status: broker.Denied, Output: "no grant covers read_file /etc/hosts", Class: dataclass.Public}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusDenied, Output: "no grant covers read_file /etc/hosts", Label: dataclass.Label{Class: dataclass.Public}}}
 	e := &Engine{Model: c, Broker: b, Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "What time is it, and what is in /etc/hosts?")
@@ -109,22 +110,22 @@ func TestAnswerAndTools(t *testing.T) {
 	if len(b.calls) != 1 || b.calls[0].Tool != "read_file" || string(b.calls[0].Arguments) != `{"path":"/etc/hosts"}` {
 		t.Errorf("broker calls = %+v, want read_file with its own arguments (never call_tool)", b.calls)
 	}
-	var results []*session.ToolResult
+	var results []*sessionlog.ToolResult
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok {
+		if tr, ok := r.(*sessionlog.ToolResult); ok {
 			results = append(results, tr)
 		}
 	}
 	if len(results) != 3 {
 		t.Fatalf("tool results = %d, want 3", len(results))
 	}
-	if results[0].Status != session.StatusOK || !strings.Contains(results[0].Content, "2026-11-30 09:00:00") {
+	if results[0].Status != wire.StatusRan || !strings.Contains(results[0].Content, "2026-11-30 09:00:00") {
 		t.Errorf("clock result = %+v", results[0])
 	}
-	if results[1].Status != session.StatusOK || !strings.Contains(results[1].Content, `"name":"read_file"`) {
+	if results[1].Status != wire.StatusRan || !strings.Contains(results[1].Content, `"name":"read_file"`) {
 		t.Errorf("find_tool result = %+v", results[1])
 	}
-	if results[2].Status != session.StatusDenied || results[2].Tool != "read_file" {
+	if results[2].Status != wire.StatusDenied || results[2].Tool != "read_file" {
 		t.Errorf("call_tool result = %+v, want denied read_file", results[2])
 	}
 	var denied *wire.ToolDenied
@@ -149,7 +150,7 @@ func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) 
 		t.Fatalf("last event = %#v, want stopped %s", ev.last(), want)
 	}
 	recs := s.Records()
-	if _, ok := recs[len(recs)-1].(*session.TurnEnd); !ok {
+	if _, ok := recs[len(recs)-1].(*sessionlog.TurnEnd); !ok {
 		t.Errorf("last record = %#v, want turn_end", recs[len(recs)-1])
 	}
 	if got := session.StateOf(recs); got.Interrupted != 0 || len(got.Pending) != 0 {
@@ -157,7 +158,7 @@ func stopped(t *testing.T, ev events, s *session.Session, want wire.StopReason) 
 	}
 	// The next request must still be a valid conversation: every tool call
 	// answered, in order.
-	msgs := session.Replay(s.Baseline, recs, 1<<62)
+	msgs := sessionlog.Replay(s.Baseline, recs, 1<<62)
 	open := map[string]bool{}
 	for _, m := range msgs {
 		for _, c := range m.ToolCalls {
@@ -203,19 +204,19 @@ func TestThinkingCapEndsThinking(t *testing.T) {
 	var usages, results int
 	for _, r := range s.Records() {
 		switch r := r.(type) {
-		case *session.Usage:
+		case *sessionlog.Usage:
 			usages++
 			// The control call travels while tokens keep coming, so a few
 			// more than the cap arrive; far fewer than the 200 thought.
 			if !r.CapFired || r.CapAt != capAt || r.CapRefused != "" || r.ReasoningTokens < capAt || r.ReasoningTokens > think/2 {
 				t.Errorf("usage record %+v: want the cap fired at %d, accepted, and the thinking ended there", r, capAt)
 			}
-		case *session.ToolResult:
+		case *sessionlog.ToolResult:
 			results++
-			if r.Tool != "clock" || r.Status != session.StatusOK || !strings.Contains(r.Content, "2026-11-30 09:00:00") {
+			if r.Tool != "clock" || r.Status != wire.StatusRan || !strings.Contains(r.Content, "2026-11-30 09:00:00") {
 				t.Errorf("tool result %+v: want the clock call run", r)
 			}
-		case *session.Stopped:
+		case *sessionlog.Stopped:
 			t.Errorf("the turn was stopped: %+v", r)
 		}
 	}
@@ -241,7 +242,7 @@ func TestToolIterationCap(t *testing.T) {
 	stopped(t, ev, s, wire.StopToolIterations)
 	n := 0
 	for _, r := range s.Records() {
-		if _, ok := r.(*session.Assistant); ok {
+		if _, ok := r.(*sessionlog.Assistant); ok {
 			n++
 		}
 	}
@@ -264,7 +265,7 @@ func TestRepeatedCallStopsTurn(t *testing.T) {
 	stopped(t, ev, s, wire.StopRepeatedCall)
 	ran := 0
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok && tr.Status == session.StatusOK {
+		if tr, ok := r.(*sessionlog.ToolResult); ok && tr.Status == wire.StatusRan {
 			ran++
 		}
 	}
@@ -280,7 +281,7 @@ func TestResultCappedOnce(t *testing.T) {
 		fake.Reply{Reasoning: "r", Content: "ok"},
 	)
 	big := strings.Repeat("é", 100) // 200 bytes; a cap of 51 must not split a rune
-	b := &stub{out: broker.Outcome{Status: broker.Ran, Output: big, Class: dataclass.Private, Untrusted: true}}
+	b := &stub{out: wire.ToolResult{Status: wire.StatusRan, Output: big, Label: dataclass.Label{Class: dataclass.Private, Untrusted: true}}}
 	s := openSession(t, stateDir(t))
 	user(t, s, 1, "read")
 	var ev events
@@ -288,7 +289,7 @@ func TestResultCappedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range s.Records() {
-		if tr, ok := r.(*session.ToolResult); ok {
+		if tr, ok := r.(*sessionlog.ToolResult); ok {
 			if tr.Content != strings.Repeat("é", 25) || !tr.Truncated || tr.Class != dataclass.Private || !tr.Untrusted {
 				t.Errorf("result = %+v, want 25 runes, truncated, labelled by the broker", tr)
 			}
@@ -301,7 +302,7 @@ func TestInterruptedTurnIsClosed(t *testing.T) {
 	s := openSession(t, state)
 	user(t, s, 1, "hello")
 	msg := chat.Message{Role: "assistant", Content: "", ReasoningContent: "x", ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "clock", Arguments: "{}"}}}}
-	s.Append(&session.Assistant{Turn: 1, Message: msg})
+	s.Append(&sessionlog.Assistant{Turn: 1, Message: msg})
 	user(t, s, 2, "are you there?") // queued while turn 1 ran
 	s.Close()
 	s2, err := session.Open(state, "s1", baseline)
@@ -316,7 +317,7 @@ func TestInterruptedTurnIsClosed(t *testing.T) {
 	if err := Interrupted(s2); err != nil {
 		t.Fatal(err)
 	}
-	msgs := session.Replay(s2.Baseline, s2.Records(), 2)
+	msgs := sessionlog.Replay(s2.Baseline, s2.Records(), 2)
 	roles := []string{}
 	for _, m := range msgs {
 		roles = append(roles, m.Role)

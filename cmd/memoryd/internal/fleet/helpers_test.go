@@ -56,7 +56,7 @@ func writeLog(t testing.TB, sessions, id string, turns ...turnSpec) {
 			if !class.Valid() {
 				class = dataclass.Private
 			}
-			add(&sessionlog.ToolResult{Turn: n, CallID: "c1", Tool: "read_file", Status: sessionlog.StatusOK, Content: ts.tool, Class: class, Untrusted: ts.untrusted})
+			add(&sessionlog.ToolResult{Turn: n, CallID: "c1", Tool: "read_file", Status: wire.StatusRan, Content: ts.tool, Label: dataclass.Label{Class: class, Untrusted: ts.untrusted}})
 		}
 		add(&sessionlog.Assistant{Turn: n, Message: chat.Message{Role: "assistant", Content: ts.reply, ReasoningContent: ts.reasoning + " (final)"}})
 		add(&sessionlog.TurnEnd{Turn: n})

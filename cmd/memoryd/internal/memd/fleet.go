@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/honcho"
@@ -175,7 +176,7 @@ func (m *Memd) fleetRecall(ctx context.Context, session, query string, k int) *w
 	fa := <-fc
 	if err != nil {
 		m.log.Error("recall", "err", err.Error())
-		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Class: dataclass.Public}
+		return &wire.ToolResult{Status: wire.StatusFailed, Output: "recall failed; see docs/runbook.md#memoryd-unavailable", Label: dataclass.Label{Class: dataclass.Public}}
 	}
 	r := Format(query, fleet.Merge(m.trustHits(local), m.dropForgotten(fa.hits), k))
 	if !fa.reach.Reached() {
@@ -204,25 +205,20 @@ func (m *Memd) dropForgotten(hits []recall.Hit) []recall.Hit {
 	return out
 }
 
-// askArgs are ask_memory's arguments.
-type askArgs struct {
-	Question string `json:"question"`
-}
-
 // askMemory answers ask_memory in session from Honcho's dialectic over
 // the agent's workspaces and the session's project's.
 func (m *Memd) askMemory(ctx context.Context, session string, raw []byte) *wire.ToolResult {
 	if m.fleet == nil {
-		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
+		return &wire.ToolResult{Status: wire.StatusFailed, Label: dataclass.Label{Class: dataclass.Public},
 			Output: "ask_memory needs fleet memory (Honcho), which this Boxmaker has not configured; use recall; see docs/runbook.md#ask-memory-unavailable"}
 	}
-	var a askArgs
-	if err := strict.Unmarshal(raw, &a); err != nil || strings.TrimSpace(a.Question) == "" || len(a.Question) > 4096 {
-		return &wire.ToolResult{Status: wire.StatusDenied, Class: dataclass.Public, Output: "ask_memory: want {\"question\": \"...\"}, 1 to 4096 bytes"}
+	a, err := toolargs.ParseAskMemory(raw)
+	if err != nil {
+		return &wire.ToolResult{Status: wire.StatusDenied, Label: dataclass.Label{Class: dataclass.Public}, Output: "ask_memory: want {\"question\": \"...\"}, 1 to 4096 bytes"}
 	}
 	ans := m.fleet.Ask(ctx, a.Question, m.projectSources(session)...)
 	if ans.Reach.Answered == 0 {
-		return &wire.ToolResult{Status: wire.StatusFailed, Class: dataclass.Public,
+		return &wire.ToolResult{Status: wire.StatusFailed, Label: dataclass.Label{Class: dataclass.Public},
 			Output: "fleet memory unavailable: Honcho did not answer in time; nothing was asked of the local memory (use recall); see docs/runbook.md#fleet-memory-unreached"}
 	}
 	source := recall.SourceMemory
@@ -246,7 +242,7 @@ func (m *Memd) askMemory(ctx context.Context, session string, raw []byte) *wire.
 	if !ans.Reach.Reached() {
 		fmt.Fprintf(&b, "\nfleet memory was not reached for %s; see docs/runbook.md#fleet-memory-unreached\n", strings.Join(ans.Reach.Failed, ", "))
 	}
-	return &wire.ToolResult{Status: wire.StatusRan, Output: b.String(), Class: ans.Class, Untrusted: ans.Untrusted}
+	return &wire.ToolResult{Status: wire.StatusRan, Output: b.String(), Label: dataclass.Label{Class: ans.Class, Untrusted: ans.Untrusted}}
 }
 
 // fleetStatus answers bxctl memory (memadmin.sock) and loopd's status

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/text/truncate"
@@ -38,7 +39,7 @@ const (
 
 // Limits of one recall.
 const (
-	MaxK       = 10
+	MaxK       = toolargs.MaxRecallK // what a call may ask for (recall's arguments)
 	DefaultK   = 5
 	SnippetCap = 400 // bytes of one snippet
 	maxWords   = 16

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -99,7 +100,7 @@ func (s *Store) Decide(id, action, file string) (string, error) {
 		if err := sanitize.Check(item.Text); err != nil {
 			return "", refuse("review: the write check refused %s: %v; see docs/runbook.md#memory-write-refused", id, err)
 		}
-		out, err := s.edit(wire.OwnerSession, file, Args{Action: "add", Text: item.Text})
+		out, err := s.edit(wire.OwnerSession, file, toolargs.MemoryEdit{Action: "add", Text: item.Text})
 		if err != nil {
 			return "", err
 		}

@@ -5,13 +5,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"wntrmute.dev/boxmaker/pkg/socket/strict"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 	"wntrmute.dev/boxmaker/pkg/text/sanitize"
+	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 )
-
-// MaxText caps the text of one write, in bytes.
-const MaxText = 4096
 
 // Caller is the session a memory call comes from, as brokerd tracks it.
 type Caller struct {
@@ -25,23 +22,6 @@ type Caller struct {
 // prompt, so a secret must not reach it).
 func (c Caller) clean() bool { return !c.Untrusted && c.Taint.AtMost(dataclass.Private) }
 
-// Args are the memory tool's arguments. Which fields an action takes is
-// checked by [ParseArgs].
-type Args struct {
-	Action string `json:"action"`
-	File   string `json:"file,omitempty"` // "memory" or "user"
-	Text   string `json:"text,omitempty"`
-	Old    string `json:"old,omitempty"`
-	Plan   []Step `json:"plan,omitempty"`
-}
-
-// Step is consolidate's decision for one entry, in file order: keep,
-// rewrite (with Text), move (to notes, recallable) or drop.
-type Step struct {
-	Op   string `json:"op"`
-	Text string `json:"text,omitempty"`
-}
-
 // Refused is a call the tool refused: the model reads Msg.
 type Refused struct{ Msg string }
 
@@ -49,28 +29,13 @@ func (e *Refused) Error() string { return e.Msg }
 
 func refuse(format string, a ...any) error { return &Refused{Msg: fmt.Sprintf(format, a...)} }
 
-// ParseArgs decodes and checks the memory tool's arguments.
-func ParseArgs(raw []byte) (Args, error) {
-	var a Args
-	if err := strict.Unmarshal(raw, &a); err != nil {
-		return Args{}, refuse("memory: %v", err)
-	}
-	want := map[string]string{"note": "text", "add": "file text", "replace": "file old text", "remove": "file old", "consolidate": "file plan"}
-	fields, ok := want[a.Action]
-	if !ok {
-		return Args{}, refuse("memory: action must be note, add, replace, remove or consolidate, not %q", a.Action)
-	}
-	has := map[string]bool{"file": a.File != "", "text": a.Text != "", "old": a.Old != "", "plan": a.Plan != nil}
-	for _, f := range []string{"file", "text", "old", "plan"} {
-		if need := strings.Contains(" "+fields+" ", " "+f+" "); need != has[f] {
-			return Args{}, refuse("memory: %s takes exactly the fields %s", a.Action, strings.ReplaceAll(fields, " ", ", "))
-		}
-	}
-	if a.File != "" && a.File != "memory" && a.File != "user" {
-		return Args{}, refuse("memory: file must be \"memory\" or \"user\" (soul.md is the owner's)")
-	}
-	if len(a.Text) > MaxText || len(a.Old) > MaxText {
-		return Args{}, refuse("memory: text is over %d bytes", MaxText)
+// ParseArgs parses the memory tool's arguments with
+// [toolargs.ParseMemoryEdit], the one parser of them, and refuses what it
+// refuses in the model's words.
+func ParseArgs(raw []byte) (toolargs.MemoryEdit, error) {
+	a, err := toolargs.ParseMemoryEdit(raw)
+	if err != nil {
+		return toolargs.MemoryEdit{}, refuse("memory: %v", err)
 	}
 	return a, nil
 }
@@ -126,7 +91,7 @@ func (s *Store) Do(c Caller, raw []byte) (string, error) {
 	return s.edit(c.Session, file, a)
 }
 
-func stepTexts(plan []Step) []string {
+func stepTexts(plan []toolargs.MemoryStep) []string {
 	var out []string
 	for _, st := range plan {
 		out = append(out, st.Text)
@@ -135,7 +100,7 @@ func stepTexts(plan []Step) []string {
 }
 
 // edit applies an identity edit. The caller holds s.mu.
-func (s *Store) edit(session, file string, a Args) (string, error) {
+func (s *Store) edit(session, file string, a toolargs.MemoryEdit) (string, error) {
 	cur, err := s.read(file)
 	if err != nil {
 		return "", err
