@@ -6,7 +6,7 @@
 //
 // # Invariants
 //
-//   - A [Pin] is made only by [NewPin] or [ParsePin], and its sums always
+//   - A [Pin] is made only by [NewPin], [NewRemotePin] or [ParsePin], and its sums always
 //     agree with its text: ParsePin recomputes every tool's sum and the
 //     listing's and refuses a file whose sums differ, so a pin edited by
 //     hand cannot show find_tool one description and check another.
