@@ -2,12 +2,17 @@
 //
 // Invariant: bxctl holds no authority of its own. It reads what the
 // daemons and the owner's files say and prints it escaped; every action
-// that changes a daemon's state goes through its admin socket, where the
-// daemon decides. The exceptions are the owner's own acts: `up` (package
-// up) runs the roles from a state directory, `install` (package install)
-// deploys them as systemd units, and `grants apply` and `mcp pin --write`
-// write an owner file (a grant or a pin) as the owner running them, with
-// the owner-file rules brokerd reads it under (writeOwnerFile).
+// that changes a daemon's state goes through the daemon's socket
+// (admin.sock, memadmin.sock, loop.sock), where the daemon decides. The
+// exceptions are the owner's own acts: `up` (package up) runs the roles
+// from a state directory, `install` (package install) deploys them as
+// systemd units, `grants apply` and `mcp pin --write` write an owner file
+// (a grant or a pin) as the owner running them, with the owner-file rules
+// brokerd reads it under (writeOwnerFile), and the offline state
+// commands write files directly: `audit anchor` appends to the owner's
+// anchors file, `metrics` writes its textfile, `backup` writes a snapshot
+// into a new directory, `restore` fills a new or empty state directory,
+// and `migrate` rewrites one, with the stack stopped, after a backup.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
 // something failed or was refused; 2 usage error. -h, -help or --help
