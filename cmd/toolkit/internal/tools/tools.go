@@ -9,8 +9,8 @@
 //     [ExitTool] when the tool itself failed (its message, on stderr, is
 //     for the model), and [ExitMisuse] when the container was started
 //     wrongly (an unknown tool, an envelope or arguments that do not
-//     parse): then stderr holds one of the fixed [Misuse] sentences and
-//     nothing of the input;
+//     parse): then stderr holds one of the fixed sentences
+//     ([MisuseInput], [MisuseUsage]) and nothing of the input;
 //   - a granted secret is written only to a 0400 file in the private
 //     tmpfs (SecretDir/NAME; refused if /run/boxmaker is not a tmpfs),
 //     except a remote MCP server's, which is held in memory only and sent
