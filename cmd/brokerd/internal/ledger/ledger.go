@@ -32,7 +32,7 @@
 //     rebuild takes the same lock.
 //
 // Only package broker calls a Ledger: its broker.sock, admin.sock and
-// gate.sock handlers and its courier (the owner's answers in the chat).
+// gate.sock handlers and its courier (allowances revoked in the chat).
 // The decide functions they pass run under the ledger lock and must be
 // pure and quick (policy.Decide and policy.Redecide are).
 package ledger

@@ -8,11 +8,11 @@
 // from a state directory, `install` (package install) deploys them as
 // systemd units, `grants apply` and `mcp pin --write` write an owner file
 // (a grant or a pin) as the owner running them, with the owner-file rules
-// brokerd reads it under (writeOwnerFile), and the offline state
-// commands write files directly: `audit anchor` appends to the owner's
-// anchors file, `metrics` writes its textfile, `backup` writes a snapshot
-// into a new directory, `restore` fills a new or empty state directory,
-// and `migrate` rewrites one, with the stack stopped, after a backup.
+// brokerd reads it under (writeOwnerFile), and the state commands write
+// files directly: `audit anchor` appends to the owner's anchors file,
+// `metrics` writes its textfile, `backup` writes a snapshot into a new or
+// empty directory, `restore` fills a new or empty state directory, and
+// `migrate` rewrites one, with the stack stopped, after a backup.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
 // something failed or was refused; 2 usage error. -h, -help or --help
