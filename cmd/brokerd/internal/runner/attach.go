@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -17,6 +16,14 @@ import (
 // (its mounts are made) and before the tool gets its input; an error
 // from it fails the call. The caller removes it.
 func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, started func() error, t0 *time.Time) (Output, error) {
+	// The answer to the attach is the signal that the container may
+	// start: Podman has prepared it and holds conmon's attach socket.
+	st, err := p.attach(conn, id, true)
+	if err != nil {
+		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
+	}
+	defer st.Close()
+	p.mark("attach", t0)
 	stop := make(chan string, 2)
 	over := func() {
 		select {
@@ -25,25 +32,8 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 		}
 	}
 	stdout, stderr := newCapped(p.cfg.StdoutCap, over), newCapped(p.cfg.StderrCap, over)
-	ready := make(chan bool, 1)
-	attached := make(chan error, 1)
-	// The input is written only after started's check, through a pipe.
-	// Closing the writer ends the input (EOF) and unblocks a write the
-	// attach no longer reads.
-	in, feed := io.Pipe()
-	defer feed.Close()
-	go func() {
-		attached <- containers.Attach(conn, id, in, stdout, stderr, ready,
-			new(containers.AttachOptions).WithStream(true))
-	}()
-	select {
-	case <-ready:
-	case err := <-attached:
-		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
-	case <-conn.Done():
-		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", conn.Err()))
-	}
-	p.mark("attach", t0)
+	streamed := make(chan error, 1)
+	go func() { streamed <- demux(st.r, stdout, stderr) }()
 	if err := containers.Start(conn, id, nil); err != nil {
 		return Output{}, fail(ErrPodman, fmt.Sprintf("start: %v", err))
 	}
@@ -51,10 +41,9 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 		p.kill(conn, id)
 		return Output{}, err
 	}
-	go func() {
-		feed.Write(stdin)
-		feed.Close()
-	}()
+	// The input goes in only now; closing the stream (deferred) ends a
+	// write the container no longer reads.
+	go st.feed(stdin)
 	p.mark("start", t0)
 	type result struct {
 		code int32
@@ -74,14 +63,20 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	defer timer.Stop()
 	var stopped string
 	var w result
-	ended := (<-chan error)(attached) // nil once the stream has ended
+	ended := (<-chan error)(streamed) // nil once the stream has ended
 wait:
 	for {
 		select {
 		case w = <-waited:
 			break wait
-		case <-ended:
+		case err := <-ended:
 			ended = nil
+			if err != nil {
+				// What the container printed after this point is lost,
+				// and the output cannot be passed off as whole.
+				p.kill(conn, id)
+				return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
+			}
 			// The stream ends once the container has exited and conmon
 			// has flushed its output. Wait answers only when conmon
 			// itself exits, after it has run Podman's cleanup process
@@ -112,7 +107,10 @@ wait:
 		// Wait answered first: the streams end once conmon has flushed
 		// them.
 		select {
-		case <-ended:
+		case err := <-ended:
+			if err != nil {
+				return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
+			}
 		case <-time.After(drainWait):
 			p.log.Warn("a tool container's output did not end after it exited", "id", id)
 		}
