@@ -35,7 +35,7 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	streamed := make(chan error, 1)
 	go func() { streamed <- demux(st.r, stdout, stderr) }()
 	if err := containers.Start(conn, id, nil); err != nil {
-		return Output{}, fail(ErrPodman, fmt.Sprintf("start: %v", err))
+		return Output{}, requestFailed(conn, "start", err)
 	}
 	if err := started(); err != nil {
 		p.kill(conn, id)
@@ -100,7 +100,7 @@ wait:
 		}
 	}
 	if w.err != nil {
-		return Output{}, fail(ErrPodman, fmt.Sprintf("wait: %v", w.err))
+		return Output{}, requestFailed(conn, "wait", w.err)
 	}
 	p.mark("run and wait", t0)
 	if ended != nil {

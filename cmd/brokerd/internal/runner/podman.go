@@ -347,10 +347,7 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerator) error {
 	c, err := containers.Inspect(conn, id, nil)
 	if err != nil {
-		if conn.Err() != nil { // brokerd stopping, not Podman failing
-			return fail(ErrPodman, fmt.Sprintf("the call was cancelled: inspect: %v", conn.Err()))
-		}
-		return fail(ErrPodman, fmt.Sprintf("inspect: %v", err))
+		return requestFailed(conn, "inspect", err)
 	}
 	var bad []string
 	check := func(ok bool, what string) {
@@ -380,6 +377,15 @@ func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerato
 		return fail(ErrIsolation, fmt.Sprintf("the created container differs in: %s", strings.Join(bad, ", ")))
 	}
 	return nil
+}
+
+// requestFailed is a failed request to Podman: the call cancelled
+// (brokerd stopping, or loopd gone) if it was, else Podman failing.
+func requestFailed(conn context.Context, what string, err error) error {
+	if conn.Err() != nil {
+		return fail(ErrPodman, fmt.Sprintf("the call was cancelled: %s: %v", what, conn.Err()))
+	}
+	return fail(ErrPodman, fmt.Sprintf("%s: %v", what, err))
 }
 
 func hasAll(opts []string, want string) bool {
