@@ -49,6 +49,28 @@ func TestCallRequests(t *testing.T) {
 	}
 }
 
+// TestSharedConnectionSurvivesDroppedSockets: the runner's one
+// connection outlives its sockets: after the service closed every one of
+// them (as a socket-activated service that exits when idle, or restarts,
+// does), the next call dials anew and runs.
+func TestSharedConnectionSurvivesDroppedSockets(t *testing.T) {
+	svc, p := toolRunner(t, nil)
+	relay := newRequestRelay(t, svc.Socket)
+	p.url = "unix://" + relay.path
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello\n"), 0o644)
+	d := decide(t, autoGrant("r", "read_file", []string{dir}), "read_file", map[string]string{"path": dir + "/f.txt"})
+	for i := range 3 {
+		if out := run(t, p, d); out.Stdout != "hello\n" {
+			t.Fatalf("call %d: %+v", i, out)
+		}
+		relay.drop()
+	}
+	if l := leftovers(t, svc, p); len(l) > 0 {
+		t.Errorf("containers left behind: %v", l)
+	}
+}
+
 // requestRelay relays connections to a socket and counts them and the
 // requests on them, by the last path element (or DELETE).
 type requestRelay struct {
@@ -56,6 +78,7 @@ type requestRelay struct {
 	mu    sync.Mutex
 	conns int
 	reqs  map[string]int
+	open  []net.Conn // every relayed connection, both sides
 }
 
 var requestLine = regexp.MustCompile(`(GET|POST|DELETE) /v[0-9.]+/libpod/([^ ?]*)[^ ]* HTTP/1\.1\r\n`)
@@ -81,6 +104,7 @@ func newRequestRelay(t *testing.T, target string) *requestRelay {
 			}
 			r.mu.Lock()
 			r.conns++
+			r.open = append(r.open, c, up)
 			r.mu.Unlock()
 			go func() { io.Copy(c, up); c.Close() }()
 			go r.forward(c, up.(*net.UnixConn))
@@ -113,6 +137,17 @@ func (r *requestRelay) forward(c net.Conn, up *net.UnixConn) {
 			return
 		}
 	}
+}
+
+// drop closes every connection relayed so far, as a restarting service
+// closes its idle ones.
+func (r *requestRelay) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.open {
+		c.Close()
+	}
+	r.open = nil
 }
 
 func (r *requestRelay) reset() {
