@@ -29,7 +29,8 @@
 //     the ones asked for is refused, removed and never started;
 //   - stdout and stderr are captured separately and capped, and a call
 //     that prints past the cap is stopped, so no tool can grow brokerd's
-//     memory;
+//     memory; an output stream that breaks its frame format (stream.go)
+//     fails the call, so cut output never passes for the whole;
 //   - an error's text is fixed text, never tool output, so a failed run
 //     carries nothing from the call back into the conversation.
 package runner
