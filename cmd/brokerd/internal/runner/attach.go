@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -17,6 +16,14 @@ import (
 // (its mounts are made) and before the tool gets its input; an error
 // from it fails the call. The caller removes it.
 func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeout time.Duration, started func() error, t0 *time.Time) (Output, error) {
+	// The answer to the attach is the signal that the container may
+	// start: Podman has prepared it and holds conmon's attach socket.
+	st, err := p.attach(conn, id, true)
+	if err != nil {
+		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
+	}
+	defer st.Close()
+	p.mark("attach", t0)
 	stop := make(chan string, 2)
 	over := func() {
 		select {
@@ -25,36 +32,18 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 		}
 	}
 	stdout, stderr := newCapped(p.cfg.StdoutCap, over), newCapped(p.cfg.StderrCap, over)
-	ready := make(chan bool, 1)
-	attached := make(chan error, 1)
-	// The input is written only after started's check, through a pipe.
-	// Closing the writer ends the input (EOF) and unblocks a write the
-	// attach no longer reads.
-	in, feed := io.Pipe()
-	defer feed.Close()
-	go func() {
-		attached <- containers.Attach(conn, id, in, stdout, stderr, ready,
-			new(containers.AttachOptions).WithStream(true))
-	}()
-	select {
-	case <-ready:
-	case err := <-attached:
-		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
-	case <-conn.Done():
-		return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", conn.Err()))
-	}
-	p.mark("attach", t0)
+	streamed := make(chan error, 1)
+	go func() { streamed <- demux(st.r, stdout, stderr) }()
 	if err := containers.Start(conn, id, nil); err != nil {
-		return Output{}, fail(ErrPodman, fmt.Sprintf("start: %v", err))
+		return Output{}, requestFailed(conn, "start", err)
 	}
 	if err := started(); err != nil {
 		p.kill(conn, id)
 		return Output{}, err
 	}
-	go func() {
-		feed.Write(stdin)
-		feed.Close()
-	}()
+	// The input goes in only now; closing the stream (deferred) ends a
+	// write the container no longer reads.
+	go st.feed(stdin)
 	p.mark("start", t0)
 	type result struct {
 		code int32
@@ -63,41 +52,77 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 		inspected, oom bool
 		err            error
 	}
-	waited := make(chan result, 1)
-	go func() {
-		// Podman waits on conmon's pidfd; the interval only bounds how
-		// often it looks at the context.
-		code, err := containers.Wait(conn, id, new(containers.WaitOptions).WithInterval("20ms"))
-		waited <- result{code: code, err: err}
-	}()
+	// Wait is asked only when the stream cannot settle the call: it
+	// answers when conmon exits, after Podman's cleanup process (a new
+	// podman process: tens of ms), and a request left waiting through
+	// the removal costs the service a lock and lookups on every call.
+	// It ends with the call.
+	var waited chan result // nil (never ready) until asked
+	waitCtx, endWait := context.WithCancel(conn)
+	defer endWait()
+	askWait := func() {
+		if waited != nil {
+			return
+		}
+		waited = make(chan result, 1)
+		go func(c chan<- result) {
+			// Podman waits on conmon's pidfd; the interval only bounds
+			// how often it looks at the context.
+			code, err := containers.Wait(waitCtx, id, new(containers.WaitOptions).WithInterval("20ms"))
+			c <- result{code: code, err: err}
+		}(waited)
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var stopped string
 	var w result
-	ended := (<-chan error)(attached) // nil once the stream has ended
+	ended := (<-chan error)(streamed) // nil once the stream has ended
+	var recheck <-chan time.Time      // the next look for the exit code
+	pause := exitPause
 wait:
 	for {
 		select {
 		case w = <-waited:
 			break wait
-		case <-ended:
-			ended = nil
-			// The stream ends once the container has exited and conmon
-			// has flushed its output. Wait answers only when conmon
-			// itself exits, after it has run Podman's cleanup process
-			// (a new podman process: tens of ms); an inspect has the
-			// exit code as soon as conmon wrote it. If the stream ended
-			// with the container still running, Wait decides.
+		case <-recheck:
+			recheck = nil
 			if code, oom, ok := p.exited(conn, id); ok {
 				w = result{code: code, inspected: true, oom: oom}
 				break wait
 			}
+			if pause *= 2; pause <= exitPauseMax {
+				recheck = time.After(pause)
+			}
+		case err := <-ended:
+			ended = nil
+			if err != nil {
+				// What the container printed after this point is lost,
+				// and the output cannot be passed off as whole.
+				p.kill(conn, id)
+				return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
+			}
+			// conmon closes the attach sockets once the container has
+			// exited and its output is drained, and only then writes
+			// the exit code (containers/conmon v2.1.6, src/conmon.c
+			// lines 453-503): an inspect has it as soon as it is
+			// written, which a quick inspect can beat (about one call
+			// in four here). So look again a few times, briefly, while
+			// Wait decides if the code never comes (the stream ended
+			// with the container still running: the service went away).
+			if code, oom, ok := p.exited(conn, id); ok {
+				w = result{code: code, inspected: true, oom: oom}
+				break wait
+			}
+			askWait()
+			recheck = time.After(pause)
 		case <-timer.C:
 			stopped = first(stopped, fmt.Sprintf("%s of %d s", StopTime, int(timeout.Seconds())))
 			p.kill(conn, id)
+			askWait()
 		case why := <-stop:
 			stopped = first(stopped, why)
 			p.kill(conn, id)
+			askWait()
 		case <-conn.Done():
 			// brokerd is stopping or loopd gave up: nobody will read the
 			// output. The caller's remove kills it.
@@ -105,14 +130,17 @@ wait:
 		}
 	}
 	if w.err != nil {
-		return Output{}, fail(ErrPodman, fmt.Sprintf("wait: %v", w.err))
+		return Output{}, requestFailed(conn, "wait", w.err)
 	}
 	p.mark("run and wait", t0)
 	if ended != nil {
 		// Wait answered first: the streams end once conmon has flushed
 		// them.
 		select {
-		case <-ended:
+		case err := <-ended:
+			if err != nil {
+				return Output{}, fail(ErrPodman, fmt.Sprintf("attach: %v", err))
+			}
 		case <-time.After(drainWait):
 			p.log.Warn("a tool container's output did not end after it exited", "id", id)
 		}
@@ -123,6 +151,13 @@ wait:
 	}
 	return Output{Stdout: stdout.String(), Stderr: stderr.String(), Exit: int(w.code), Stopped: stopped}, nil
 }
+
+// After the output ends, the exit code is looked for again after
+// exitPause, then after twice as long each time, up to exitPauseMax.
+const (
+	exitPause    = 2 * time.Millisecond
+	exitPauseMax = 32 * time.Millisecond
+)
 
 // exited inspects a container whose output has ended: its exit code and
 // whether the OOM killer stopped it, if it has exited (ok).

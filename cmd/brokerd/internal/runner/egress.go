@@ -3,7 +3,9 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -29,7 +31,6 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 		os.RemoveAll(dir)
 		return "", nil, fail(ErrEgress, err.Error())
 	}
-	// Its own connection: its attach stays open while the tool runs.
 	conn, err := p.connect(ctx)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -42,16 +43,16 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 	}
 	rd := &readyWriter{ready: make(chan struct{})}
 	decisions := newDecisionLog(p.log)
-	attachReady := make(chan bool, 1)
-	attached := make(chan error, 1)
-	go func() {
-		attached <- containers.Attach(conn, id, nil, rd, decisions, attachReady, new(containers.AttachOptions).WithStream(true))
-	}()
+	var st *stream
+	streamed := make(chan error, 1)
 	stop = func() {
 		p.remove(conn, id)
-		select {
-		case <-attached:
-		case <-time.After(egressDrain):
+		if st != nil {
+			select {
+			case <-streamed:
+			case <-time.After(egressDrain):
+			}
+			st.Close()
 		}
 		decisions.Flush()
 		os.RemoveAll(dir)
@@ -60,22 +61,24 @@ func (p *Podman) startEgress(ctx context.Context, hosts []string, timeout uint) 
 		stop()
 		return "", nil, fail(ErrEgress, why)
 	}
-	select {
-	case <-attachReady:
-	case err := <-attached:
-		attached <- err
+	if st, err = p.attach(ctx, id, false); err != nil {
 		return abort(fmt.Sprintf("attach: %v", err))
-	case <-ctx.Done():
-		return abort(ctx.Err().Error())
 	}
+	go func() {
+		err := demux(st.r, rd, decisions)
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			p.log.Warn("an egress proxy's output stream broke: its later decisions are not logged", "err", err.Error())
+		}
+		streamed <- err
+	}()
 	if err := containers.Start(conn, id, nil); err != nil {
 		return abort(fmt.Sprintf("start: %v", err))
 	}
 	select {
 	case <-rd.ready:
 		return dir, stop, nil
-	case err := <-attached:
-		attached <- err
+	case err := <-streamed:
+		streamed <- err
 		return abort("it exited before it was ready")
 	case <-time.After(egressReady):
 		return abort(fmt.Sprintf("it did not print ready within %v", egressReady))

@@ -66,7 +66,7 @@ func (p *Podman) checkPins(conn context.Context, id string, pins []pin) error {
 	}
 	c, err := containers.Inspect(conn, id, nil)
 	if err != nil {
-		return fail(ErrPodman, fmt.Sprintf("inspect: %v", err))
+		return requestFailed(conn, "inspect", err)
 	}
 	if c.State == nil || c.State.Pid <= 0 {
 		return fail(ErrIsolation, "the started container has no process to check its mounts through")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -42,6 +43,9 @@ type Podman struct {
 	// phase, if set (only by this package's benchmark), is told how long
 	// each step of a call took.
 	phase func(step string, d time.Duration)
+	// conn is the runner's one connection to Podman (connect).
+	connMu sync.Mutex
+	conn   context.Context
 	// afterPin, if set (only by this package's tests), runs between the
 	// mount check and the container's creation: a swap made there is
 	// what the post-start check must catch.
@@ -111,14 +115,37 @@ func Instance(stateDir string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// connect opens the call's own connection: the bindings' attach replaces
-// the connection's transport, so two calls must never share one.
+// connect gives a call the runner's connection to Podman (the bindings'
+// HTTP client, over the service's socket) with ctx's deadline and
+// cancellation. The first call makes it and pings the service; later
+// calls reuse it and its idle sockets. Nothing may replace its transport,
+// as the bindings' containers.Attach does: the runner attaches on a
+// socket of its own (stream.go).
 func (p *Podman) connect(ctx context.Context) (context.Context, error) {
-	c, err := bindings.NewConnection(ctx, p.url)
-	if err != nil {
-		return nil, fail(ErrPodman, err.Error())
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
+	if p.conn == nil {
+		c, err := bindings.NewConnection(ctx, p.url)
+		if err != nil {
+			return nil, fail(ErrPodman, err.Error())
+		}
+		p.conn = context.WithoutCancel(c)
 	}
-	return c, nil
+	return withConn{ctx, p.conn}, nil
+}
+
+// withConn is a call's context that also carries the runner's
+// connection, which the bindings look up among its values.
+type withConn struct {
+	context.Context
+	conn context.Context
+}
+
+func (c withConn) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.conn.Value(key)
 }
 
 // Run implements Runner.
@@ -320,10 +347,7 @@ func (p *Podman) create(conn context.Context, s *specgen.SpecGenerator) (string,
 func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerator) error {
 	c, err := containers.Inspect(conn, id, nil)
 	if err != nil {
-		if conn.Err() != nil { // brokerd stopping, not Podman failing
-			return fail(ErrPodman, fmt.Sprintf("the call was cancelled: inspect: %v", conn.Err()))
-		}
-		return fail(ErrPodman, fmt.Sprintf("inspect: %v", err))
+		return requestFailed(conn, "inspect", err)
 	}
 	var bad []string
 	check := func(ok bool, what string) {
@@ -353,6 +377,15 @@ func (p *Podman) verify(conn context.Context, id string, s *specgen.SpecGenerato
 		return fail(ErrIsolation, fmt.Sprintf("the created container differs in: %s", strings.Join(bad, ", ")))
 	}
 	return nil
+}
+
+// requestFailed is a failed request to Podman: the call cancelled
+// (brokerd stopping, or loopd gone) if it was, else Podman failing.
+func requestFailed(conn context.Context, what string, err error) error {
+	if conn.Err() != nil {
+		return fail(ErrPodman, fmt.Sprintf("the call was cancelled: %s: %v", what, conn.Err()))
+	}
+	return fail(ErrPodman, fmt.Sprintf("%s: %v", what, err))
 }
 
 func hasAll(opts []string, want string) bool {

@@ -6,11 +6,11 @@
 //   - a Runner runs nothing without a valid [policy.Decision], which only
 //     brokerd's policy can make; the zero value is refused;
 //   - one call is one container (two for a call granted hosts: the egress
-//     proxy's and the tool's), created for the call over a connection of
-//     its own, from the image named by ID, never pulled; every container
-//     it creates is killed and force-removed on every path out of Run, and
-//     carries brokerd's label so that [Podman.Sweep] removes what a crash
-//     left behind;
+//     proxy's and the tool's), created for the call from the image named
+//     by ID, never pulled, and attached on a socket of its own; every
+//     container it creates is killed and force-removed on every path out
+//     of Run, and carries brokerd's label so that [Podman.Sweep] removes
+//     what a crash left behind;
 //   - the container gets no network (only through the egress proxy, for
 //     a grant's hosts), a read-only root, no capabilities, no new
 //     privileges, a seccomp profile that refuses every new or entered
@@ -29,7 +29,8 @@
 //     the ones asked for is refused, removed and never started;
 //   - stdout and stderr are captured separately and capped, and a call
 //     that prints past the cap is stopped, so no tool can grow brokerd's
-//     memory;
+//     memory; an output stream that breaks its frame format (stream.go)
+//     fails the call, so cut output never passes for the whole;
 //   - an error's text is fixed text, never tool output, so a failed run
 //     carries nothing from the call back into the conversation.
 package runner
