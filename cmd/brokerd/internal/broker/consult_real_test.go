@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,10 +33,7 @@ func consultHarness(t *testing.T, extraGrants string, edits ...func(*brokerd.Con
 	t.Helper()
 	svc := podmantest.Require(t)
 	image := svc.TestnetToolImage(t)
-	ln, err := net.Listen("tcp", "0.0.0.0:443")
-	if err != nil {
-		t.Fatalf("listen on port 443 (the tests run as root, as in CI): %v", err)
-	}
+	ln := podmantest.ListenPort(t, 443)
 	fake := chatapi.New(chatapi.Options{Content: "forty-two", Reasoning: "six sevens are forty-two"})
 	fake.ServeTLS(t, ln, "api.test")
 	dir := t.TempDir()

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,10 +40,7 @@ const remoteToken = "mcp-token-4d1a9e"
 func TestRemoteMCPThroughBrokerdOverPodman(t *testing.T) {
 	svc := podmantest.Require(t)
 	image := svc.TestnetToolImage(t)
-	ln, err := net.Listen("tcp", "0.0.0.0:443")
-	if err != nil {
-		t.Fatalf("listen on port 443 (the tests run as root, as in CI): %v", err)
-	}
+	ln := podmantest.ListenPort(t, 443)
 	var descr atomic.Value
 	descr.Store("Echoes back the input.")
 	var mu sync.Mutex

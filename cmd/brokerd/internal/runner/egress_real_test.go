@@ -100,10 +100,7 @@ func TestEgressProxyRefusesLiteralsAndPrivateNames(t *testing.T) {
 // host (hostSide).
 func TestEgressRedirectRebound(t *testing.T) {
 	svc := podmantest.Require(t)
-	ln, err := net.Listen("tcp", "0.0.0.0:80")
-	if err != nil {
-		t.Fatalf("listen on port 80 (the tests run as root, as in CI, or where unprivileged ports start at 0): %v", err)
-	}
+	ln := podmantest.ListenPort(t, 80)
 	var p *Podman
 	hits := make(chan string, 16)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

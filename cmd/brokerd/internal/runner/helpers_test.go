@@ -116,6 +116,10 @@ func leftovers(t testing.TB, svc *podmantest.Service, p *Podman) []string {
 // nothing, or something, reached the host.
 func tripwire(t *testing.T, network, addr string) (net.Listener, <-chan bool) {
 	t.Helper()
+	if addr == "0.0.0.0:80" {
+		// A fixed port: other test processes on the host take turns.
+		return watch(podmantest.ListenPort(t, 80))
+	}
 	ln, err := net.Listen(network, addr)
 	if err != nil && os.Getenv("CI") == "" && errors.Is(err, os.ErrPermission) {
 		// The Nix sandbox's build user, or a developer's: port 80 is root's.
@@ -125,6 +129,11 @@ func tripwire(t *testing.T, network, addr string) (net.Listener, <-chan bool) {
 		t.Fatalf("listen on %s (the tests run as root, as in CI, or where unprivileged ports start at 0, as in the VM test host): %v", addr, err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	return watch(ln)
+}
+
+// watch reports each connection ln accepts (and closes) on the channel.
+func watch(ln net.Listener) (net.Listener, <-chan bool) {
 	accepted := make(chan bool, 8)
 	go func() {
 		for {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,10 +20,7 @@ import (
 // call.
 func TestMCPServerReachesGrantedHost(t *testing.T) {
 	svc := podmantest.Require(t)
-	ln, err := net.Listen("tcp", "0.0.0.0:80")
-	if err != nil {
-		t.Fatalf("listen on port 80 (the tests run as root, as in CI, or where unprivileged ports start at 0): %v", err)
-	}
+	ln := podmantest.ListenPort(t, 80)
 	hits := make(chan string, 8)
 	site := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits <- r.Host
