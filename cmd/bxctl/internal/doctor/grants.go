@@ -22,7 +22,7 @@ func (a *auditor) grants(in *install) *grant.Set {
 	}
 	dir := in.broker.GrantsDir
 	if dir == "" {
-		a.add("doctor-grants", Problem, "brokerd.toml names no grants_dir")
+		a.add("doctor-grants", Problem, "brokerd has no grants directory")
 		return nil
 	}
 	if err := isDir(dir); err != nil {
