@@ -24,7 +24,10 @@
 //   - the [Vocabulary] packages import the standard library only
 //     ([StdlibOnly]);
 //   - no string literal outside [WireHome] names one of our sockets, and
-//     no package but [ConvHome] reads or writes frames (wire.go);
+//     no package but [ConvHome] reads or writes frames (wire.go; the VM
+//     test channel, [VMChannel], aside);
+//   - one tool status type, [ToolStatusHome], and no conversion between
+//     two ([ToolStatuses]);
 //   - the top level holds only [TopLevel]'s entries;
 //   - a TestOnly name is declared in a testonly.go and used only by tests
 //     ([TestOnly]);
@@ -35,7 +38,9 @@
 //     the table's directories or a file beside an entry, a session's
 //     epoch file by its format), and no config key names what the table
 //     decides but the ones [LayoutKeys] lists with their reasons
-//     ([StatePaths]).
+//     ([StatePaths]);
+//   - the README is at most [ReadmeMaxLines] lines, and every relative
+//     link in it and in docs/*.md resolves, anchor included ([Links]).
 package arch
 
 import (

@@ -7,10 +7,11 @@
 //
 // # Invariant
 //
-// The stream copies llama-server's OpenAI wire, as
-// shared/reference/llama-server.md section 1 records it
-// (server-common.cpp:1584-1601, server-context.cpp:4316 and :4339): each
-// event is "data: <json>\n\n", reasoning arrives as
+// The stream copies llama-server's OpenAI wire: ggml-org/llama.cpp
+// tools/server at commit 3f545bec, server-common.cpp:1584-1601
+// (format_oai_sse) and server-context.cpp:4316 and :4339
+// (handle_completions_impl's end line and pings). Each event is
+// "data: <json>\n\n", reasoning arrives as
 // delta.reasoning_content before delta.content, the last chunk carries
 // finish_reason "stop", the stream ends with "data: [DONE]\n\n", and ":"
 // comment pings may come while it is silent. A status other than 200

@@ -1,17 +1,18 @@
 // Package honcho is a test double of Honcho v3, the owner's fleet memory
 // service, for memoryd's client (cmd/memoryd/internal/honcho, whose
 // conformance suite runs against this fake always and against a real
-// Honcho when BOXMAKER_HONCHO_URL is set) and for later canary tests,
-// which read what it recorded. It is not a memory service and must never
+// Honcho when BOXMAKER_HONCHO_URL is set), and for the tests of memoryd's
+// fleet and memd packages and the whole-stack tests (checks/stack), which
+// read what it recorded. It is not a memory service and must never
 // be linked into a role (checks/arch refuses a product package importing
 // checks/).
 //
 // # Invariant
 //
 // Every answer copies the wire of plastic-labs/honcho at ddbb90e3
-// (version 3.0.12), read from its source; shared/reference/honcho.md
-// holds the notes. Each behaviour carries a comment citing the upstream
-// file and line or function it copies (paths under src/). Where upstream
+// (version 3.0.12), read from its source. Each behaviour carries a
+// comment citing the upstream file and line or function it copies (paths
+// under src/ of that commit). Where upstream
 // could not be read to the end (a database query, a model call) the
 // comment says "fake:" and what was chosen instead. Every request, in
 // order, is kept for [Server.Requests]: method, path, query, body and

@@ -4,11 +4,13 @@
 // argument picks how its listing looks, so that a test can pin it in one
 // mode and call it in another:
 //
-//	pinned       echo, read, dial, big, image, markup
+//	pinned       echo, read, dial, big, image, markup, plant, forge, get
 //	description  echo's description changed (a "rug pull")
 //	schema       echo's input schema gains a property
 //	rename       echo is listed as echo2
 //	added        one more tool, spare
+//
+// Every mode lists the pinned mode's tools but for the change it names.
 //
 // The tools: echo returns its message; read returns a file's text (or
 // the error); dial tries a TCP connection and says what happened; big

@@ -1,8 +1,11 @@
-// Package config is the one loader for every TOML file Boxmaker reads:
-// each role's config and the owner's grant files. [Load] reads a config
-// only if package ownership's rule holds for it. A role's loader
-// ([Checked]) takes every path the layout table decides from the state
-// directory ([Placed]), never from the file.
+// Package config is the strict loader for the TOML files Boxmaker reads:
+// each role's config, and the owner's grant files, MCP server
+// declarations and job files. [Load] reads a config only if package
+// ownership's rule holds for it. One file is decoded elsewhere:
+// config/users.toml, by package layout into its table's own type, also
+// refusing unknown keys (checks/arch's Decoders lists it and the others).
+// A role's loader ([Checked]) takes every path the layout table decides
+// from the state directory ([Placed]), never from the file.
 //
 // Invariant: [Decode] fills v only from a file in which every key is one
 // that v's type declares, spelled exactly as declared (BurntSushi/toml

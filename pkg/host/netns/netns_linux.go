@@ -1,7 +1,8 @@
 // Package netns brings up the loopback interface of another process's
 // network namespace: a process started with CLONE_NEWNET (loopd under
 // `bxctl up` as root, the containment probe) has only `lo`, and down.
-// It uses two system calls and one ioctl, no dependency.
+// It uses setns (into the namespace and back), socket and two ioctls
+// (get and set the flags), and no dependency.
 //
 // Invariant: the calling goroutine's OS thread enters the namespace and
 // either returns to its own or is discarded (it stays locked and ends

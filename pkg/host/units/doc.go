@@ -3,8 +3,9 @@
 // network, the state entries its mount namespace holds (read-only, with
 // its own writable entries and the socket directories of its pairs; every
 // other entry made inaccessible), its root filesystem (the role image's,
-// read-only), the systemd hardening it tolerates, its credentials (only
-// through LoadCredentialEncrypted=) and the exposure bound that
+// read-only; brokerd's is the host's, since its runner hands granted host
+// paths to Podman), the systemd hardening it tolerates, its credentials
+// (only through LoadCredentialEncrypted=) and the exposure bound that
 // `systemd-analyze security` must not exceed for it. [Deployment] is the
 // whole host as data, modules/deployment.json (docs/units.md);
 // `bxctl install` and the NixOS module both substitute its placeholders

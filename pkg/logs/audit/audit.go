@@ -48,7 +48,8 @@
 //
 // A chain cannot see its own end cut off, a well-chained line added, or
 // every line re-chained after an edit. The writer therefore records the
-// head it wrote in [HeadPath] (STATE/audit.head, beside the directory),
+// head it wrote in [HeadPath] (STATE/broker/audit.head, beside the
+// directory),
 // twice per append (the line under way, then the line written), and
 // [Open] and [AcceptBreak] refuse a log that does not end there
 // ([HeadError]); [AdoptHead] is the owner's deliberate way past that. The

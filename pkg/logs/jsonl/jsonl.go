@@ -1,5 +1,8 @@
-// Package jsonl is the one append-only writer (and reader) for every log
-// Boxmaker keeps: session logs, the audit log, the memory journal.
+// Package jsonl is the append-only writer (and reader) of Boxmaker's
+// JSON-lines logs: session logs, the audit log, the consult log, the
+// memory journal, gatewayd's dead-post log. One file is appended by hand:
+// the owner's audit anchors (bxctl audit anchor), which bxctl writes
+// itself after checking the file is the owner's.
 //
 // Invariants:
 //   - a record is one line: the strict JSON encoding of a typed value
@@ -12,8 +15,10 @@
 //   - [Open] refuses a file whose last line is torn (no final newline)
 //     with a [*TornError], rather than append after it and bury the
 //     damage mid-file; what to do about it is the owner's call;
-//   - files are created 0600, and their directory is fsynced on creation
-//     so the new name survives a crash too.
+//   - files are created 0600, or with the mode the caller gives
+//     ([OpenMode]: 0640 for session logs, which memoryd reads through its
+//     group), and their directory is fsynced on creation so the new name
+//     survives a crash too.
 package jsonl
 
 import (

@@ -1,15 +1,17 @@
 // Package chat is the vocabulary of a chat conversation as llama-server's
 // OpenAI-compatible endpoint carries it: messages, their roles, tool calls
-// and the tools array. loopd and bxctl selftest send it through the
-// inference client (package llama), the session log stores it (package
-// sessionlog), and memoryd reads it back from that log without linking the
-// client.
+// and the tools array. loopd and bxctl (selftest, verify-device) send it
+// through the inference client (package llama), the session log stores it
+// (package sessionlog), and memoryd reads it back from that log without
+// linking the client.
 //
 // Invariant: this package depends on nothing beyond the standard library,
 // and every type marshals to the same bytes it was decoded from (field
 // order is the wire order; no field is rewritten), so a stored assistant
 // reply can be replayed unchanged and turn N+1 stays a prefix extension of
-// turn N (design brief, inference contract 2).
+// turn N (design brief, inference contract 2). The one exception is a user
+// message with loaded images: it is sent as text and image_url content
+// parts, and its images are never stored ([Message.Images]).
 package chat
 
 import (

@@ -22,8 +22,11 @@
 //   - Everything read from the remote server is capped before it is
 //     kept ([MaxContent], [MaxReasoning], [MaxLine]).
 //
-// The wire is OpenAI's chat completions as llama-server speaks it
-// (shared/reference/llama-server.md, section 1): POST {base}/chat/completions,
+// The wire is OpenAI's chat completions, streamed
+// (https://platform.openai.com/docs/api-reference/chat/create), as
+// llama-server speaks it (ggml-org/llama.cpp tools/server at commit
+// 3f545bec: server-common.cpp:1584-1601 format_oai_sse, server-context.cpp
+// handle_completions_impl): POST {base}/chat/completions,
 // an event stream of "data: <json>" events ending with "data: [DONE]",
 // ":" comment pings, and an error as "data: {"error":{...}}". Nothing here
 // is specific to one vendor.

@@ -1,9 +1,11 @@
 // Package llama is the client for llama-server's OpenAI-compatible chat
 // endpoint and the few introspection endpoints the startup self-test needs.
 //
-// Two callers use it: loopd, which has no network and reaches the server
-// through inferproxy's Unix socket ([Config.SocketPath]), and bxctl selftest,
-// which talks to a URL ([Config.BaseURL]). Nothing else should: every request
+// Two programs use it: loopd, which has no network and reaches the server
+// through inferproxy's Unix socket ([Config.SocketPath]), and bxctl
+// (selftest, verify-device, doctor, status), which talks to a URL
+// ([Config.BaseURL]); package selftest runs its checks through it for both.
+// Nothing else should: every request
 // goes to the one server and slot named in the [Config], and the wire shapes
 // here follow upstream llama.cpp tools/server at commit 3f545bec (build
 // b10587); the "reference:" comments cite its files and lines, and

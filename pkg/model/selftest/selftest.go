@@ -1,7 +1,8 @@
 // Package selftest is the startup self-test of the inference path (the
 // brief's inference contract, items 9 and 10), shared by loopd, which
-// refuses to start unless every check passes, and by `bxctl selftest`,
-// which runs it straight against a llama-server URL.
+// refuses to start unless every check passes, and by bxctl, which runs it
+// straight against a llama-server URL (`bxctl selftest`, `bxctl
+// verify-device`, and the serving checks of `bxctl doctor`).
 //
 // Invariant: [Run] reports a check as passed only when it saw the figure
 // the check is about, on the client's own slot, through the same client

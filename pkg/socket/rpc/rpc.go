@@ -20,8 +20,9 @@
 // # Invariants
 //
 //   - no other package reads or writes a frame (an architecture check in
-//     checks/arch enforces it): every frame is capped by its socket,
-//     strictly decoded, and every refusal has one shape;
+//     checks/arch enforces it; the VM test channel, checks/vm/channel,
+//     is exempt, being no socket between roles): every frame is capped by
+//     its socket, strictly decoded, and every refusal has one shape;
 //   - a route is registered for one message type of the socket's request
 //     union; registering a tag twice, or one the socket cannot decode,
 //     panics at start-up;

@@ -46,7 +46,7 @@ type ToolPending struct {
 // brokerd's answer through loopd to the session log, where
 // pkg/logs/sessionlog spells it in the log's own words (docs/decisions.md,
 // "one tool status"). No second status type exists (checks/arch
-// TestOneToolStatus).
+// TestRepoOneToolStatus).
 type ToolStatus string
 
 // The statuses; append-only. Ran, Failed and Denied are brokerd's and

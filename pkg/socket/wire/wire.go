@@ -1,7 +1,8 @@
 // Package wire is the vocabulary of every socket between Boxmaker's roles:
 // each socket as one [Socket] value (its file name, the messages each end
-// reads, its frame cap and deadlines), declared beside its messages
-// (loop.go, broker.go, gateway.go, memory.go); the messages themselves,
+// reads, its frame cap and deadlines), all ten declared together in
+// socket.go ([Sockets]); the messages themselves, one file per socket's
+// vocabulary (loop.go, broker.go, gateway.go, memory.go, ...),
 // whose JSON the golden files in testdata/ pin byte for byte; and the
 // [Error] that crosses a socket, with its append-only [Kind]s. It holds
 // no machinery: package rpc runs the one client call and the one server

@@ -30,9 +30,9 @@
 //	[[grant]]
 //	id = "notes-read"                 # unique across the directory
 //	tool = "read_file"                # read_file, write_file, shell, http_fetch, consult, read_attachment, post_file, mcp.SERVER.TOOL (mcp.go)
-//	paths = ["/home/owner/notes"]     # read_file, write_file, shell, read_attachment, post_file
-//	# hosts = ["example.com"]         # http_fetch
-//	# writable = true                 # shell only: mount the workdir read-write
+//	paths = ["/home/owner/notes"]     # read_file, write_file, shell, read_attachment, post_file, mcp.*
+//	# hosts = ["example.com"]         # http_fetch, consult, mcp.*
+//	# writable = true                 # shell (its workdir) and mcp.* (its paths): mount read-write
 //	# secret = "GITHUB_TOKEN"         # shell and consult: the one secret its container gets
 //	# model = "glm-5.3-flash"         # consult only: the remote model's name
 //	# untrusted_sessions = false      # consult only: may run in an untrusted session (default false)

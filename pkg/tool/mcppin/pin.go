@@ -6,7 +6,7 @@
 //
 // # Invariants
 //
-//   - A [Pin] is made only by [NewPin] or [ParsePin], and its sums always
+//   - A [Pin] is made only by [NewPin], [NewRemotePin] or [ParsePin], and its sums always
 //     agree with its text: ParsePin recomputes every tool's sum and the
 //     listing's and refuses a file whose sums differ, so a pin edited by
 //     hand cannot show find_tool one description and check another.
@@ -170,21 +170,19 @@ func NewListing(listed []Listed) ([]Tool, error) {
 // NewPin makes the pin of server's listing tools (from [NewListing])
 // taken from image.
 func NewPin(server, image string, tools []Tool) (Pin, error) {
-	p := Pin{Server: server, Image: image, Tools: slices.Clone(tools)}
-	if p.Tools == nil {
-		p.Tools = []Tool{}
-	}
-	p.ListingSHA256 = ListingSum(p.Tools)
-	if err := p.check(); err != nil {
-		return Pin{}, err
-	}
-	return p, nil
+	return newPin(Pin{Server: server, Image: image}, tools)
 }
 
 // NewRemotePin makes the pin of remote server's listing tools taken at
 // the https URL url.
 func NewRemotePin(server, url string, tools []Tool) (Pin, error) {
-	p := Pin{Server: server, URL: url, Tools: slices.Clone(tools)}
+	return newPin(Pin{Server: server, URL: url}, tools)
+}
+
+// newPin completes p, bound to its image or URL, with tools and their
+// listing's sum, and checks it as ParsePin would.
+func newPin(p Pin, tools []Tool) (Pin, error) {
+	p.Tools = slices.Clone(tools)
 	if p.Tools == nil {
 		p.Tools = []Tool{}
 	}

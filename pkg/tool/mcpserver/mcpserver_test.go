@@ -46,9 +46,6 @@ func TestParseRemoteServer(t *testing.T) {
 	if p, err := s.NewPin(nil); err != nil || p.URL != s.URL() || p.Image != "" {
 		t.Errorf("NewPin(remote) = %+v, %v; want bound to the url", p, err)
 	}
-	if s, err := ParseServer("up", "up.toml", []byte("url = \"https://MCP.Example.com/mcp\"\n")); err != nil || s.Host().String() != "mcp.example.com" {
-		t.Errorf("an upper-case host = %v, %v; want folded to lower case", s.Host(), err)
-	}
 	for _, tt := range []struct{ name, text, want string }{
 		{"plain-http", "url = \"http://mcp.example.com/mcp\"\n", "must be https://"},
 		{"no-scheme", "url = \"mcp.example.com/mcp\"\n", "must be https://"},
@@ -56,6 +53,10 @@ func TestParseRemoteServer(t *testing.T) {
 		{"ipv6", "url = \"https://[::1]/mcp\"\n", "IP address"},
 		{"port", "url = \"https://mcp.example.com:8443/mcp\"\n", "port is not allowed"},
 		{"userinfo", "url = \"https://user:pw@mcp.example.com/mcp\"\n", "user information"},
+		{"upper-case-host", "url = \"https://MCP.Example.com/mcp\"\n", "write the host in lower case, \"mcp.example.com\""},
+		{"query", "url = \"https://mcp.example.com/mcp?api_key=K\"\n", "no query or fragment"},
+		{"empty-query", "url = \"https://mcp.example.com/mcp?\"\n", "no query or fragment"},
+		{"fragment", "url = \"https://mcp.example.com/mcp#k\"\n", "no query or fragment"},
 		{"single-label", "url = \"https://localhost/mcp\"\n", "localhost"},
 		{"not-canonical", "url = \"https://mcp.example.com/a b\"\n", "percent-encoded"},
 		{"with-image", "url = \"https://mcp.example.com/mcp\"\nimage = \"" + image + "\"\n", "takes no image or command"},

@@ -2,9 +2,12 @@
 // container's stdin and the toolkit reads: the call's arguments and the one
 // secret its grant injects, if any.
 //
-// Invariant: this is the only package that puts a tool secret into bytes
-// ([Input.MarshalJSON] reveals it on purpose, for the container's stdin and
-// nowhere else), and [Decode] refuses anything but one strict object of
+// Invariant: this is the only package that serialises a tool secret for
+// the container ([Input.MarshalJSON] reveals it on purpose, for the
+// container's stdin and nowhere else); inside the container only the
+// toolkit's package tools reveals it again, to the 0400 secret file or as
+// a bearer token (consult, a remote MCP server). [Decode] refuses anything
+// but one strict object of
 // the envelope's shape, never quoting its input. It is kept apart from the
 // tool vocabulary (packages toolset and toolargs) so that a role that must
 // never link the secret store, loopd, can share that vocabulary.

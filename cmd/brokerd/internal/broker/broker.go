@@ -1,12 +1,18 @@
 // Package broker is brokerd's daemon: it decides every tool call loopd
 // sends on broker.sock, records each decision in the audit log before
-// anything runs, parks calls that need the owner until bxctl answers them
-// on admin.sock, and runs allowed calls through the runner.
+// anything runs, and parks calls that need the owner until the owner
+// answers, on admin.sock (bxctl) or in the chat (gatewayd, reached over
+// gateway.sock by brokerd's courier). It runs allowed calls itself
+// (read_attachment, post_file), through memoryd's memtool.sock (memory
+// calls), or in a container through the runner (every other tool).
 //
 // Invariants:
-//   - broker.sock takes tool requests only and admin.sock approvals and
-//     queries only; each refuses the other's messages with forbidden and
-//     logs the refusal (neither gets an audit record: it is no decision);
+//   - broker.sock takes tool requests and two read-only queries
+//     (find_tool's pinned catalog, status); admin.sock takes the owner's
+//     answers, allowance revocations, grant proposals (write, drop), MCP
+//     listings and queries; each refuses the other's messages with
+//     forbidden and logs the refusal (neither gets an audit record: it is
+//     no decision);
 //   - every tool request gets exactly one decision record, denials
 //     included, written before the answer is sent or anything runs; a
 //     request that cannot be recorded is denied, never run;

@@ -31,9 +31,10 @@
 //     an exclusive flock on its .lock file for its lifetime, and a
 //     rebuild takes the same lock.
 //
-// Only brokerd's request and admin handlers call a Ledger; the decide
-// functions they pass run under the ledger lock and must be pure and
-// quick (policy.Decide and policy.Redecide are).
+// Only package broker calls a Ledger: its broker.sock, admin.sock and
+// gate.sock handlers and its courier (allowances revoked in the chat).
+// The decide functions they pass run under the ledger lock and must be
+// pure and quick (policy.Decide and policy.Redecide are).
 package ledger
 
 import (

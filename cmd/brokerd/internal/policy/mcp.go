@@ -73,6 +73,11 @@ func matchMCP(grants []grant.Grant, a toolargs.MCP, cat *mcpserver.Catalog, sess
 				" is remote, at " + e.Server.URL() + ", and the winning grant " + v.winner.ID + "'s hosts do not name " + host.String())}
 		}
 		v.hosts = []hostrule.Name{host}
+		// A remote server's answer is text from another machine, as a
+		// consulted model's is (package grant refuses a trusted consult
+		// grant): no grant can make it trusted, not even one copied from
+		// a local server's.
+		v.untrusted = true
 		// Nothing of a remote server runs here to read a path: the
 		// toolkit sends none, so a grant's paths are never mounted.
 		v.mounts = nil

@@ -79,6 +79,15 @@ func TestMCPRemoteDecisions(t *testing.T) {
 			}
 		})
 	}
+	// A grant that says its results are trusted does not make a remote
+	// server's so: its answer comes from another machine.
+	trusting := g("s", tool, "auto", "hosts", `["mcp.example.com"]`, "untrusted", "false")
+	if d, _, den := Decide(set(t, trusting), mcpReq(t, tool, cat), private, now); den != nil || !d.Valid() || !d.Untrusted() {
+		t.Errorf("remote under untrusted = false: valid %v, untrusted %v, denial %v; want untrusted", d.Valid(), d.Untrusted(), den)
+	}
+	if !d.Untrusted() {
+		t.Errorf("remote under the default grant: untrusted %v", d.Untrusted())
+	}
 	// A deny grant still wins before the host is looked at.
 	if _, _, den := Decide(set(t, good, g("no", tool, "deny")), mcpReq(t, tool, cat), private, now); den == nil || den.Reason != DeniedByGrant {
 		t.Errorf("deny beside a good grant: %v", den)

@@ -18,8 +18,10 @@
 //     approval, under the same grants and no higher taint.
 //   - [ListTools] (mcp.go) is the one Decision no grant makes: the
 //     owner's listing of a declared MCP server for bxctl mcp pin, asked
-//     on admin.sock, with no network, no mount and no secret, under which
-//     the toolkit lists the server's tools and calls none.
+//     on admin.sock, with no network, no mount and no secret (for a remote
+//     server: its host alone, through an egress proxy, and its
+//     declaration's secret as the bearer token), under which the toolkit
+//     lists the server's tools and calls none.
 //
 // # Rules
 //
@@ -75,6 +77,10 @@
 //     "identity_may_leave" or "all_may_leave", and all_may_leave once the
 //     session has been handed recalled memory; each refusal names its
 //     rule. Its result is always untrusted.
+//  10. A session allowance (allowance.go) turns an ask into allowed for a
+//     call inside its exact scope, and nothing else; it never decides a
+//     consult, and lapses when a grant it rode on changes or the session
+//     is more tainted than when it was made.
 //  11. An MCP tool (mcp.SERVER.TOOL, mcp.go) is decided by the grants
 //     that name it exactly, as rules 5 to 7 decide a built-in tool, with
 //     no constraint on its arguments (they are the server's): the winning
@@ -85,16 +91,13 @@
 //     secret is the declaration's. A remote server's call is then refused
 //     (no_grant, its detail naming the host) unless the winning grant's
 //     hosts name the server's URL's host, and its hosts are that one
-//     (and it mounts none of the grant's paths).
-//  10. A session allowance (allowance.go) turns an ask into allowed for a
-//     call inside its exact scope, and nothing else; it never decides a
-//     consult, and lapses when a grant it rode on changes or the session
-//     is more tainted than when it was made.
-//  11. read_attachment (attachment.go) is matched as read_file on the
+//     (and it mounts none of the grant's paths); its result is then
+//     untrusted whatever the grant says.
+//  12. read_attachment (attachment.go) is matched as read_file on the
 //     path its id resolves to in the session's own attachments
 //     directory; its result is always untrusted and at least of the
 //     session's class.
-//  12. post_file (postfile.go) is matched as read_file, and refused in a
+//  13. post_file (postfile.go) is matched as read_file, and refused in a
 //     session above the chat's class (private) whatever the grants say.
 //
 // What a Decision grants: read_file mounts the file read-only; write_file

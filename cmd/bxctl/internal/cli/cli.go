@@ -2,10 +2,17 @@
 //
 // Invariant: bxctl holds no authority of its own. It reads what the
 // daemons and the owner's files say and prints it escaped; every action
-// that changes anything goes through a daemon's admin socket, where the
-// daemon decides. The exceptions set a host up, as the owner (root)
-// running them: `up` (package up) runs the roles from a state directory,
-// and `install` (package install) deploys them as systemd units.
+// that changes a daemon's state goes through the daemon's socket
+// (admin.sock, memadmin.sock, loop.sock), where the daemon decides. The
+// exceptions are the owner's own acts: `up` (package up) runs the roles
+// from a state directory, `install` (package install) deploys them as
+// systemd units, `grants apply` and `mcp pin --write` write an owner file
+// (a grant or a pin) as the owner running them, with the owner-file rules
+// brokerd reads it under (writeOwnerFile), and the state commands write
+// files directly: `audit anchor` appends to the owner's anchors file,
+// `metrics` writes its textfile, `backup` writes a snapshot into a new or
+// empty directory, `restore` fills a new or empty state directory, and
+// `migrate` rewrites one, with the stack stopped, after a backup.
 //
 // Exit codes: 0 success (every check passed); 1 the command ran and
 // something failed or was refused; 2 usage error. -h, -help or --help
@@ -60,7 +67,7 @@ var commands = map[string]command{
 	"audit":         {"verify the audit log (chain, head, anchors) or anchor its end", runAudit},
 	"selftest":      {"check a llama-server against the inference contract", runSelftest},
 	"grants":        {"check a grant directory offline; list, apply or drop grant proposals", runGrants},
-	"mcp":           {"pin NAME: list a declared MCP server's tools (fresh container, no network), show them escaped, write the pin", runMCP},
+	"mcp":           {"pin NAME: list a declared MCP server's tools (a fresh container; no network, or a remote server's host alone), show them escaped, write the pin", runMCP},
 	"up":            {"run the local stack from a state directory", runUp},
 	"chat":          {"talk to Boxmaker from the terminal", runChat},
 	"compact":       {"change a session's epoch now: it goes on from a summary (SESSION)", runCompact},

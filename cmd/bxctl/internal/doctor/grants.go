@@ -26,7 +26,7 @@ func (a *auditor) grants(in *install) *grant.Set {
 		return nil
 	}
 	if err := isDir(dir); err != nil {
-		a.add("doctor-grants", Problem, "grants_dir: %v", err)
+		a.add("doctor-grants", Problem, "grants/: %v", err)
 		return nil
 	}
 	owners := ownership.Self()

@@ -1,11 +1,12 @@
-// Package report is `bxctl report`: what the session logs and the audit
-// log say about how the installation has been running, and the decision
-// log's rule on the thinking cap applied to it.
+// Package report is `bxctl report` and `bxctl metrics`: what the session
+// logs and the audit log say about how the installation has been running,
+// and the decision log's rule on the thinking cap applied to it.
 //
 // Invariants: it reads only sessions/ and broker/audit/, strictly (a
 // record that does not decode is an error naming its file and line, never
-// skipped); it writes nothing; every figure is an integer count, token
-// number or microsecond sum, so the JSON has no floats.
+// skipped); report writes nothing, and metrics writes only its textfile
+// ([Report.WriteMetricsFile], atomically); every figure is an integer
+// count, token number or microsecond sum, so the JSON has no floats.
 package report
 
 import (

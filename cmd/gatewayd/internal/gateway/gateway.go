@@ -22,8 +22,9 @@
 //     its connection open; a command from anyone else is ignored and
 //     logged;
 //   - a heard post's files reach loopd as descriptors only; their content
-//     is kept whole or not at all under attachments/ (attach.go), and a
-//     file not kept gets one line to the owner in the thread;
+//     is kept whole or not at all under attachments/, or images/ for an
+//     image (attach.go, attachstore.go), and a file not kept gets one
+//     line to the owner in the thread;
 //   - gatewayd opens no TCP listener: it listens only on gateway.sock.
 package gateway
 

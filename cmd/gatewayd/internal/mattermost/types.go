@@ -14,8 +14,13 @@
 //   - a message is never cut: [Split] breaks long text on rune boundaries
 //     into posts within the server's limit.
 //
-// Wire facts are from Mattermost's server source, summarised with
-// citations in the project's reference notes (mattermost.md).
+// Wire facts are from Mattermost's server source, mattermost/mattermost:
+// the bearer token as ParseAuthTokenFromRequest reads it
+// (server/channels/app/authentication.go), the reconnection's
+// connection_id and sequence_number query parameters
+// (server/channels/api4/websocket.go:19-20 at commit 04e85894, read in
+// connectWebSocket), and each type and call below cites the upstream
+// file it copies (server/public/model/, server/channels/api4/).
 package mattermost
 
 import (

@@ -132,7 +132,7 @@ func (c *Changer) Change(ctx context.Context, s *session.Session, mu sync.Locker
 		return nil, fmt.Errorf("change epoch: baseline: %w", err)
 	}
 	mu.Lock()
-	sum := session.Summary{Text: text}
+	sum := sessionlog.Summary{Text: text}
 	if t := comp.Timings; t != nil {
 		sum.CacheN, sum.PromptN, sum.PredictedN = t.CacheN, t.PromptN, t.PredictedN
 	}

@@ -88,9 +88,9 @@ func TestChangeCoversWhatFits(t *testing.T) {
 	if got := m.reqs[1].Messages; len(got) != len(want) || got[len(got)-2].Content != "answer 6" || got[len(got)-1].Content != Instruction {
 		t.Fatalf("the summary request has %d messages ending %q, want turns 1-6 (%d) and the instruction", len(got), got[len(got)-2].Content, len(want))
 	}
-	var sum *session.Summary
+	var sum *sessionlog.Summary
 	for _, r := range res.Session.Records() {
-		if x, ok := r.(*session.Summary); ok {
+		if x, ok := r.(*sessionlog.Summary); ok {
 			sum = x
 		}
 	}

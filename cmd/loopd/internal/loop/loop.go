@@ -4,8 +4,10 @@
 // Invariant: loopd serves nothing until every self-test check has passed
 // (or the owner has named the check in selftest.skip); a failed check
 // refuses the start, naming the check, what was seen and the runbook entry.
-// loopd has no network and no credential: its only I/O is its sockets and
-// its session files.
+// loopd has no network and no credential: its only I/O is its sockets
+// (the model's, through inferproxy, included), its session files, its
+// jobs record (loop/jobs.json), and, read-only, its config and system
+// prompt, the owner's job files and the images gatewayd keeps.
 package loop
 
 import (

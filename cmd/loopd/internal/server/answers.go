@@ -60,7 +60,7 @@ func (m *Manager) answersSince(_ context.Context, _ sockets.Peer, a *wire.Answer
 // older file. Old epochs are only read.
 func (m *Manager) withEarlier(id string, cur int64, recs []sessionlog.Record, after int64) ([]sessionlog.Record, error) {
 	for n := cur; n > 0 && len(recs) > 0; n-- {
-		h, ok := recs[0].(*session.Head)
+		h, ok := recs[0].(*sessionlog.Head)
 		if !ok || h.Turn <= after {
 			break
 		}

@@ -11,6 +11,7 @@ import (
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/turn"
+	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/model/llama"
 	"wntrmute.dev/boxmaker/pkg/socket/sockets"
 	"wntrmute.dev/boxmaker/pkg/socket/strict"
@@ -214,7 +215,7 @@ func (m *Manager) afterChangeAsync(l *live) {
 
 func summaryOf(s *session.Session) string {
 	for _, r := range s.Records() {
-		if sum, ok := r.(*session.Summary); ok {
+		if sum, ok := r.(*sessionlog.Summary); ok {
 			return sum.Text
 		}
 	}

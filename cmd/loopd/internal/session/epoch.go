@@ -25,13 +25,6 @@ import (
 // change); after it, epoch n+1 is complete. Epoch n's files are never
 // opened for writing again.
 
-// Head, Summary and Trust are pkg/logs/sessionlog's.
-type (
-	Head    = sessionlog.Head
-	Summary = sessionlog.Summary
-	Trust   = sessionlog.Trust
-)
-
 var logRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.jsonl$`)
 
 func logPath(dir string, epoch int64) string { return layout.EpochLog(dir, epoch) }
@@ -65,9 +58,9 @@ func Current(dir string) (int64, error) {
 // file was changed after the epoch ended, or the files were mixed).
 func checkHead(dir string, epoch int64, recs []sessionlog.Record) error {
 	path := logPath(dir, epoch)
-	var head *Head
+	var head *sessionlog.Head
 	if len(recs) > 0 {
-		head, _ = recs[0].(*Head)
+		head, _ = recs[0].(*sessionlog.Head)
 	}
 	if head == nil || head.Epoch != epoch || head.Prev != epoch-1 {
 		return fmt.Errorf("%s does not start with its epoch's head record; see docs/runbook.md#session-log-damaged", path)
@@ -85,7 +78,7 @@ func checkHead(dir string, epoch int64, recs []sessionlog.Record) error {
 // Trust is the session's taint and untrusted flag: the head's (carried
 // from every earlier epoch) raised by this epoch's tool results. It
 // never goes down, across epochs or within one.
-func (s *Session) Trust() Trust {
+func (s *Session) Trust() sessionlog.Trust {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return sessionlog.TrustOf(s.records)
@@ -128,14 +121,14 @@ const (
 // holds whatever keeps other appends out (loopd's live session lock) and
 // uses only the returned session afterwards; this one is closed on
 // success. On an error this epoch stays current and open.
-func (s *Session) Change(base sessionlog.Baseline, sum Summary, upTo int64) (*Session, error) {
+func (s *Session) Change(base sessionlog.Baseline, sum sessionlog.Summary, upTo int64) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dir, next := Dir(s.state, s.ID), s.Epoch+1
 	t := sessionlog.TrustOf(s.records)
 	recs := []sessionlog.Record{
-		&Head{Turn: upTo, Epoch: next, Prev: s.Epoch, PrevHash: sessionlog.LineHash(s.last), Taint: t.Taint, Untrusted: t.Untrusted},
-		&Summary{Turn: upTo, Epoch: next, Text: sum.Text, CacheN: sum.CacheN, PromptN: sum.PromptN, PredictedN: sum.PredictedN},
+		&sessionlog.Head{Turn: upTo, Epoch: next, Prev: s.Epoch, PrevHash: sessionlog.LineHash(s.last), Taint: t.Taint, Untrusted: t.Untrusted},
+		&sessionlog.Summary{Turn: upTo, Epoch: next, Text: sum.Text, CacheN: sum.CacheN, PromptN: sum.PromptN, PredictedN: sum.PredictedN},
 	}
 	for _, r := range s.records {
 		if u, ok := r.(*sessionlog.User); ok && u.Turn > upTo {

@@ -35,7 +35,7 @@ func TestChangeAndReopen(t *testing.T) {
 		}
 	}
 	want := s.Trust()
-	ns, err := s.Change(sessionlog.Baseline{System: "epoch 1", Tools: []chat.Tool{}}, Summary{Text: "read a page"}, 1)
+	ns, err := s.Change(sessionlog.Baseline{System: "epoch 1", Tools: []chat.Tool{}}, sessionlog.Summary{Text: "read a page"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -282,7 +282,7 @@ func StateOf(recs []sessionlog.Record) State {
 		case *sessionlog.User:
 			maxUser = max(maxUser, t)
 			continue
-		case *Head, *Summary:
+		case *sessionlog.Head, *sessionlog.Summary:
 			continue // the previous epoch's last turn, ended there
 		case *sessionlog.Assistant:
 			calls[t] = append(calls[t], r.Message.ToolCalls...)

@@ -189,7 +189,7 @@ func (e *epochs) change(s *session.Session) (*session.Session, error) {
 		return nil, fmt.Errorf("the swap did not get the new epoch: %p %p %v", res.Session, s, kill)
 	}
 	recs := s.Records()
-	head, ok := recs[0].(*session.Head)
+	head, ok := recs[0].(*sessionlog.Head)
 	if !ok || head.Epoch != old+1 || head.Taint != trust.Taint || head.Untrusted != trust.Untrusted || s.Trust() != trust {
 		return nil, fmt.Errorf("epoch %d's head %+v does not carry the trust %+v", old+1, recs[0], trust)
 	}
@@ -214,7 +214,7 @@ func (e *epochs) change(s *session.Session) (*session.Session, error) {
 	if !reflect.DeepEqual(waited, moved) {
 		return nil, fmt.Errorf("the messages that waited through the change, %q, are not the new epoch's, %q", waited, moved)
 	}
-	sum, ok := recs[1].(*session.Summary)
+	sum, ok := recs[1].(*sessionlog.Summary)
 	if !ok || sum.Text != sanitize.Neutralise(sm.reply) {
 		return nil, fmt.Errorf("epoch %d's second record %+v is not the neutralised summary", old+1, recs[1])
 	}
@@ -231,7 +231,7 @@ func (e *epochs) first(s *session.Session, req llama.Request, turn int64) error 
 	}
 	want := []chat.Message{
 		{Role: chat.RoleSystem, Content: fmt.Sprintf("You are a test, in epoch %d.", s.Epoch)},
-		{Role: chat.RoleUser, Content: sessionlog.SummaryMessage(&session.Summary{Epoch: s.Epoch, Text: e.want})},
+		{Role: chat.RoleUser, Content: sessionlog.SummaryMessage(&sessionlog.Summary{Epoch: s.Epoch, Text: e.want})},
 	}
 	for _, r := range s.Records() {
 		if u, ok := r.(*sessionlog.User); ok && u.Turn == turn {

@@ -5,15 +5,17 @@
 // Invariants:
 //   - every model request is [sessionlog.Replay] of the log (through
 //     [session.Session.Messages], which keeps it incrementally and equals
-//     it): the engine never builds a message any other way, so each
-//     request is an exact extension of the previous one (what the server
-//     has cached), and the llama client can encode only what is new;
+//     it), with its images loaded, or dropped for a model that cannot
+//     see, the same way every time (images.go): the engine never builds a
+//     message any other way, so each request is an exact extension of the
+//     previous one (what the server has cached), and the llama client can
+//     encode only what is new;
 //   - every record is on disk before the event that reports it is sent;
 //   - a turn ends in exactly one of: an answer, a stop by runaway control
 //     (tool-iteration cap, repeated identical calls; the thinking cap ends
-//     only the thinking, never the turn), a session_full stop (the next request would not fit the slot, by the
-//     server's refusal or by the last usage record plus max_tokens), or an
-//     error; all but the last are logged with a TurnEnd, and every tool
+//     only the thinking, never the turn), a session_full stop (the next
+//     request would not fit the slot, by the server's refusal or by the
+//     last usage record plus max_tokens), or an error; all but the last are logged with a TurnEnd, and every tool
 //     call the model made has its result record before the stop;
 //   - the engine decides nothing about authority.
 package turn

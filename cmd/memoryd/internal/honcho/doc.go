@@ -1,11 +1,15 @@
 // Package honcho is memoryd's client for Honcho v3, the owner's fleet
 // memory service, over net/http and the standard library (no SDK). The
-// wire is the one read from Honcho's source in shared/reference/honcho.md;
-// checks/fake/honcho is its double, and conformance_test.go runs one suite
-// against both.
+// wire is plastic-labs/honcho's at commit ddbb90e3 (version 3.0.12), read
+// from its source: the routes mounted under /v3 (src/main.py:178-185),
+// the shapes (src/schemas/api.py; the id pattern at line 45), the errors
+// (src/exceptions.py:11); each call here names the upstream function it
+// follows. checks/fake/honcho is its double, and conformance_test.go runs
+// one suite against both.
 //
-// Package fleet is its one caller: the outbox, the clean-turn gate and
-// the recall merge live there.
+// Package fleet is its caller for everything but [Open]: the outbox, the
+// clean-turn gate and the recall merge live there; memd opens the client
+// and hands it to fleet.
 //
 // Invariants:
 //   - every request carries a deadline ([honchoconf.Settings.Timeout]) on top of its

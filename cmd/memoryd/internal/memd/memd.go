@@ -1,7 +1,8 @@
 // Package memd is memoryd's daemon: it owns memory/ and index/, and serves
 // memory.sock (loopd: identity block out, finished turns in),
-// memtool.sock (brokerd: decided memory tool calls) and memadmin.sock
-// (bxctl: undo, reindex, review, the fleet outbox); with a [honcho]
+// memtool.sock (brokerd: decided memory tool calls), memadmin.sock
+// (bxctl: undo, reindex, review, the fleet outbox) and memchat.sock
+// (gatewayd: the owner's !why and !forget from the chat); with a [honcho]
 // table it runs fleet memory (package fleet) beside them.
 //
 // Invariants:

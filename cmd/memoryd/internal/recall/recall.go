@@ -1,6 +1,7 @@
 // Package recall is memoryd's local index: SQLite FTS5 over the session
-// logs and notes.md, behind the [Retriever] interface that Honcho will
-// also implement.
+// logs and notes.md, behind the [Retriever] interface. Fleet memory
+// (Honcho, package fleet) does not implement it: memd searches it beside
+// the index and merges the hits (fleet.Merge).
 //
 // Invariants:
 //   - the index is disposable: everything in it but the hit counts is

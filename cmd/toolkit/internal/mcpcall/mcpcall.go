@@ -1,11 +1,11 @@
 // Package mcpcall is `toolkit mcp`: inside a fresh container of an MCP
 // server's own image (the toolkit mounted read-only beside it), it starts
-// the server's command, speaks MCP to it over stdio with the official Go
-// SDK (or, for a remote server, speaks Streamable HTTP to its URL through
-// the call's egress proxy, remote.go), checks the server's live tool
-// listing against the owner's pin, and
-// only then makes the one call brokerd decided; or, for `bxctl mcp pin`,
-// only lists the tools.
+// the server's command and speaks MCP to it over stdio with the official
+// Go SDK; for a remote server, inside a fresh container of brokerd's tool
+// image, it speaks Streamable HTTP to the server's URL through the call's
+// egress proxy (remote.go). Either way it checks the server's live tool
+// listing against the owner's pin, and only then makes the one call
+// brokerd decided; or, for `bxctl mcp pin`, only lists the tools.
 //
 // # Invariants
 //
@@ -25,7 +25,9 @@
 //     names hosts, HTTPS_PROXY, the bridge to the call's egress proxy,
 //     bridge.go); its stderr is kept, capped, only for a failure's detail.
 //   - The client offers the server no capability: no sampling, no
-//     elicitation, no roots. A server cannot reach the model or the owner.
+//     elicitation, no roots (an empty capabilities object, not the SDK's
+//     default, which offers roots). A server cannot reach the model or
+//     the owner.
 package mcpcall
 
 import (
@@ -33,6 +35,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -119,7 +122,9 @@ func run(ctx context.Context, env Env, call mcppin.Call) mcppin.Result {
 // session speaks MCP over t: the listing, checked against the pin, then
 // the one call. stderr is a stdio server's, for a failure's detail.
 func session(ctx context.Context, t mcp.Transport, call mcppin.Call, stderr *capped) mcppin.Result {
-	client := mcp.NewClient(&mcp.Implementation{Name: "boxmaker-toolkit", Version: "1"}, nil)
+	// No capabilities: the SDK's default (nil options) advertises roots
+	// and answers roots/list; this client offers the server nothing to ask.
+	client := mcp.NewClient(&mcp.Implementation{Name: "boxmaker-toolkit", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return failed(fmt.Sprintf("the server did not start or answer MCP's initialize: %v%s", err, stderr.tail()))
@@ -148,21 +153,35 @@ func session(ctx context.Context, t mcp.Transport, call mcppin.Call, stderr *cap
 }
 
 // listing reads every page of the server's tools, at most MaxTools, in
-// pin form.
+// pin form. A page with no tool that names a next page is refused: a
+// server paging forever through empty pages would otherwise hold the
+// call until its time limit (every other page brings a tool, so MaxTools
+// bounds the pages too).
 func listing(ctx context.Context, cs *mcp.ClientSession) ([]mcppin.Tool, error) {
 	var listed []mcppin.Listed
-	for t, err := range cs.Tools(ctx, nil) {
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("the server's tool listing failed: %v", err)
 		}
-		if len(listed) == mcppin.MaxTools {
-			return nil, fmt.Errorf("the server lists more than %d tools", mcppin.MaxTools)
+		if len(res.Tools) == 0 && res.NextCursor != "" {
+			return nil, errors.New("the server's tool listing has an empty page that names a next page")
 		}
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: its input schema does not encode: %v", t.Name, err)
+		for _, t := range res.Tools {
+			if len(listed) == mcppin.MaxTools {
+				return nil, fmt.Errorf("the server lists more than %d tools", mcppin.MaxTools)
+			}
+			schema, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: its input schema does not encode: %v", t.Name, err)
+			}
+			listed = append(listed, mcppin.Listed{Name: t.Name, Description: t.Description, InputSchema: schema})
 		}
-		listed = append(listed, mcppin.Listed{Name: t.Name, Description: t.Description, InputSchema: schema})
+		if res.NextCursor == "" {
+			break
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 	tools, err := mcppin.NewListing(listed)
 	if err != nil {

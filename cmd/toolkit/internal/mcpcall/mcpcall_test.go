@@ -13,7 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/egress"
 	"wntrmute.dev/boxmaker/cmd/toolkit/internal/nettest"
@@ -158,5 +162,89 @@ func TestEgressBridge(t *testing.T) {
 	}
 	if dialed := d.Dialed(); len(dialed) != 1 || dialed[0] != "93.184.216.34:443" {
 		t.Errorf("the proxy dialled %v, want the granted host once", dialed)
+	}
+}
+
+// inMemory serves s over the SDK's in-memory transports and runs one
+// listing session against it.
+func inMemory(t *testing.T, s *mcp.Server) mcppin.Result {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	return session(ctx, ct, mcppin.Call{Server: "test"}, &capped{max: maxStderr})
+}
+
+// TestClientOffersNothing: the server sees no capability at all on any
+// request (the SDK's default client offers roots), whether the client
+// states them in initialize (older servers) or in each request's _meta
+// (the 2026-07-28 protocol the SDK's own server speaks).
+func TestClientOffersNothing(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			var p struct {
+				Capabilities json.RawMessage            `json:"capabilities"`
+				Meta         map[string]json.RawMessage `json:"_meta"`
+			}
+			b, _ := json.Marshal(req.GetParams())
+			json.Unmarshal(b, &p)
+			mu.Lock()
+			defer mu.Unlock()
+			if p.Capabilities != nil {
+				seen = append(seen, method+" "+string(p.Capabilities))
+			}
+			if c, ok := p.Meta["io.modelcontextprotocol/clientCapabilities"]; ok {
+				seen = append(seen, method+" "+string(c))
+			}
+			return next(ctx, method, req)
+		}
+	})
+	if r := inMemory(t, s); r.Status != mcppin.StatusListing {
+		t.Fatalf("listing = %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("the server saw no client capabilities at all")
+	}
+	for _, c := range seen {
+		if _, caps, _ := strings.Cut(c, " "); caps != "{}" {
+			t.Errorf("the client's capabilities: %s; want {}", c)
+		}
+	}
+}
+
+// TestEmptyPagesForeverRefused: a server whose tools/list answers an
+// empty page with a next cursor, forever, is refused at its first such
+// page instead of holding the call until its time limit.
+func TestEmptyPagesForeverRefused(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	var pages atomic.Int64
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			pages.Add(1)
+			return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: "again"}, nil
+		}
+	})
+	r := inMemory(t, s)
+	if r.Status != mcppin.StatusFailed || !strings.Contains(r.Detail, "empty page") || pages.Load() != 1 {
+		t.Errorf("listing = %+v after %d pages; want failed at the first empty page", r, pages.Load())
 	}
 }

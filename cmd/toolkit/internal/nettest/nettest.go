@@ -1,5 +1,6 @@
 // Package nettest holds the egress proxy's test doubles for name
-// resolution and dialling, shared by the proxy's and http_fetch's tests.
+// resolution and dialling, shared by the tests of the proxy (egress), of
+// http_fetch and consult (tools) and of the MCP client (mcpcall).
 //
 // Invariant: only tests import it (cmd/toolkit/deps.txt never lists it);
 // a Dialer reaches nothing but the listeners its map names.

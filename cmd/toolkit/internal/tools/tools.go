@@ -1,17 +1,20 @@
 // Package tools is what runs inside a tool container: shell, read_file,
 // write_file, http_fetch and consult, each reading its arguments from the one
 // JSON envelope on stdin ([toolinput.Decode], then [toolargs.Parse],
-// the function brokerd decided the call with).
+// the function brokerd decided the call with); and mcp (mcp.go), an MCP
+// server's call, whose arguments are brokerd's mcppin.Call.
 //
 // Invariants:
 //   - [Run] returns [ExitDone] only when the tool did what was asked,
 //     [ExitTool] when the tool itself failed (its message, on stderr, is
 //     for the model), and [ExitMisuse] when the container was started
 //     wrongly (an unknown tool, an envelope or arguments that do not
-//     parse): then stderr holds one of the fixed [Misuse] sentences and
-//     nothing of the input;
+//     parse): then stderr holds one of the fixed sentences
+//     ([MisuseInput], [MisuseUsage]) and nothing of the input;
 //   - a granted secret is written only to a 0400 file in the private
 //     tmpfs (SecretDir/NAME; refused if /run/boxmaker is not a tmpfs),
+//     except a remote MCP server's, which is held in memory only and sent
+//     as its bearer token (package mcpcall),
 //     and a shell command learns only that file's path, in
 //     BOXMAKER_SECRET_FILE; its environment is built from nothing, so no
 //     value reaches an environment variable or argv; read_file and
