@@ -139,7 +139,10 @@ let
   roleOfConfig = f: lib.removeSuffix ".toml" (baseNameOf f.path);
   firstSettings = lib.listToAttrs (map (f: lib.nameValuePair (roleOfConfig f)
     (lib.mapAttrs (_: lib.mkDefault) (builtins.fromTOML (subst f.text)))) (lib.filter (f: f.text != "") deployment.configs));
-  unconfigured = map roleOfConfig (lib.filter (f: (cfg.settings.${roleOfConfig f} or { }) == { }) deployment.configs);
+  # A role with no first config (gatewayd's needs the owner's details) and
+  # no settings has no config; one whose first config sets no key
+  # (memoryd's: every path is the layout table's) has an empty one.
+  unconfigured = map roleOfConfig (lib.filter (f: f.text == "" && (cfg.settings.${roleOfConfig f} or { }) == { }) deployment.configs);
   configSources = map (f: f // {
     for = roleOfConfig f;
     src = toml.generate "${roleOfConfig f}.toml" cfg.settings.${roleOfConfig f};

@@ -23,27 +23,22 @@ var epochSpelling = regexp.MustCompile(`%d\.(jsonl|baseline\.json)`)
 // LayoutKey matches a config key that names what the layout table
 // decides: a state or grants directory, a socket or its directory, a
 // list of peer uids or gids.
-var LayoutKey = regexp.MustCompile(`^(state_dir|grants_dir|([a-z]+_)?socket(_dir)?|([a-z]+_)?(allow_uids|allow_gids|listener_uids))$`)
+var LayoutKey = regexp.MustCompile(`^(state_dir|grants_dir|([a-z]+_)*socket(_dir)?|([a-z]+_)*(allow_uids|allow_gids|listener_uids))$`)
 
 // LayoutKeys are the config keys of that kind the roles still read,
-// each with why it has not left its config yet (issue 25 item 1). A new
-// one is refused: a role derives its paths and peers from its state
-// directory and the table ([LayoutHome]).
+// each with why the layout table cannot decide it. Any other is refused:
+// a role derives its paths and peers from its state directory and the
+// table ([LayoutHome]; the loader's config.Placed, issue 25 item 1).
 var LayoutKeys = map[string]string{}
 
 func init() {
-	// The peer uid lists left the configs (pkg/host/daemon gives each
-	// listener the table's; package config refuses the old keys by name).
+	// The peer uid lists and every path under the state directory left
+	// the configs (pkg/host/daemon gives each listener the table's uids;
+	// each role's loader fills its paths from the state directory and
+	// refuses an old key naming another path than the table's).
 	const gids = "an extra lock the owner may add (the peer's group must also be listed); the table names no groups of peers, so nothing else could supply it"
 	LayoutKeys["inferproxy.allow_gids"] = gids
 	LayoutKeys["loopd.allow_gids"] = gids
-	const path = "a path the table derives from the state directory, but a role run outside one (its own tests, a development config: daemon.Flags.State empty) has no table to derive it from; bxctl up's first configs, and through them the NixOS module's deployment.json, write the table's value, and doctor-layout checks it"
-	for _, k := range []string{"inferproxy.socket_dir", "loopd.state_dir", "loopd.socket_dir", "loopd.infer_socket", "loopd.broker_socket", "loopd.memory_socket",
-		"brokerd.state_dir", "brokerd.grants_dir", "brokerd.broker_socket_dir", "brokerd.admin_socket_dir", "brokerd.gate_socket_dir", "brokerd.memtool_socket", "brokerd.gateway_socket",
-		"memoryd.state_dir", "memoryd.memory_socket_dir", "memoryd.memtool_socket_dir", "memoryd.admin_socket_dir", "memoryd.chat_socket_dir", "memoryd.gate_socket",
-		"gatewayd.state_dir", "gatewayd.loop_socket", "gatewayd.socket_dir"} {
-		LayoutKeys[k] = path
-	}
 	LayoutKeys["brokerd.podman_socket"] = "[runner]'s Podman service: bxctl up's own (run/podman, the table's) or the owner's rootless podman.socket, which no table of ours holds"
 }
 

@@ -56,15 +56,18 @@ func TestPlantedStatePaths(t *testing.T) {
 		"cmd/memoryd/internal/memd/memd_test.go": "package memd\n\nimport \"path/filepath\"\n\nfunc e(s string) string { return filepath.Join(s, \"index\") }\n",
 		"pkg/host/layout/paths.go":               "package layout\n\nimport \"path/filepath\"\n\nfunc R(s string) string { return filepath.Join(s, \"index\", \"recall.db\") }\n",
 		"checks/stack/stack.go":                  "package stack\n\nimport \"path/filepath\"\n\nfunc f(s string) string { return filepath.Join(s, \"sessions\") }\n",
-		"pkg/host/roleconf/loopd/config.go":      "package loopd\n\ntype Config struct {\n\tStateDir string `toml:\"state_dir\"`\n\tJobsSocket string `toml:\"jobs_socket\"`\n\tName string `toml:\"name\"`\n}\n",
+		"pkg/host/roleconf/loopd/config.go":      "package loopd\n\ntype Config struct {\n\tStateDir string `toml:\"state_dir\"`\n\tJobsSocket string `toml:\"jobs_socket\"`\n\tName string `toml:\"name\"`\n\tGIDs []uint32 `toml:\"allow_gids\"`\n\tPlaced string `toml:\"-\"`\n}\n",
+		"pkg/host/roleconf/gatewayd/config.go":   "package gatewayd\n\ntype Config struct {\n\tChat string `toml:\"memory_chat_socket\"`\n}\n",
 	})
 	got := StatePaths(dir, []string{"index", "sessions", "loop"})
 	expect(t, got, `cmd/memoryd/internal/memd/memd.go:10: spells the state path "index"`)
 	expect(t, got, `cmd/memoryd/internal/memd/memd.go:12: spells the state path "jobs.json"`)
 	expect(t, got, `cmd/memoryd/internal/memd/memd.go:14: spells a session's epoch file ("%d.jsonl")`)
 	expect(t, got, "pkg/host/roleconf/loopd/config.go:3: config key loopd.jobs_socket names what the layout table decides")
-	if len(got) != 4 {
-		t.Errorf("want exactly the four planted spellings (recall.db follows index on the same call but only the top is judged; state_dir is listed), got:\n%s", strings.Join(got, "\n"))
+	expect(t, got, "pkg/host/roleconf/loopd/config.go:3: config key loopd.state_dir names what the layout table decides")
+	expect(t, got, "pkg/host/roleconf/gatewayd/config.go:3: config key gatewayd.memory_chat_socket names what the layout table decides")
+	if len(got) != 6 {
+		t.Errorf("want exactly the six planted spellings (recall.db follows index on the same call but only the top is judged; allow_gids is listed; a field with no key is no key), got:\n%s", strings.Join(got, "\n"))
 	}
 }
 

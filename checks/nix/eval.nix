@@ -151,6 +151,7 @@ then result (lib.findFirst (n: n.name == only) (throw "no negative case ${only}"
 else {
   positive = result { };
   honcho = result withKey;
+  bare = result { services.boxmaker.settings.memoryd = lib.mkForce { }; services.boxmaker.honchoAddresses = lib.mkForce [ ]; };
   ids = result withIDs;
   # What the stubs and the positive case give, unsubstituted, so the test
   # builds the placeholders' values itself as bxctl install's Values does.

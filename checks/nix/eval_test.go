@@ -39,6 +39,9 @@ type evalOut struct {
 	Positive evalCase `json:"positive"`
 	// Honcho is the positive case with Honcho's key given and named.
 	Honcho evalCase `json:"honcho"`
+	// Bare is the positive case without Honcho: memoryd has no settings,
+	// and its first config sets no key (its paths are the layout table's).
+	Bare evalCase `json:"bare"`
 	// IDs is the positive case with the images' IDs given, not files.
 	IDs    evalCase `json:"ids"`
 	Inputs struct {
@@ -158,6 +161,9 @@ func TestModuleEval(t *testing.T) {
 	}
 	if len(r.IDs.Failed) != 0 {
 		t.Errorf("assertions failed on the positive case with the images' IDs given: %q", r.IDs.Failed)
+	}
+	if len(r.Bare.Failed) != 0 {
+		t.Errorf("assertions failed on the positive case without Honcho (memoryd's config empty): %q", r.Bare.Failed)
 	}
 	if len(r.Honcho.Failed) != 0 {
 		t.Errorf("assertions failed on the positive case with Honcho's key: %q", r.Honcho.Failed)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 // Dir is a new t.TempDir() that it and its parent (the test's own
@@ -66,4 +68,33 @@ func Passable(t testing.TB) {
 			return
 		}
 	}
+}
+
+// State is a new state directory made as the layout table says for this
+// process's user alone ([layout.SingleUser]), with each of configs (by
+// role) at config/<role>.toml: what a role started with -state (or with
+// its config there) needs. It is under a temp directory of its own with
+// a short path, since a Unix socket path holds at most 107 bytes, and is
+// removed when the test ends.
+func State(t testing.TB, configs map[string]string) string {
+	t.Helper()
+	root, err := os.MkdirTemp("", "bx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	state := filepath.Join(root, "s")
+	me := layout.SingleUser(layout.ID{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())})
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := layout.Make(state, me); err != nil {
+		t.Fatal(err)
+	}
+	for role, text := range configs {
+		if err := os.WriteFile(layout.ConfigPath(state, role), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return state
 }

@@ -16,8 +16,6 @@ import (
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // allowRig is the stack of the session-allowance tests (issue 26): the
@@ -61,16 +59,14 @@ func newAllowRig(t *testing.T, extra map[string]string) *allowRig {
 	for _, d := range []string{filepath.Join(r.state, "config"), filepath.Join(r.state, "grants")} {
 		require.NoError(t, os.MkdirAll(d, 0o700))
 	}
-	r.write("config/inferproxy.toml", fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(r.state, "run", "infer"), u.Host))
+	r.write("config/inferproxy.toml", fmt.Sprintf("upstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", u.Host))
 	r.write("grants/files.toml", r.filesGrant(false))
 	for name, body := range extra {
 		r.write(name, body)
 	}
-	r.write("config/brokerd.toml", fmt.Sprintf("state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\ngateway_socket = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		r.state, filepath.Join(r.state, "grants"), filepath.Join(r.state, "run", "broker"), filepath.Join(r.state, "run", "admin"),
-		layout.Socket(r.state, &wire.Gateway), svc.Socket, image))
-	r.write("config/gatewayd.toml", fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n\n[approvals]\nusers = [%q]\n",
-		r.fmm.URL(), r.state, layout.Socket(r.state, &wire.Loop), filepath.Join(r.state, "run", "gateway"), r.owner.ID, r.owner.ID))
+	r.write("config/brokerd.toml", fmt.Sprintf("[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image))
+	r.write("config/gatewayd.toml", fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\n\n[allow]\nusers = [%q]\n\n[approvals]\nusers = [%q]\n",
+		r.fmm.URL(), r.owner.ID, r.owner.ID))
 	return r
 }
 

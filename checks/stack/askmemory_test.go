@@ -2,7 +2,6 @@ package stack
 
 import (
 	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -34,7 +33,7 @@ func TestStackAskMemory(t *testing.T) {
 	fleetConfigs(t, state, hon.URL)
 	loopd := first.Configs[1]
 	require.Equal(t, "loopd", loopd.Role)
-	text := strings.Replace(loopd.Text(first.Params{State: state, Model: "fake-model"}), "\n[model]", "ask_memory = true\n\n[model]", 1)
+	text := "ask_memory = true\n" + loopd.Text(first.Params{State: state, Model: "fake-model"})
 	require.NoError(t, os.WriteFile(loopd.Path(state), []byte(text), 0o600))
 	up(t, bin, state, srv)
 

@@ -58,8 +58,8 @@ func honchoConfigs(t *testing.T, state, url string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(layout.Config.In(state), 0o700))
 	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "memoryd"), []byte(fmt.Sprintf(
-		"state_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\ngate_socket = %q\n\n[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n",
-		state, layout.MemoryRun.In(state), layout.MemtoolRun.In(state), layout.MemadminRun.In(state), layout.GateRun.SocketIn(state), url)), 0o600))
+		"[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n",
+		url)), 0o600))
 }
 
 // TestStackBackupRestore: `bxctl backup` taken while a session's turns

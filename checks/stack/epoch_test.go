@@ -34,8 +34,8 @@ var stageReply = fake.Reply{Content: "word"}
 // epochConfig writes loopd.toml with an [epoch] section.
 func epochConfig(t *testing.T, state string, idleMS int64, percent int, prewarm bool, extra string) {
 	t.Helper()
-	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\nmemory_socket = %q\nbroker_socket = %q\n%s[model]\nname = \"fake-model\"\nmax_tokens = 200\n[epoch]\nidle_after_ms = %d\ncompact_at_percent = %d\nprewarm = %v\n",
-		state, layout.LoopRun.In(state), layout.InferRun.SocketIn(state), layout.MemoryRun.SocketIn(state), layout.BrokerRun.SocketIn(state), extra, idleMS, percent, prewarm)
+	cfg := fmt.Sprintf("%s[model]\nname = \"fake-model\"\nmax_tokens = 200\n[epoch]\nidle_after_ms = %d\ncompact_at_percent = %d\nprewarm = %v\n",
+		extra, idleMS, percent, prewarm)
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600))
 }
 

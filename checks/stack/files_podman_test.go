@@ -33,8 +33,7 @@ func TestStackFilesPostWritten(t *testing.T) {
 		"\n[[grant]]\nid = \"out-post\"\ntool = \"post_file\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", out, out)
 	_, state, srv, chat, _ := filesStack(t, filesOpts{grants: grants, before: func(state string) {
 		require.NoError(t, os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
-			"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-			state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), svc.Socket, image)), 0o600))
+			"[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image)), 0o600))
 	}})
 	fmm, owner, dm := chat.mm, chat.owner, chat.dm
 	path := filepath.Join(out, "summary.md")

@@ -33,8 +33,8 @@ func firstStack(t *testing.T, fleet bool) (bin, state string, srv *fake.Server) 
 	if fleet {
 		hon := honchofake.New(t, honchofake.Options{})
 		require.NoError(t, os.WriteFile(layout.ConfigPath(state, layout.Memoryd), []byte(fmt.Sprintf(
-			"state_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\ngate_socket = %q\n\n[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n",
-			state, layout.MemoryRun.In(state), layout.MemtoolRun.In(state), layout.MemadminRun.In(state), layout.GateRun.SocketIn(state), hon.URL)), 0o600))
+			"[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n",
+			hon.URL)), 0o600))
 	}
 	return bin, state, srv
 }

@@ -13,8 +13,6 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // fleetConfigs writes brokerd.toml (gate.sock, and three read_file
@@ -44,12 +42,10 @@ func fleetConfigs(t *testing.T, state, url string) (page, note, vault string) {
 		grant("notes", filepath.Dir(note), "private", false)+grant("vault", filepath.Dir(vault), "secret", false)), 0o600)
 	os.MkdirAll(filepath.Join(state, "config"), 0o700)
 	os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
-		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\ngate_socket_dir = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		state, filepath.Join(state, "grants"), layout.BrokerRun.In(state), layout.AdminRun.In(state), layout.Socket(state, &wire.Memtool),
-		layout.GateRun.In(state), svc.Socket, image)), 0o600)
+		"[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image)), 0o600)
 	os.WriteFile(filepath.Join(state, "config", "memoryd.toml"), []byte(fmt.Sprintf(
-		"state_dir = %q\nmemory_socket_dir = %q\nmemtool_socket_dir = %q\nadmin_socket_dir = %q\ngate_socket = %q\n\n[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\nread_bound_ms = 2000\n\n[[honcho.workspaces]]\nname = \"web-untrusted\"\n",
-		state, layout.MemoryRun.In(state), layout.MemtoolRun.In(state), layout.MemadminRun.In(state), layout.GateRun.SocketIn(state), url)), 0o600)
+		"[honcho]\nurl = %q\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\nread_bound_ms = 2000\n\n[[honcho.workspaces]]\nname = \"web-untrusted\"\n",
+		url)), 0o600)
 	return page, note, vault
 }
 

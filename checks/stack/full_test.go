@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
 	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -26,8 +25,7 @@ import (
 // passes the fit check when the baseline leaves room.
 func smallConfig(t *testing.T, state string) {
 	t.Helper()
-	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\nmax_tokens = 200\n",
-		state, layout.LoopRun.In(state), layout.Socket(state, &wire.Infer))
+	cfg := "[model]\nname = \"fake-model\"\nmax_tokens = 200\n"
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600))
 }
 

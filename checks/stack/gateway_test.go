@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 
 	"github.com/stretchr/testify/require"
 
@@ -70,13 +68,10 @@ func TestStackGateway(t *testing.T) {
 	write := func(name, body string) {
 		require.NoError(t, os.WriteFile(filepath.Join(state, name), []byte(body), 0o600))
 	}
-	write("config/inferproxy.toml", fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(state, "run", "infer"), u.Host))
+	write("config/inferproxy.toml", fmt.Sprintf("upstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", u.Host))
 	write("grants/downloads.toml", gatewayGrants)
 	write("config/gatewayd.toml", fmt.Sprintf(`url = %q
 token = "env:BOXMAKER_TEST_MM_TOKEN"
-state_dir = %q
-loop_socket = %q
-socket_dir = %q
 
 [allow]
 users = [%q, %q]
@@ -84,8 +79,7 @@ channels = [%q]
 
 [approvals]
 users = [%q]
-`, fmm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"),
-		owner.ID, mallory.ID, channel, owner.ID))
+`, fmm.URL(), owner.ID, mallory.ID, channel, owner.ID))
 
 	Up(t, bin, state, u.Host, []string{"BOXMAKER_TEST_MM_TOKEN=" + bot.Token})
 	logs := func() string {

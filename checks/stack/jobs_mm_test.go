@@ -14,7 +14,6 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // TestStackJobThroughMattermost: a job delivered by direct message, on
@@ -29,8 +28,7 @@ func TestStackJobThroughMattermost(t *testing.T) {
 	bot := fmm.AddUser("boxmaker", true)
 	owner := fmm.AddUser("owner", false)
 	dm := fmm.Direct(bot.ID, owner.ID)
-	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n",
-		fmm.URL(), js.state, layout.Socket(js.state, &wire.Loop), filepath.Join(js.state, "run", "gateway"), owner.ID)
+	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\n\n[allow]\nusers = [%q]\n", fmm.URL(), owner.ID)
 	require.NoError(t, os.WriteFile(filepath.Join(js.state, "config", "gatewayd.toml"), []byte(cfg), 0o600))
 	js.at("2026-12-01T09:59:00Z")
 	js.owned(&layout.Grants, "reports.toml", readGrant("ask"))

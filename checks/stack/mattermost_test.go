@@ -3,7 +3,6 @@ package stack
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // chatRig is a fake Mattermost with the bot and its owner, for the tests
@@ -33,8 +31,7 @@ func newChatRig(t *testing.T) *chatRig {
 // bot token from $BOXMAKER_TEST_MM_TOKEN (tokenEnv), the owner allowed.
 func (c *chatRig) writeGatewayConfig(t *testing.T, state string, mode os.FileMode) {
 	t.Helper()
-	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n",
-		c.mm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"), c.owner.ID)
+	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\n\n[allow]\nusers = [%q]\n", c.mm.URL(), c.owner.ID)
 	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "gatewayd"), []byte(cfg), mode))
 }
 

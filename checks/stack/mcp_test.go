@@ -36,8 +36,7 @@ func TestStackMCPTool(t *testing.T) {
 	os.WriteFile(filepath.Join(state, "mcp", "test.toml"), []byte(fmt.Sprintf(
 		"image = %q\ncommand = [%q, \"pinned\"]\n", server, mcptest.ServerPath)), 0o600)
 	os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
-		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), svc.Socket, image)), 0o600)
+		"[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image)), 0o600)
 	srv.Script(
 		fake.Reply{Reasoning: "Find it.", ToolCalls: []fake.ToolCall{{Name: "find_tool", Arguments: `{"query":"markup"}`}}},
 		fake.Reply{Reasoning: "Call it.", ToolCalls: []fake.ToolCall{{Name: "call_tool", Arguments: `{"name":"mcp.test.markup","arguments":{}}`}}},

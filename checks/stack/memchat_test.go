@@ -17,7 +17,6 @@ import (
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/first"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // memRig is the whole stack behind gatewayd over the fake Mattermost,
@@ -44,9 +43,8 @@ func newMemRig(t *testing.T, projects func(a, b string) string) *memRig {
 	r.a = c.mm.AddChannel("O", "alpha", c.bot.ID, c.owner.ID, r.mallory.ID)
 	r.b = c.mm.AddChannel("O", "beta", c.bot.ID, c.owner.ID, r.mallory.ID)
 	preconfigure(t, state, srv)
-	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\nmemory_chat_socket = %q\n\n[allow]\nusers = [%q, %q]\nchannels = [%q, %q]\n\n[approvals]\nusers = [%q]\n",
-		c.mm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"), layout.Socket(state, &wire.Memchat),
-		c.owner.ID, r.mallory.ID, r.a, r.b, c.owner.ID)
+	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\n\n[allow]\nusers = [%q, %q]\nchannels = [%q, %q]\n\n[approvals]\nusers = [%q]\n",
+		c.mm.URL(), c.owner.ID, r.mallory.ID, r.a, r.b, c.owner.ID)
 	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "gatewayd"), []byte(cfg), 0o600))
 	if projects != nil {
 		for _, fc := range first.Configs {

@@ -13,7 +13,6 @@ import (
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 	"wntrmute.dev/boxmaker/checks/podmantest"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
 	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -37,8 +36,7 @@ func untrustedFiles(t *testing.T, state string) string {
 	os.WriteFile(filepath.Join(state, "grants", "pages.toml"), []byte(fmt.Sprintf(
 		"[[grant]]\nid = \"pages-read\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nresult_class = \"private\"\nuntrusted = true\nmode = \"auto\"\n", files)), 0o600)
 	os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
-		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\nmemtool_socket = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), layout.Socket(state, &wire.Memtool), svc.Socket, image)), 0o600)
+		"[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image)), 0o600)
 	return page
 }
 

@@ -11,9 +11,7 @@ import (
 
 	"wntrmute.dev/boxmaker/checks/llamaserver"
 	"wntrmute.dev/boxmaker/checks/roletest"
-	"wntrmute.dev/boxmaker/pkg/host/layout"
 	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // realCap is the thinking cap the real-router stack runs with: far below
@@ -42,9 +40,9 @@ func TestStackRouterReal(t *testing.T) {
 	write := func(name, body string) {
 		require.NoError(t, os.WriteFile(filepath.Join(state, "config", name), []byte(body), 0o600))
 	}
-	write("inferproxy.toml", fmt.Sprintf("socket_dir = %q\nupstream = %q\n", filepath.Join(state, "run", "infer"), r.Host))
-	write("loopd.toml", fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n\n[model]\nname = %q\nthinking_cap = %d\nmax_tokens = 96\n\n[selftest]\nskip = [\"tool-call\"]\n",
-		state, layout.LoopRun.In(state), layout.Socket(state, &wire.Infer), llamaserver.Model, realCap))
+	write("inferproxy.toml", fmt.Sprintf("upstream = %q\n", r.Host))
+	write("loopd.toml", fmt.Sprintf("[model]\nname = %q\nthinking_cap = %d\nmax_tokens = 96\n\n[selftest]\nskip = [\"tool-call\"]\n",
+		llamaserver.Model, realCap))
 
 	Up(t, bin, state, r.Host, nil)
 	if st := r.Status(t); st != "loaded" {

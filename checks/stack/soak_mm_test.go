@@ -16,7 +16,6 @@ import (
 	mm "wntrmute.dev/boxmaker/checks/fake/mattermost"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
 	session "wntrmute.dev/boxmaker/pkg/logs/sessionlog"
-	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // The soak's kinds of turn, by the turn's number n: every fourth turn
@@ -43,8 +42,8 @@ type soakChat struct {
 
 func newSoakChat(t *testing.T, state string) *soakChat {
 	c := &soakChat{chatRig: newChatRig(t), answered: map[string]bool{}}
-	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\n\n[approvals]\nusers = [%q]\n",
-		c.mm.URL(), state, layout.Socket(state, &wire.Loop), filepath.Join(state, "run", "gateway"), c.owner.ID, c.owner.ID)
+	cfg := fmt.Sprintf("url = %q\ntoken = \"env:BOXMAKER_TEST_MM_TOKEN\"\n\n[allow]\nusers = [%q]\n\n[approvals]\nusers = [%q]\n",
+		c.mm.URL(), c.owner.ID, c.owner.ID)
 	require.NoError(t, os.WriteFile(layout.ConfigPath(state, "gatewayd"), []byte(cfg), 0o600))
 	require.NoError(t, os.MkdirAll(layout.Grants.In(state), 0o750))
 	require.NoError(t, os.WriteFile(filepath.Join(layout.Grants.In(state), "downloads.toml"), []byte(gatewayGrants), 0o600))

@@ -77,7 +77,7 @@ func preconfigure(t *testing.T, state string, srv *fake.Server) {
 	t.Helper()
 	u, _ := url.Parse(srv.URL())
 	require.NoError(t, os.MkdirAll(filepath.Join(state, "config"), 0o700))
-	cfg := fmt.Sprintf("socket_dir = %q\nupstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", filepath.Join(state, "run", "infer"), u.Host)
+	cfg := fmt.Sprintf("upstream = %q\naccepts_per_sec = 1000\naccept_burst = 1000\n", u.Host)
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "inferproxy.toml"), []byte(cfg), 0o600))
 }
 
@@ -260,8 +260,7 @@ func TestStackKillMidTurn(t *testing.T) {
 func TestStackSelftestRefusesStart(t *testing.T) {
 	t.Parallel()
 	bin, state, srv := stack(t, 8192)
-	cfg := fmt.Sprintf("state_dir = %q\nsocket_dir = %q\ninfer_socket = %q\n[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n",
-		state, filepath.Join(state, "run", "loop"), layout.Socket(state, &wire.Infer))
+	cfg := "[model]\nname = \"fake-model\"\n[serving]\nn_ctx = 131072\n"
 	require.NoError(t, os.WriteFile(filepath.Join(state, "config", "loopd.toml"), []byte(cfg), 0o600))
 	u, _ := url.Parse(srv.URL())
 	cmd := exec.Command(filepath.Join(bin, "bxctl"), "up", "--state", state, "--llama", u.Host, "--bin", bin)

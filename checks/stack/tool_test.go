@@ -39,8 +39,7 @@ func TestStackToolRuns(t *testing.T) {
 	// brokerd's config before bxctl up writes its own: the test's Podman
 	// service and image.
 	os.WriteFile(filepath.Join(state, "config", "brokerd.toml"), []byte(fmt.Sprintf(
-		"state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		state, filepath.Join(state, "grants"), filepath.Join(state, "run", "broker"), filepath.Join(state, "run", "admin"), svc.Socket, image)), 0o600)
+		"[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image)), 0o600)
 	srv.Script(
 		fake.Reply{Reasoning: "Read it.", ToolCalls: []fake.ToolCall{{Name: "call_tool", Arguments: fmt.Sprintf(`{"name":"read_file","arguments":{"path":%q}}`, files+"/report.txt")}}},
 		fake.Reply{Reasoning: "Done.", Content: "The number is 42."},

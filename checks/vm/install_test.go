@@ -154,9 +154,7 @@ func prepare(t *testing.T, m *Machine) deployment {
 	}
 	d := deployment{files: files, llama: read("llama.addr"), token: read("bot.token")}
 	owner, mmURL := read("owner.id"), read("mm.url")
-	state := units.StateDir
-	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\nstate_dir = %q\nloop_socket = %q\nsocket_dir = %q\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n",
-		mmURL, state, layout.LoopRun.SocketIn(state), layout.GatewayRun.In(state), owner, owner)
+	gw := fmt.Sprintf("url = %q\ntoken = \"credential:mattermost-token\"\n\n[allow]\nusers = [%q]\nchannels = []\n\n[approvals]\nusers = [%q]\n", mmURL, owner, owner)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := m.Put(ctx, "/root/gatewayd.toml", 0o600, []byte(gw)); err != nil {

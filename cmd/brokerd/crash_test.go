@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"wntrmute.dev/boxmaker/checks/podmantest"
+	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/checks/sockettest"
 	"wntrmute.dev/boxmaker/cmd/brokerd/internal/runner"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
@@ -30,16 +32,11 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	root := t.TempDir()
-	state, grants, work := filepath.Join(root, "state"), filepath.Join(root, "grants"), filepath.Join(root, "work")
-	for _, d := range []string{grants, work, filepath.Join(state, "broker", "audit"), filepath.Join(root, "broker"), filepath.Join(root, "admin")} {
-		os.MkdirAll(d, 0o700)
-	}
-	os.WriteFile(filepath.Join(grants, "g.toml"), []byte(fmt.Sprintf(
+	work := t.TempDir()
+	state := roletest.State(t, map[string]string{"brokerd": fmt.Sprintf("[runner]\npodman_socket = %q\ntool_image = %q\n", svc.Socket, image)})
+	os.WriteFile(filepath.Join(layout.Grants.In(state), "g.toml"), []byte(fmt.Sprintf(
 		"[[grant]]\nid = \"sh\"\ntool = \"shell\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", work)), 0o600)
-	cfg := filepath.Join(root, "brokerd.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("state_dir = %q\ngrants_dir = %q\nbroker_socket_dir = %q\nadmin_socket_dir = %q\n[runner]\npodman_socket = %q\ntool_image = %q\n",
-		state, grants, filepath.Join(root, "broker"), filepath.Join(root, "admin"), svc.Socket, image)), 0o600)
+	cfg := layout.ConfigPath(state, "brokerd")
 	label := "label=" + runner.LabelInstance + "=" + runner.Instance(state)
 	ps := func() []string {
 		out, err := svc.CLI(nil, "ps", "-a", "-q", "--filter", label)
@@ -57,7 +54,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		for i := 0; ; i++ {
-			if _, err := os.Stat(filepath.Join(root, "admin", wire.Admin.Name)); err == nil {
+			if _, err := os.Stat(layout.Socket(state, &wire.Admin)); err == nil {
 				return cmd
 			}
 			if i > 600 {
@@ -67,7 +64,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 		}
 	}
 	first := start()
-	c := sockettest.Dial(t, &wire.Broker, filepath.Join(root, "broker", wire.Broker.Name))
+	c := sockettest.Dial(t, &wire.Broker, layout.Socket(state, &wire.Broker))
 	c.Send(&wire.ToolRequest{Session: "s1", CallID: "c1", Tool: "shell", Arguments: []byte(fmt.Sprintf(`{"command":"sleep 60","workdir":%q}`, work))})
 	for i := 0; len(ps()) == 0; i++ {
 		if i > 100 {
@@ -80,7 +77,7 @@ func TestCrashMidCallLeavesNothing(t *testing.T) {
 	if left := ps(); len(left) != 1 {
 		t.Fatalf("after SIGKILL: containers %v, want the running one left behind", left)
 	}
-	os.Remove(filepath.Join(root, "admin", wire.Admin.Name))
+	os.Remove(layout.Socket(state, &wire.Admin))
 	start()
 	if left := ps(); len(left) != 0 {
 		t.Errorf("after restart: containers %v are still there", left)

@@ -20,9 +20,9 @@ import (
 func main() {
 	var acceptBreak, rebuild, adoptHead, adoptConsult bool
 	os.Exit(daemon.Main("brokerd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := brokerd.Load(f.Config)
+		cfg, err := daemon.Load(f, log, brokerd.Load)
 		if err != nil {
-			return daemon.Refuse(err)
+			return err
 		}
 		cfg.BrokerAllowUIDs = f.Accept(&wire.Broker)
 		cfg.AdminAllowUIDs = f.Accept(&wire.Admin)

@@ -18,9 +18,9 @@ import (
 
 func main() {
 	os.Exit(daemon.Main("gatewayd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := gatewayd.Load(f.Config)
+		cfg, err := daemon.Load(f, log, gatewayd.Load)
 		if err != nil {
-			return daemon.Refuse(err)
+			return err
 		}
 		cfg.AllowUIDs = f.Accept(&wire.Gateway)
 		return gateway.Run(ctx, log, cfg)

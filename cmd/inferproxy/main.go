@@ -16,9 +16,9 @@ import (
 
 func main() {
 	os.Exit(daemon.Main("inferproxy", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := inferproxy.Load(f.Config)
+		cfg, err := daemon.Load(f, log, inferproxy.Load)
 		if err != nil {
-			return daemon.Refuse(err)
+			return err
 		}
 		cfg.AllowUIDs = f.Accept(&wire.Infer)
 		return proxy.Run(ctx, log, cfg)

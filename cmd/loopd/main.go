@@ -17,9 +17,9 @@ import (
 
 func main() {
 	os.Exit(daemon.Main("loopd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := loopd.Load(f.Config)
+		cfg, err := daemon.Load(f, log, loopd.Load)
 		if err != nil {
-			return daemon.Refuse(err)
+			return err
 		}
 		cfg.AllowUIDs = f.Accept(&wire.Loop)
 		// Job files are the owner's, never loopd's.

@@ -17,9 +17,9 @@ import (
 
 func main() {
 	os.Exit(daemon.Main("memoryd", os.Args[1:], os.Stderr, func(ctx context.Context, log *slog.Logger, f daemon.Flags) error {
-		cfg, err := memd.Load(f.Config)
+		cfg, err := daemon.Load(f, log, memd.Load)
 		if err != nil {
-			return daemon.Refuse(err)
+			return err
 		}
 		cfg.MemoryAllowUIDs, cfg.MemtoolAllowUIDs, cfg.AdminAllowUIDs, cfg.ChatAllowUIDs = f.Accept(&wire.Memory), f.Accept(&wire.Memtool), f.Accept(&wire.Memadmin), f.Accept(&wire.Memchat)
 		cfg.GateListenerUIDs = f.Listener(&wire.Gate)

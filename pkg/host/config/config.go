@@ -4,6 +4,8 @@
 // ownership's rule holds for it. One file is decoded elsewhere:
 // config/users.toml, by package layout into its table's own type, also
 // refusing unknown keys (checks/arch's Decoders lists it and the others).
+// A role's loader ([Checked]) takes every path the layout table decides
+// from the state directory ([Placed]), never from the file.
 //
 // Invariant: [Decode] fills v only from a file in which every key is one
 // that v's type declares, spelled exactly as declared (BurntSushi/toml
@@ -64,8 +66,8 @@ func retired(data []byte, name string, keys map[string]string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	var top map[string]any
-	if _, err := toml.Decode(string(data), &top); err != nil {
+	top, ok := topLevel(data)
+	if !ok {
 		return nil
 	}
 	names := make([]string, 0, len(keys))
@@ -81,8 +83,22 @@ func retired(data []byte, name string, keys map[string]string) error {
 	return nil
 }
 
+// topLevel is the text's keys and values without a schema; false if it
+// does not parse ([Decode] then names the line).
+func topLevel(data []byte) (map[string]any, bool) {
+	var top map[string]any
+	if _, err := toml.Decode(string(data), &top); err != nil {
+		return nil, false
+	}
+	return top, true
+}
+
 // Decode decodes TOML text into v (a pointer); name labels errors.
-func Decode(data []byte, name string, v any) error {
+func Decode(data []byte, name string, v any) error { return decode(data, name, v, nil) }
+
+// decode is [Decode] that passes over the top-level keys in skip (keys
+// [Checked] has already judged).
+func decode(data []byte, name string, v any, skip map[string]bool) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("config %s: need a non-nil pointer, got %T", name, v)
@@ -100,14 +116,19 @@ func Decode(data []byte, name string, v any) error {
 		}
 		return fmt.Errorf("config %s: %w", name, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+	var unknown []string
+	for _, k := range md.Undecoded() {
+		if !skip[k[0]] {
+			unknown = append(unknown, k.String())
 		}
-		return fmt.Errorf("config %s: unknown key %s", name, strings.Join(keys, ", "))
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("config %s: unknown key %s", name, strings.Join(unknown, ", "))
 	}
 	for _, k := range md.Keys() {
+		if skip[k[0]] {
+			continue
+		}
 		if err := exactKey(rv.Type().Elem(), k); err != nil {
 			return fmt.Errorf("config %s: key %s: %w", name, k, err)
 		}

@@ -51,14 +51,30 @@ func Refuse(err error) error { return fmt.Errorf("%w: %v", ErrRefused, err) }
 type Flags struct {
 	Config string // -config: path to the role's TOML file
 	// State is the state directory the role checks against package
-	// layout's table before it runs: -state, else the directory above
-	// the config's when the config is <state>/config/<role>.toml, else
-	// "" (a config outside any state directory: a development setup,
-	// which Main logs as unchecked).
+	// layout's table before it runs, and takes every socket and state
+	// path from: -state, else the directory above the config's when the
+	// config is <state>/config/<role>.toml. A role with neither is
+	// refused: it would have no table to find its peers by.
 	State string
 	// Users are the role ids the state directory's users.toml gives, or
 	// one user for every role without one.
 	Users layout.Users
+}
+
+// Load runs a role's config loader (package roleconf/<role>) on the
+// config and the state directory, logs each key the config still holds
+// that the loader accepted because it names the table's own path (one
+// warning each: the owner should delete it), and marks a refusal as
+// one ([Refuse]). Every role loads its config through it.
+func Load[T any](f Flags, log *slog.Logger, load func(path, state string) (T, []string, error)) (T, error) {
+	c, leftover, err := load(f.Config, f.State)
+	if err != nil {
+		return c, Refuse(err)
+	}
+	for _, l := range leftover {
+		log.Warn(l)
+	}
+	return c, nil
 }
 
 // Accept is the uids the listener of s takes: the table's, with a user
@@ -116,7 +132,7 @@ func Main(name string, args []string, stderr io.Writer, run Run, define ...func(
 	fs.SetOutput(stderr)
 	var f Flags
 	fs.StringVar(&f.Config, "config", "/etc/boxmaker/"+name+".toml", "path to the `file` holding "+name+"'s TOML config")
-	fs.StringVar(&f.State, "state", "", "the state `directory` to check against the layout (default: the one holding the config's config/ directory)")
+	fs.StringVar(&f.State, "state", "", "the state `directory`: its layout is checked, and every socket and state path is the layout table's in it (default: the one holding the config's config/ directory)")
 	for _, d := range define {
 		d(fs)
 	}
@@ -163,9 +179,7 @@ func checkLayout(name string, f *Flags, log *slog.Logger) error {
 	}
 	var err error
 	if f.State == "" {
-		f.Users = layout.SingleUser(layout.ID{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())})
-		log.Warn("layout not checked: the config is not in a state directory and -state is not set")
-		return nil
+		return Refuse(fmt.Errorf("no state directory: -state is not set and the config %s is not STATE/config/%s.toml; every socket and state path is the layout table's under a state directory; see docs/runbook.md#state-dir-missing", f.Config, name))
 	}
 	if f.State, err = filepath.Abs(f.State); err != nil {
 		return Refuse(err)

@@ -23,7 +23,7 @@ import (
 // as its endpoint (the table's refusals are package roleconf/brokerd's
 // tests).
 func TestConsultConfig(t *testing.T) {
-	c, err := brokerd.Load("../../../../deploy/brokerd.toml")
+	c, _, err := brokerd.Load("../../../../deploy/brokerd.toml", "/var/lib/boxmaker")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,11 @@ import (
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
-// listenGate listens on gate.sock if brokerd.toml names its directory.
+// listenGate listens on gate.sock, in the layout table's directory (a
+// config made without one, a test's, serves none).
 func (b *Broker) listenGate() (*sockets.Listener, error) {
 	if b.cfg.GateSocketDir == "" {
-		b.log.Warn("no gate_socket_dir in the config: memoryd cannot ask a session's state, so it writes no turn to Honcho; see docs/runbook.md#fleet-gate-unanswered")
+		b.log.Warn("no gate.sock directory (a config made without one): memoryd cannot ask a session's state, so it writes no turn to Honcho; see docs/runbook.md#fleet-gate-unanswered")
 		return nil, nil
 	}
 	return rpc.Listen(&wire.Gate, sockets.Config{Dir: b.cfg.GateSocketDir, AllowUIDs: b.cfg.GateAllowUIDs, Logger: b.log})

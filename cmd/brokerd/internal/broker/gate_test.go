@@ -62,11 +62,19 @@ func TestGateAnswersSessionStateOnly(t *testing.T) {
 	}
 }
 
+// TestGateDirMustDiffer: gate.sock's directory is the table's own, never
+// broker.sock's (memoryd could run tools) or admin.sock's (it could
+// answer approvals), and a config naming broker.sock's is refused.
 func TestGateDirMustDiffer(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "brokerd.toml")
-	os.WriteFile(p, []byte("state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/run/b\"\nadmin_socket_dir = \"/run/a\"\ngate_socket_dir = \"/run/b\"\n"), 0o600)
-	if _, err := brokerd.Load(p); err == nil {
-		t.Error("gate_socket_dir equal to broker_socket_dir was accepted")
+	os.WriteFile(p, nil, 0o600)
+	c, _, err := brokerd.Load(p, "/s")
+	if err != nil || c.GateSocketDir == c.BrokerSocketDir || c.GateSocketDir == c.AdminSocketDir || c.GateSocketDir != "/s/run/gate" {
+		t.Errorf("gate.sock's directory %q (broker's %q, admin's %q): %v", c.GateSocketDir, c.BrokerSocketDir, c.AdminSocketDir, err)
+	}
+	os.WriteFile(p, []byte("gate_socket_dir = \"/s/run/broker\"\n"), 0o600)
+	if _, _, err := brokerd.Load(p, "/s"); err == nil {
+		t.Error("gate_socket_dir equal to broker.sock's directory was accepted")
 	}
 }

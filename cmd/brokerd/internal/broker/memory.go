@@ -19,7 +19,7 @@ func (b *Broker) memory(ctx context.Context, session string, seq int64, d policy
 			Output: "the memory tool could not run: " + why + "; see docs/runbook.md#runner-unavailable"}
 	}
 	if b.cfg.MemtoolSocket == "" {
-		return fail("brokerd has no memtool_socket (memoryd) configured")
+		return fail("brokerd has no memtool.sock (memoryd) to reach")
 	}
 	args, _ := d.Args().MarshalJSON()
 	s := d.Session()

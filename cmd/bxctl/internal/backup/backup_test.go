@@ -85,9 +85,12 @@ func unanchored(from string) Options {
 // TestBackupUnderLoadRestores: a backup taken while the audit log is
 // appended to restores into an empty directory and verifies; it holds
 // no secret and names the credentials; the part of a line under way is
-// not copied; the restored configs name the new directory.
+// not copied; a config that still names the old directory (written
+// before the paths left the configs) names the new one.
 func TestBackupUnderLoadRestores(t *testing.T) {
 	state, w := newState(t)
+	loopd, _ := os.ReadFile(layout.ConfigPath(state, "loopd"))
+	must(t, os.WriteFile(layout.ConfigPath(state, "loopd"), append([]byte("state_dir = \""+state+"\"\nsocket_dir = \""+layout.LoopRun.In(state)+"\"\n"), loopd...), 0o600))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -146,7 +149,7 @@ func TestBackupUnderLoadRestores(t *testing.T) {
 		t.Errorf("the restored session log ends %q", b[max(0, len(b)-30):])
 	}
 	cfg, _ := os.ReadFile(layout.ConfigPath(target, "loopd"))
-	if strings.Contains(string(cfg), state+"/") || !strings.Contains(string(cfg), target+"/") {
+	if strings.Contains(string(cfg), state+"\"") || !strings.Contains(string(cfg), "\""+target+"\"") || !strings.Contains(string(cfg), target+"/") || len(r.Moved) != 1 {
 		t.Errorf("loopd.toml not moved:\n%s", cfg)
 	}
 	if n, err := layout.ReadFormat(target); err != nil || n != layout.Format {

@@ -182,8 +182,10 @@ func tableMode(p string, dir bool, u layout.Users) fs.FileMode {
 }
 
 // moveConfigs rewrites the backup's state directory to the restored one
-// in each config's quoted paths (the first configs name absolute paths),
-// when the two differ.
+// in each config's quoted paths, when the two differ: a config written
+// before the paths left the configs names the state directory's own
+// (the layout table's), which its role accepts only if they are still
+// the table's in the restored directory (docs/runbook.md#layout-key-moved).
 func moveConfigs(dir, from, to string) ([]string, error) {
 	if from == to {
 		return nil, nil

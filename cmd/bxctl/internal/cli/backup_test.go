@@ -66,7 +66,9 @@ func TestBackupRestoreCommands(t *testing.T) {
 		t.Errorf("restore with no anchor of the state = %d, %q", code, stderr)
 	}
 	code, out, stderr = run("restore", "--anchors", anchors, "--from", state, "--no-anchors", dest, filepath.Join(dir, "new"))
-	if code != ExitOK || !strings.Contains(out, "paths moved") || !strings.Contains(out, "index/") {
+	// bxctl up's configs name no path (the layout table's are the
+	// state directory's): none is moved.
+	if code != ExitOK || strings.Contains(out, "paths moved") || !strings.Contains(out, "index/") {
 		t.Errorf("restore = %d, %q, %q", code, out, stderr)
 	}
 }

@@ -269,6 +269,14 @@ func TestDoctorPlanted(t *testing.T) {
 		{name: "config unreadable", id: "doctor-config", sev: doctor.Problem, says: "loopd.toml", plant: func(t *testing.T, in *installation) {
 			in.edit(t, "loopd", prepend("state_dir = = broken"))
 		}},
+		// An older bxctl up's first config names the table's own paths:
+		// read, with a warning to delete each key.
+		{name: "a path key with the table's value", id: "doctor-config", sev: doctor.Warn, says: "key socket_dir is no longer read (its value is the layout table's", plant: func(t *testing.T, in *installation) {
+			in.edit(t, "loopd", prepend(fmt.Sprintf("socket_dir = %q", layout.LoopRun.In(in.state))))
+		}},
+		{name: "a path key elsewhere", id: "doctor-config", sev: doctor.Problem, says: "key memory_socket is no longer read: the layout table gives", plant: func(t *testing.T, in *installation) {
+			in.edit(t, "loopd", prepend("memory_socket = \"/run/boxmaker/memory/memory.sock\""))
+		}},
 		{name: "a named pipe for a config", id: "doctor-config", sev: doctor.Problem, says: "not a regular file (named pipe)", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
 			p := layout.ConfigPath(in.state, "memoryd")
 			os.Remove(p)
@@ -363,15 +371,12 @@ func TestDoctorPlanted(t *testing.T) {
 			os.WriteFile(filepath.Join(layout.ConsultLog.In(in.state), consultlog.FileName), nil, 0o600)
 			in.toBrokerd(t, layout.Audit.In(in.state), audit.HeadPath(layout.Audit.In(in.state)), layout.ConsultLog.In(in.state), audit.HeadPath(layout.ConsultLog.In(in.state)))
 		}},
-		{name: "a named pipe for the grant directory", id: "doctor-grants", sev: doctor.Problem, says: "named pipe, not a directory", plant: func(t *testing.T, in *installation) {
-			// Outside the table's entries, so only the grants check sees it.
-			p := filepath.Join(in.state, "..", "grants-fifo")
+		{name: "a named pipe for the grant directory", id: "doctor-grants", sev: doctor.Problem, says: "named pipe, not a directory", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
+			p := layout.Grants.In(in.state)
+			os.RemoveAll(p)
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			in.edit(t, "brokerd", func(s string) string {
-				return strings.Replace(s, fmt.Sprintf("grants_dir = %q", layout.Grants.In(in.state)), fmt.Sprintf("grants_dir = %q", filepath.Clean(p)), 1)
-			})
 		}},
 		{name: "a named pipe for the audit head", id: "doctor-audit-chain", sev: doctor.Problem, says: "not a regular file", also: "doctor-layout", plant: func(t *testing.T, in *installation) {
 			p := audit.HeadPath(layout.Audit.In(in.state))

@@ -11,6 +11,9 @@ import (
 	"wntrmute.dev/boxmaker/checks/roletest"
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/up"
 	"wntrmute.dev/boxmaker/pkg/host/layout"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/brokerd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd"
+	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
 )
@@ -58,8 +61,10 @@ func TestMemoryLog(t *testing.T) {
 	}
 }
 
-// TestLayoutWiresMemoryd: the first configs connect loopd and brokerd to
-// memoryd's sockets, each in its own directory (0700, or 0750 for its pair's group).
+// TestLayoutWiresMemoryd: the first configs, read by their roles' own
+// loaders, connect loopd and brokerd to memoryd's sockets, each in its
+// own directory (0700, or 0750 for its pair's group), and name none of
+// them: the paths are the layout table's in the state directory.
 func TestLayoutWiresMemoryd(t *testing.T) {
 	state := filepath.Join(roletest.Dir(t), "state")
 	if err := up.MakeState(t.Context(), up.Options{State: state, Llama: "127.0.0.1:1", Model: "m"}); err != nil {
@@ -70,17 +75,17 @@ func TestLayoutWiresMemoryd(t *testing.T) {
 			t.Errorf("%s: %v; want a 0700 (or, a user per role, 0750) directory", d, err)
 		}
 	}
-	for file, want := range map[string]string{
-		"loopd.toml":   `memory_socket = "` + layout.MemoryRun.SocketIn(state) + `"`,
-		"brokerd.toml": `memtool_socket = "` + layout.MemtoolRun.SocketIn(state) + `"`,
-		"memoryd.toml": `admin_socket_dir = "` + filepath.Join(state, "run", "memadmin") + `"`,
-	} {
-		if b, _ := os.ReadFile(filepath.Join(state, "config", file)); !strings.Contains(string(b), want) {
-			t.Errorf("%s lacks %s:\n%s", file, want, b)
-		}
+	l, ll, err := loopd.Load(layout.ConfigPath(state, "loopd"), state)
+	if err != nil || ll != nil || l.MemorySocket != layout.MemoryRun.SocketIn(state) {
+		t.Errorf("loopd: %v (leftover %q), memory.sock %q", err, ll, l.MemorySocket)
 	}
-	if b, _ := os.ReadFile(filepath.Join(state, "config", "loopd.toml")); strings.Index(string(b), "memory_socket") > strings.Index(string(b), "[model]") {
-		t.Error("memory_socket is inside [model]")
+	b, bl, err := brokerd.Load(layout.ConfigPath(state, "brokerd"), state)
+	if err != nil || bl != nil || b.MemtoolSocket != layout.MemtoolRun.SocketIn(state) {
+		t.Errorf("brokerd: %v (leftover %q), memtool.sock %q", err, bl, b.MemtoolSocket)
+	}
+	m, ml, err := memoryd.Load(layout.ConfigPath(state, "memoryd"), state)
+	if err != nil || ml != nil || m.AdminSocketDir != layout.MemadminRun.In(state) {
+		t.Errorf("memoryd: %v (leftover %q), memadmin.sock's directory %q", err, ml, m.AdminSocketDir)
 	}
 }
 

@@ -15,11 +15,13 @@ import (
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 )
 
+// stateOf is the state directory of a config at STATE/config/ROLE.toml.
+func stateOf(p string) string { return filepath.Dir(filepath.Dir(p)) }
+
 // gatewayText is a gatewayd.toml its loader accepts, with token as its
-// token setting.
-func gatewayText(state, token string) string {
-	return "url = \"https://chat.example.ts.net\"\ntoken = " + token + "\nstate_dir = \"" + state + "\"\nloop_socket = \"" +
-		layout.LoopRun.SocketIn(state) + "\"\nsocket_dir = \"" + layout.GatewayRun.In(state) + "\"\n\n[allow]\nusers = [\"8d5qj1c3kpgz5e9fxw7ty4bn3h\"]\n"
+// token setting (its paths are state's: no key names them).
+func gatewayText(_, token string) string {
+	return "url = \"https://chat.example.ts.net\"\ntoken = " + token + "\n\n[allow]\nusers = [\"8d5qj1c3kpgz5e9fxw7ty4bn3h\"]\n"
 }
 
 const honchoTable = "\n[honcho]\nurl = \"https://honcho.example.ts.net\"\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n"
@@ -37,24 +39,24 @@ func TestConfigJudgedByItsRole(t *testing.T) {
 	}{
 		{"memoryd", honchoTable + "key = \"credential:honcho-key\"\n",
 			honchoTable + "key = \"eyJhbGciOiJIUzI1NiJ9.eyJ0IjoxfQ.c2lnbmF0dXJl\"\n", "looks like a Honcho key itself",
-			func(p string) error { _, err := memoryd.Load(p); return err }},
+			func(p string) error { _, _, err := memoryd.Load(p, stateOf(p)); return err }},
 		{"memoryd", honchoTable, honchoTable + "timeout_ms = 1\n", "timeout_ms",
-			func(p string) error { _, err := memoryd.Load(p); return err }},
+			func(p string) error { _, _, err := memoryd.Load(p, stateOf(p)); return err }},
 		{"inferproxy", "", "max_conns = -1\n", "max_conns must not be negative",
-			func(p string) error { _, err := inferproxy.Load(p); return err }},
+			func(p string) error { _, _, err := inferproxy.Load(p, stateOf(p)); return err }},
 		{"gatewayd", "", "", "looks like a Mattermost token itself",
-			func(p string) error { _, err := gatewayd.Load(p); return err }},
+			func(p string) error { _, _, err := gatewayd.Load(p, stateOf(p)); return err }},
 		{"loopd", "\n[jobs]\ntiering = \"off\"\n", "\n[jobs]\ntiering = \"weekly\"\n", "jobs.tiering",
-			func(p string) error { _, err := loopd.Load(p); return err }},
+			func(p string) error { _, _, err := loopd.Load(p, stateOf(p)); return err }},
 		{"loopd", "\n[selftest]\nskip = [\"tool-call\"]\n", "\n[selftest]\nskip = [\"server\"]\n", `"server" is not a check that may be skipped`,
-			func(p string) error { _, err := loopd.Load(p); return err }},
+			func(p string) error { _, _, err := loopd.Load(p, stateOf(p)); return err }},
 		{"brokerd", "\n[secrets]\nGITHUB = \"env:X\"\n", "\n[secrets]\ngithub = \"env:X\"\n", "uppercase",
-			func(p string) error { _, err := brokerd.Load(p); return err }},
+			func(p string) error { _, _, err := brokerd.Load(p, stateOf(p)); return err }},
 		{"brokerd", "\n[runner]\npodman_socket = \"/run/p.sock\"\ntool_image = \"sha256:" + strings.Repeat("a", 64) + "\"\n",
 			"\n[runner]\npodman_socket = \"/run/p.sock\"\ntool_image = \"localhost/tool:latest\"\n", "must be an image ID",
-			func(p string) error { _, err := brokerd.Load(p); return err }},
+			func(p string) error { _, _, err := brokerd.Load(p, stateOf(p)); return err }},
 		{"brokerd", "\n[consult]\nendpoint = \"https://api.example.com/v1\"\n", "\n[consult]\nendpoint = \"https://api.example.com/v1\"\ntemperature_milli = 700\n", "temperature_milli 700",
-			func(p string) error { _, err := brokerd.Load(p); return err }},
+			func(p string) error { _, _, err := brokerd.Load(p, stateOf(p)); return err }},
 	} {
 		t.Run(c.role+" "+c.want, func(t *testing.T) {
 			state := t.TempDir()
@@ -100,11 +102,11 @@ func TestConfigJudgedByItsRole(t *testing.T) {
 // delete, never read with the key ignored.
 func TestRetiredPeerKeys(t *testing.T) {
 	loads := map[string]func(string) error{
-		"inferproxy": func(p string) error { _, err := inferproxy.Load(p); return err },
-		"loopd":      func(p string) error { _, err := loopd.Load(p); return err },
-		"brokerd":    func(p string) error { _, err := brokerd.Load(p); return err },
-		"memoryd":    func(p string) error { _, err := memoryd.Load(p); return err },
-		"gatewayd":   func(p string) error { _, err := gatewayd.Load(p); return err },
+		"inferproxy": func(p string) error { _, _, err := inferproxy.Load(p, stateOf(p)); return err },
+		"loopd":      func(p string) error { _, _, err := loopd.Load(p, stateOf(p)); return err },
+		"brokerd":    func(p string) error { _, _, err := brokerd.Load(p, stateOf(p)); return err },
+		"memoryd":    func(p string) error { _, _, err := memoryd.Load(p, stateOf(p)); return err },
+		"gatewayd":   func(p string) error { _, _, err := gatewayd.Load(p, stateOf(p)); return err },
 	}
 	for _, c := range []struct{ role, key string }{
 		{"inferproxy", "allow_uids"}, {"loopd", "allow_uids"}, {"gatewayd", "allow_uids"},

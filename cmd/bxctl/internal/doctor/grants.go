@@ -22,11 +22,11 @@ func (a *auditor) grants(in *install) *grant.Set {
 	}
 	dir := in.broker.GrantsDir
 	if dir == "" {
-		a.add("doctor-grants", Problem, "brokerd.toml names no grants_dir")
+		a.add("doctor-grants", Problem, "brokerd has no grants directory")
 		return nil
 	}
 	if err := isDir(dir); err != nil {
-		a.add("doctor-grants", Problem, "grants_dir: %v", err)
+		a.add("doctor-grants", Problem, "grants/: %v", err)
 		return nil
 	}
 	owners := ownership.Self()

@@ -30,7 +30,7 @@ import (
 type roleConfig struct {
 	role     string
 	optional bool // gatewayd's: bxctl up never writes one
-	parse    func(data []byte, name string) error
+	parse    func(data []byte, name string) ([]string, error)
 }
 
 // install is what doctor read of an installation.
@@ -47,6 +47,9 @@ type install struct {
 	bad map[string]error
 	// absent lists the optional configs that do not exist.
 	absent []string
+	// leftover are the keys configs still hold that the layout table
+	// decides, each with the table's own value (accepted, to delete).
+	leftover []string
 }
 
 // has is whether role's config was read.
@@ -62,18 +65,33 @@ func readInstall(state string) (*install, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("doctor: %s is not a directory", state)
 	}
+	if abs, err := filepath.Abs(state); err == nil {
+		state = abs // the roles' paths are the table's under it
+	}
 	in := &install{state: state, raw: map[string]map[string]any{}, bad: map[string]error{}}
 	for _, c := range []roleConfig{
-		{"inferproxy", false, func(data []byte, name string) (err error) { in.infer, err = inferproxy.Parse(data, name); return err }},
-		{"loopd", false, func(data []byte, name string) (err error) { in.loop, err = loopd.Parse(data, name); return err }},
-		{"brokerd", false, func(data []byte, name string) (err error) { in.broker, err = brokerd.Parse(data, name); return err }},
-		{"memoryd", false, func(data []byte, name string) (err error) { in.mem, err = memoryd.Parse(data, name); return err }},
-		{"gatewayd", true, func(data []byte, name string) error {
-			gw, err := gatewayd.Parse(data, name)
+		{"inferproxy", false, func(data []byte, name string) (l []string, err error) {
+			in.infer, l, err = inferproxy.Parse(data, name, state)
+			return l, err
+		}},
+		{"loopd", false, func(data []byte, name string) (l []string, err error) {
+			in.loop, l, err = loopd.Parse(data, name, state)
+			return l, err
+		}},
+		{"brokerd", false, func(data []byte, name string) (l []string, err error) {
+			in.broker, l, err = brokerd.Parse(data, name, state)
+			return l, err
+		}},
+		{"memoryd", false, func(data []byte, name string) (l []string, err error) {
+			in.mem, l, err = memoryd.Parse(data, name, state)
+			return l, err
+		}},
+		{"gatewayd", true, func(data []byte, name string) ([]string, error) {
+			gw, l, err := gatewayd.Parse(data, name, state)
 			if err == nil {
 				in.gateway = &gw
 			}
-			return err
+			return l, err
 		}},
 	} {
 		path := layout.ConfigPath(state, c.role)
@@ -95,10 +113,12 @@ func readInstall(state string) (*install, error) {
 // decode runs the role's parse over data and, if it accepts, keeps the
 // schemaless decode for doctor-egress; a refused config is recorded
 // only as bad, so no check reads half of it.
-func decode(data []byte, parse func([]byte, string) error, in *install, role, path string) error {
-	if err := parse(data, path); err != nil {
+func decode(data []byte, parse func([]byte, string) ([]string, error), in *install, role, path string) error {
+	leftover, err := parse(data, path)
+	if err != nil {
 		return err
 	}
+	in.leftover = append(in.leftover, leftover...)
 	var raw map[string]any
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return err
@@ -141,6 +161,10 @@ func (a *auditor) configs(in *install) {
 	}
 	if len(problems) > 0 {
 		a.add("doctor-config", Problem, "%s (the checks that need them are skipped)", strings.Join(problems, "; "))
+		return
+	}
+	if len(in.leftover) > 0 {
+		a.add("doctor-config", Warn, "%s", strings.Join(in.leftover, "; "))
 		return
 	}
 	msg := fmt.Sprintf("%d configs read from %s", len(in.raw), layout.Config.In(in.state))

@@ -119,7 +119,7 @@ func honchoKeyRef(o Options) (ref string, honcho bool, err error) {
 	if len(b) > config.MaxSize {
 		return "", false, Refusal{fmt.Sprintf("%s is over %d bytes", path, config.MaxSize), "see docs/runbook.md#install-honcho-key"}
 	}
-	c, err := memoryd.Parse(b, path)
+	c, _, err := memoryd.Parse(b, path, o.State)
 	if err != nil {
 		return "", false, Refusal{fmt.Sprintf("memoryd would refuse %s, so whether it needs Honcho's key is unknown: %v", path, err), "see docs/runbook.md#install-honcho-key"}
 	}

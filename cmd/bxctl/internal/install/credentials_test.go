@@ -94,8 +94,9 @@ func state(t *testing.T, text string) Options {
 	return o
 }
 
-// memBase is a memoryd.toml memoryd's loader takes, without [honcho].
-const memBase = "state_dir = \"/var/lib/boxmaker\"\nmemory_socket_dir = \"/run/m\"\nmemtool_socket_dir = \"/run/t\"\nadmin_socket_dir = \"/run/a\"\n"
+// memBase is a memoryd.toml memoryd's loader takes, without [honcho]
+// (every path is the layout table's: no key names one).
+const memBase = "index_max_class = \"private\"\n"
 
 const honchoTable = memBase + "[honcho]\nurl = \"https://honcho.example.ts.net\"\npeer = \"agent\"\ntrusted_workspace = \"host1-trusted\"\nuntrusted_workspace = \"host1-untrusted\"\n"
 

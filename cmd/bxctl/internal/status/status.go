@@ -262,7 +262,7 @@ func fleetText(f *wire.FleetState, err error) string {
 func loopConfig(state string) loopd.Config {
 	path := layout.ConfigPath(state, layout.Loopd)
 	if b, err := os.ReadFile(path); err == nil {
-		if c, err := loopd.Parse(b, path); err == nil {
+		if c, _, err := loopd.Parse(b, path, state); err == nil {
 			return c
 		}
 	}
@@ -274,7 +274,7 @@ func loopConfig(state string) loopd.Config {
 func inferUpstream(state string) string {
 	path := layout.ConfigPath(state, layout.Inferproxy)
 	if b, err := os.ReadFile(path); err == nil {
-		if c, err := inferproxy.Parse(b, path); err == nil {
+		if c, _, err := inferproxy.Parse(b, path, state); err == nil {
 			return c.Upstream
 		}
 	}

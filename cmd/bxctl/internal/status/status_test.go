@@ -77,8 +77,8 @@ func TestStatusBounded(t *testing.T) {
 	}
 	hang(t, tcp)
 	os.MkdirAll(layout.Config.In(state), 0o700)
-	os.WriteFile(layout.ConfigPath(state, "inferproxy"), []byte("socket_dir = \"/run/infer\"\nupstream = \""+tcp.Addr().String()+"\"\n"), 0o600)
-	os.WriteFile(layout.ConfigPath(state, "loopd"), []byte("state_dir = \"/s\"\nsocket_dir = \"/run/loop\"\ninfer_socket = \"/run/infer/infer.sock\"\n[model]\nname = \"m\"\nmain_slot = 0\n"), 0o600)
+	os.WriteFile(layout.ConfigPath(state, "inferproxy"), []byte("upstream = \""+tcp.Addr().String()+"\"\n"), 0o600)
+	os.WriteFile(layout.ConfigPath(state, "loopd"), []byte("[model]\nname = \"m\"\nmain_slot = 0\n"), 0o600)
 	for epoch, recs := range [][]sessionlog.Record{
 		{&sessionlog.User{Turn: 1, Text: "q"}, &sessionlog.Usage{Turn: 1, CacheN: 900, PromptN: 90, PredictedN: 10, PromptUS: 1500000}, &sessionlog.TurnEnd{Turn: 1}},
 		{&sessionlog.User{Turn: 2, Text: "q"}, &sessionlog.Usage{Turn: 2, CacheN: 100, PromptN: 50, PredictedN: 5, CacheGap: 1},

@@ -55,7 +55,8 @@ func readBrokerd(state string) (brokerd.Config, error) {
 	if err != nil {
 		return brokerd.Config{}, fmt.Errorf("read brokerd.toml: %v", err)
 	}
-	return brokerd.Parse(data, path)
+	c, _, err := brokerd.Parse(data, path, state)
+	return c, err
 }
 
 // podmanReady gives Podman's socket the table's group and mode once the

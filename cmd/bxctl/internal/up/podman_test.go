@@ -27,7 +27,7 @@ func TestPodmanRoleOnlyForItsOwnSocket(t *testing.T) {
 	}{
 		{"no image, no runner", "", "", false},
 		{"image given", id, "", true},
-		{"owner's own socket", "", "state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/b\"\nadmin_socket_dir = \"/a\"\n[runner]\npodman_socket = \"/run/user/1000/podman/podman.sock\"\ntool_image = \"" + id + "\"\n", false},
+		{"owner's own socket", "", "[runner]\npodman_socket = \"/run/user/1000/podman/podman.sock\"\ntool_image = \"" + id + "\"\n", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			state := filepath.Join(roletest.Dir(t), "state")

@@ -75,7 +75,7 @@ func (g *Gateway) command(ctx context.Context, post *mattermost.Post, text strin
 			return
 		}
 		if g.cfg.MemoryChatSocket == "" {
-			g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("`%s` is not served in this chat: gatewayd.toml names no memory_chat_socket, so nothing was looked up or forgotten. On the host run `bxctl memory why ID` or `bxctl memory forget ID` (the id as recall shows it); see docs/runbook.md#memory-chat-commands", verb))
+			g.reply(ctx, post.ChannelID, post.Thread(), fmt.Sprintf("`%s` is not served in this chat: gatewayd has no memchat.sock to ask, so nothing was looked up or forgotten. On the host run `bxctl memory why ID` or `bxctl memory forget ID` (the id as recall shows it); see docs/runbook.md#memory-chat-commands", verb))
 			return
 		}
 		go g.memoryCommand(ctx, post, verb, text) // memoryd may take a moment; the event stream must not wait

@@ -79,7 +79,7 @@ func TestStopCommand(t *testing.T) {
 
 // TestMemoryCommands: !forget and !why from someone who is not an
 // approver are ignored (logged, no reply, never the model's, never
-// memoryd's); without memory_chat_socket the owner's are answered with
+// memoryd's); without memchat.sock the owner's are answered with
 // where to run them; with it, they go to memchat.sock with the thread's
 // channel, the thread and the approver, a trailing code is cut off as
 // the code, and memoryd's answers (the chain, the code to repeat, the

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/gatewayd"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	c, err := gatewayd.Load("../../../../deploy/gatewayd.toml")
+	c, _, err := gatewayd.Load("../../../../deploy/gatewayd.toml", "/var/lib/boxmaker")
 	if err != nil {
 		t.Fatalf("deploy/gatewayd.toml: %v", err)
 	}
@@ -22,9 +23,6 @@ func TestExampleConfigLoads(t *testing.T) {
 func TestConfigRefusals(t *testing.T) {
 	base := `url = "https://mm.example"
 token = "credential:t"
-state_dir = "/s"
-loop_socket = "/l/loop.sock"
-socket_dir = "/g"
 [allow]
 users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 `
@@ -34,7 +32,7 @@ users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 		{"no token", strings.Replace(base, "token = \"credential:t\"\n", "", 1), "token is required"},
 		{"no users", strings.Replace(base, `users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]`, `users = []`, 1), "nobody would be heard"},
 		{"username not id", strings.Replace(base, `"aaaaaaaaaaaaaaaaaaaaaaaaaa"`, `"owner"`, 1), "not a Mattermost id"},
-		{"relative socket", strings.Replace(base, `"/g"`, `"g"`, 1), "socket_dir must be an absolute path"},
+		{"socket elsewhere", "socket_dir = \"/g\"\n" + base, `key socket_dir is no longer read: the layout table gives "/st/run/gateway"`},
 		{"unknown key", base + "secret = \"x\"\n", "secret"},
 		{"approver not allowed", base + "[approvals]\nusers = [\"bbbbbbbbbbbbbbbbbbbbbbbbbb\"]\n", "docs/runbook.md#gateway-approver-not-allowed"},
 		{"too many parts", strings.Replace(base, "[allow]", "max_approval_parts = 99\n[allow]", 1), "max_approval_parts"},
@@ -42,7 +40,7 @@ users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "g.toml")
 			os.WriteFile(p, []byte(tt.text), 0o600)
-			_, err := gatewayd.Load(p)
+			_, _, err := gatewayd.Load(p, "/st")
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "k3j9x8c7") {
 				t.Errorf("Load = %v, want %q", err, tt.want)
 			}
@@ -50,7 +48,7 @@ users = ["aaaaaaaaaaaaaaaaaaaaaaaaaa"]
 	}
 	p := filepath.Join(t.TempDir(), "g.toml")
 	os.WriteFile(p, []byte(base), 0o600)
-	if c, err := gatewayd.Load(p); err != nil || c.MaxApprovalParts != gatewayd.DefaultMaxApprovalParts {
+	if c, _, err := gatewayd.Load(p, "/st"); err != nil || c.MaxApprovalParts != gatewayd.DefaultMaxApprovalParts || c.LoopSocket != layout.LoopRun.SocketIn("/st") || c.MemoryChatSocket != layout.MemchatRun.SocketIn("/st") {
 		t.Errorf("gatewayd.Load(base) = %+v, %v", c, err)
 	}
 }

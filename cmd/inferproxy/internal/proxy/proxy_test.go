@@ -20,7 +20,7 @@ import (
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	c, err := inferproxy.Load("../../../../deploy/inferproxy.toml")
+	c, _, err := inferproxy.Load("../../../../deploy/inferproxy.toml", "/var/lib/boxmaker")
 	if err != nil {
 		t.Fatalf("deploy/inferproxy.toml: %v", err)
 	}
@@ -35,7 +35,6 @@ func TestConfigRefusals(t *testing.T) {
 		c    inferproxy.Config
 		want string
 	}{
-		{"relative dir", inferproxy.Config{SocketDir: "run", Upstream: "h:1"}, "absolute"},
 		{"no port", inferproxy.Config{SocketDir: "/run", Upstream: "localhost"}, "host:port"},
 		{"no host", inferproxy.Config{SocketDir: "/run", Upstream: ":8080"}, "host:port"},
 		{"bad port", inferproxy.Config{SocketDir: "/run", Upstream: "h:99999"}, "1..65535"},

@@ -12,7 +12,7 @@ import (
 // TestConfigDerived: what loopd derives from a loaded loopd.toml (the
 // loader's own checks are package roleconf/loopd's tests).
 func TestConfigDerived(t *testing.T) {
-	c, err := loopd.Load("../../../../deploy/loopd.toml")
+	c, _, err := loopd.Load("../../../../deploy/loopd.toml", "/var/lib/boxmaker")
 	if err != nil {
 		t.Fatalf("deploy/loopd.toml: %v", err)
 	}
@@ -20,8 +20,8 @@ func TestConfigDerived(t *testing.T) {
 		t.Errorf("limits = %+v", l)
 	}
 	p := filepath.Join(t.TempDir(), "loopd.toml")
-	os.WriteFile(p, []byte("state_dir = \"/s\"\nsocket_dir = \"/r\"\ninfer_socket = \"/i.sock\"\n[model]\nname = \"m\"\n"), 0o600)
-	c, err = loopd.Load(p)
+	os.WriteFile(p, []byte("[model]\nname = \"m\"\n"), 0o600)
+	c, _, err = loopd.Load(p, "/s")
 	if err != nil {
 		t.Fatal(err)
 	}

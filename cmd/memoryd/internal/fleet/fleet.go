@@ -136,10 +136,10 @@ func (f *Fleet) TurnEnded(ctx context.Context, session string, epoch int64) (map
 // no turn goes to any workspace by loopd's labels alone.
 var ErrDeferred = errors.New("fleet: filing deferred until brokerd's gate answers")
 
-// ErrNoGate is a filing not made: memoryd.toml names no gate_socket, so
+// ErrNoGate is a filing not made: memoryd has no gate.sock to ask, so
 // no answer of brokerd's can ever come. The turns stay in the session
 // logs; the catch-up of a start with a gate files them.
-var ErrNoGate = errors.New("fleet: no turn is written to Honcho without brokerd's gate (memoryd.toml names no gate_socket); see docs/runbook.md#fleet-gate-unanswered")
+var ErrNoGate = errors.New("fleet: no turn is written to Honcho without brokerd's gate (memoryd has no gate.sock to ask); see docs/runbook.md#fleet-gate-unanswered")
 
 // pendingTurns is a session's epoch log whose live filing was deferred.
 type pendingTurns struct {

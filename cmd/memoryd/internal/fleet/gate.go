@@ -48,7 +48,7 @@ func (g *Gate) Ask(ctx context.Context, session string) (State, error) {
 		return State{}, &GateError{Session: session, Why: fmt.Sprintf(format, a...)}
 	}
 	if g.Socket == "" {
-		return fail("memoryd.toml names no gate_socket")
+		return fail("memoryd has no gate.sock to ask")
 	}
 	wait := g.Wait
 	if wait <= 0 {

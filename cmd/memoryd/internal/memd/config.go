@@ -28,14 +28,14 @@ func (c Config) Fleet() (honchoconf.Settings, bool) {
 }
 
 // Load reads and checks memoryd.toml.
-func Load(path string) (Config, error) {
-	c, err := memoryd.Load(path)
+func Load(path, state string) (Config, []string, error) {
+	c, leftover, err := memoryd.Load(path, state)
 	if err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	out := Config{Config: c, maxClass: c.MaxClass()}
 	if s, ok := c.Fleet(); ok {
 		out.fleet = &s
 	}
-	return out, nil
+	return out, leftover, nil
 }

@@ -58,7 +58,7 @@ func (m *Memd) openFleet() error {
 	m.fleet = f
 	m.setFleetForgotten()
 	if m.cfg.GateSocket == "" {
-		m.log.Warn("no gate_socket in the config: no turn is written to Honcho until it names brokerd's gate.sock (recall and ask_memory still read it); see docs/runbook.md#fleet-gate-unanswered")
+		m.log.Warn("no brokerd gate.sock to ask (a config made without one): no turn is written to Honcho (recall and ask_memory still read it); see docs/runbook.md#fleet-gate-unanswered")
 	}
 	return nil
 }
@@ -143,7 +143,7 @@ func (m *Memd) fleetTurn(ctx context.Context, r *wire.TurnDone) {
 	case errors.Is(err, fleet.ErrDeferred):
 		m.log.Warn("fleet memory: brokerd's gate did not answer in time; the turn is written nowhere until it does, then to the untrusted workspace; see docs/runbook.md#fleet-gate-unanswered", "session", r.Session, "turn", r.Turn, "err", err.Error())
 	case errors.Is(err, fleet.ErrNoGate):
-		m.log.Warn("fleet memory: turn not written: memoryd.toml names no gate_socket; see docs/runbook.md#fleet-gate-unanswered", "session", r.Session, "turn", r.Turn)
+		m.log.Warn("fleet memory: turn not written: memoryd has no brokerd gate.sock to ask; see docs/runbook.md#fleet-gate-unanswered", "session", r.Session, "turn", r.Turn)
 	case err != nil:
 		m.log.Error("fleet memory: turn not filed; it is filed at the next start or resync; see docs/runbook.md#fleet-outbox-stuck", "session", r.Session, "turn", r.Turn, "err", err.Error())
 	}

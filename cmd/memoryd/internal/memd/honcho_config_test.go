@@ -12,16 +12,18 @@ import (
 func writeConfig(t *testing.T, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
-	text := `state_dir = "` + dir + `"
-memory_socket_dir = "` + dir + `/m"
-memtool_socket_dir = "` + dir + `/t"
-admin_socket_dir = "` + dir + `/a"
-` + extra
+	text := extra
 	p := filepath.Join(dir, "memoryd.toml")
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// load is [Load] with the config's own directory the state directory.
+func load(p string) (Config, error) {
+	c, _, err := Load(p, filepath.Dir(p))
+	return c, err
 }
 
 const honchoTable = `
@@ -37,14 +39,14 @@ trust = "trusted"
 `
 
 func TestHonchoTable(t *testing.T) {
-	c, err := Load(writeConfig(t, ""))
+	c, err := load(writeConfig(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.Fleet(); ok {
 		t.Fatal("no [honcho] table, but Fleet is set")
 	}
-	c, err = Load(writeConfig(t, honchoTable))
+	c, err = load(writeConfig(t, honchoTable))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestHonchoTable(t *testing.T) {
 		{`peer = "agent"`, `peer = "agent"` + "\n" + `peers = "x"`, "unknown key honcho.peers"},
 		{`trust = "trusted"`, `trust = "maybe"`, "honcho-config-refused"},
 	} {
-		_, err := Load(writeConfig(t, strings.Replace(honchoTable, tc.from, tc.to, 1)))
+		_, err := load(writeConfig(t, strings.Replace(honchoTable, tc.from, tc.to, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "eyJ") {
 			t.Errorf("Load with %s = %v, want %q", tc.to, err, tc.want)
 		}
@@ -84,7 +86,7 @@ func TestHonchoExample(t *testing.T) {
 	if len(lines) < 9 {
 		t.Fatalf("only %d example lines found: %q", len(lines), lines)
 	}
-	c, err := Load(writeConfig(t, "[honcho]\n"+strings.Join(lines, "\n")+"\n"))
+	c, err := load(writeConfig(t, "[honcho]\n"+strings.Join(lines, "\n")+"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +96,12 @@ func TestHonchoExample(t *testing.T) {
 }
 
 func TestGateConfig(t *testing.T) {
-	sock := "/run/boxmaker/gate/" + wire.Gate.Name
-	if c, err := Load(writeConfig(t, "gate_socket = \""+sock+"\"\ngate_timeout_ms = 500\n")); err != nil || c.GateSocket != sock {
+	p := writeConfig(t, "gate_timeout_ms = 500\n")
+	if c, err := load(p); err != nil || c.GateSocket != filepath.Join(filepath.Dir(p), "run", "gate", wire.Gate.Name) {
 		t.Fatalf("gate config: %+v, %v", c, err)
 	}
-	for _, bad := range []string{"gate_socket = \"" + wire.Gate.Name + "\"\n", "gate_timeout_ms = 20000\n", "gate_timeout_ms = -1\n"} {
-		if _, err := Load(writeConfig(t, bad)); err == nil {
+	for _, bad := range []string{"gate_socket = \"/run/boxmaker/gate/" + wire.Gate.Name + "\"\n", "gate_timeout_ms = 20000\n", "gate_timeout_ms = -1\n"} {
+		if _, err := load(writeConfig(t, bad)); err == nil {
 			t.Errorf("%q was accepted", bad)
 		}
 	}

@@ -22,9 +22,9 @@ import (
 // parses them (the pairs are checked against s's workspaces).
 func projectsWith(t *testing.T, s honchoconf.Settings, tables string) []memoryd.Project {
 	t.Helper()
-	text := fmt.Sprintf("state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n\n[honcho]\nurl = %q\npeer = %q\ntrusted_workspace = %q\nuntrusted_workspace = %q\n\n%s",
+	text := fmt.Sprintf("[honcho]\nurl = %q\npeer = %q\ntrusted_workspace = %q\nuntrusted_workspace = %q\n\n%s",
 		s.URL.String(), s.Peer, s.Trusted, s.Untrusted, tables)
-	c, err := memoryd.Parse([]byte(text), "memoryd.toml")
+	c, _, err := memoryd.Parse([]byte(text), "memoryd.toml", "/s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func TestProjectThreadWrites(t *testing.T) {
 
 // TestProjectConfigRefusals: memoryd.toml's [[project]] tables.
 func TestProjectConfigRefusals(t *testing.T) {
-	base := "state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n"
+	base := ""
 	for _, tt := range []struct{ toml, want string }{
 		{`[[project]]` + "\nname = \"Alpha\"\nchannels = [\"" + chanA + "\"]\n", "name \"Alpha\""},
 		{`[[project]]` + "\nname = \"alpha\"\nchannels = []\n", "has no channels and no threads"},
@@ -125,12 +125,12 @@ func TestProjectConfigRefusals(t *testing.T) {
 		{"[honcho]\nurl = \"http://127.0.0.1:8000\"\npeer = \"agent\"\ntrusted_workspace = \"h-t\"\nuntrusted_workspace = \"h-u\"\n\n[[project]]\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrusted_workspace = \"a-t\"\nuntrusted_workspace = \"h-u\"\n", "workspace h-u is also this agent's"},
 		{"[honcho]\nurl = \"http://127.0.0.1:8000\"\npeer = \"agent\"\ntrusted_workspace = \"h-t\"\nuntrusted_workspace = \"h-u\"\n\n[[project]]\nname = \"a\"\nchannels = [\"" + chanA + "\"]\ntrusted_workspace = \"a-t\"\nuntrusted_workspace = \"a-u\"\n[[project]]\nname = \"b\"\nchannels = [\"" + chanB + "\"]\ntrusted_workspace = \"b-t\"\nuntrusted_workspace = \"a-u\"\n", "workspace a-u is also a's"},
 	} {
-		_, err := memoryd.Parse([]byte(base+tt.toml), "memoryd.toml")
+		_, _, err := memoryd.Parse([]byte(base+tt.toml), "memoryd.toml", "/s")
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "docs/runbook.md#memory-project-refused") {
 			t.Errorf("Parse(%q) = %v, want %q", tt.toml, err, tt.want)
 		}
 	}
-	c, err := memoryd.Parse([]byte(base+"[[project]]\nname = \"alpha\"\nchannels = [\""+chanA+"\"]\n"), "memoryd.toml")
+	c, _, err := memoryd.Parse([]byte(base+"[[project]]\nname = \"alpha\"\nchannels = [\""+chanA+"\"]\n"), "memoryd.toml", "/s")
 	if p, ok := c.ProjectOf(chanA); err != nil || !ok || p.Name != "alpha" || p.Trusted() {
 		t.Errorf("ProjectOf = %+v %v %v", p, ok, err)
 	}
@@ -160,8 +160,8 @@ func TestProjectThreads(t *testing.T) {
 	if r := h.tool(t, "mm-"+inB, "memory", `{"action":"add","file":"user","text":"x"}`, dataclass.Private, false); !strings.Contains(r.Output, "project alpha") {
 		t.Errorf("an identity edit in alpha's listed thread = %q", r.Output)
 	}
-	_, err := memoryd.Parse([]byte("state_dir = \"/s\"\nmemory_socket_dir = \"/m\"\nmemtool_socket_dir = \"/t\"\nadmin_socket_dir = \"/a\"\n"+
-		"[[project]]\nname = \"a\"\nthreads = [\""+listed+"\"]\n[[project]]\nname = \"b\"\nthreads = [\""+listed+"\"]\n"), "memoryd.toml")
+	_, _, err := memoryd.Parse([]byte(
+		"[[project]]\nname = \"a\"\nthreads = [\""+listed+"\"]\n[[project]]\nname = \"b\"\nthreads = [\""+listed+"\"]\n"), "memoryd.toml", "/s")
 	if err == nil || !strings.Contains(err.Error(), "in projects a and b") {
 		t.Errorf("a thread in two projects = %v", err)
 	}

@@ -4,7 +4,7 @@
 // refuses is never "ok" to the doctor.
 //
 // Invariant: a Config that [Load] or [Parse] returns has every path
-// absolute, its socket directories distinct, its [runner] and [consult]
+// the layout table's in its state directory, its [runner] and [consult]
 // tables (if any) checked with their defaults filled, and every
 // [secrets] name one a grant can spell.
 package brokerd
@@ -28,8 +28,12 @@ import (
 
 // Config is brokerd.toml; deploy/brokerd.toml is the documented example.
 type Config struct {
-	StateDir  string `toml:"state_dir"`  // audit/ and broker/sessions/ live here
-	GrantsDir string `toml:"grants_dir"` // the owner's grants; read-only to brokerd
+	// The paths are the layout table's in the state directory, filled
+	// by the loader ([placed]); no key names them. A test's config may
+	// leave the optional ones empty: no gate.sock, no memory tools, no
+	// courier.
+	StateDir  string `toml:"-"` // audit/ and broker/sessions/ live here
+	GrantsDir string `toml:"-"` // the owner's grants; read-only to brokerd
 	// OwnerUID is the owner's uid: grant files, and every directory above
 	// them, must be owned by root or this uid and writable by no one
 	// else. Absent: brokerd's own uid (the owner runs brokerd, as under
@@ -40,25 +44,23 @@ type Config struct {
 	// The *AllowUIDs fields are each listener's peers (and the courier's
 	// listener): the layout table's, set by brokerd (pkg/host/daemon),
 	// never read from the file (retired).
-	BrokerSocketDir string   `toml:"broker_socket_dir"` // holds broker.sock (loopd connects)
+	BrokerSocketDir string   `toml:"-"` // holds broker.sock (loopd connects)
 	BrokerAllowUIDs []uint32 `toml:"-"`
-	AdminSocketDir  string   `toml:"admin_socket_dir"` // holds admin.sock (bxctl connects)
+	AdminSocketDir  string   `toml:"-"` // holds admin.sock (bxctl connects)
 	AdminAllowUIDs  []uint32 `toml:"-"`
 
 	// GateSocketDir holds gate.sock (memoryd connects): the read-only
-	// session-state query of the clean-turn gate. Empty: no gate.sock,
-	// and memoryd writes no turn to Honcho (it files none without an answer).
-	GateSocketDir string   `toml:"gate_socket_dir"`
+	// session-state query of the clean-turn gate.
+	GateSocketDir string   `toml:"-"`
 	GateAllowUIDs []uint32 `toml:"-"`
 
 	// MemtoolSocket is memoryd's memtool.sock, where decided memory tool
-	// calls go. Empty: memory tools fail with a runbook pointer.
-	MemtoolSocket string `toml:"memtool_socket"`
+	// calls go.
+	MemtoolSocket string `toml:"-"`
 
 	// GatewaySocket is gatewayd's gateway.sock: the courier posts each
 	// pending approval there for the owner to answer in the chat.
-	// Empty: approvals are answered with bxctl only.
-	GatewaySocket string `toml:"gateway_socket"`
+	GatewaySocket string `toml:"-"`
 	// GatewayAllowUIDs are the users gateway.sock's listener may run as
 	// (SO_PEERCRED of the dialled socket); empty: brokerd's own user.
 	// The courier sends approvals, and takes answers, from no one else.
@@ -131,46 +133,33 @@ var retired = map[string]string{
 	"gateway_allow_uids": "whose " + wire.Gateway.Name + " brokerd reaches is the layout table's (its listener's uid in config/users.toml, else this daemon's own); see docs/runbook.md#layout-accept",
 }
 
-var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+// placed are the paths the layout table gives brokerd in its state
+// directory, under the keys older configs named them by.
+var placed = config.Placed[Config]{
+	"state_dir":         {Field: func(c *Config) *string { return &c.StateDir }, In: func(s string) string { return s }},
+	"grants_dir":        {Field: func(c *Config) *string { return &c.GrantsDir }, In: layout.Grants.In},
+	"broker_socket_dir": {Field: func(c *Config) *string { return &c.BrokerSocketDir }, In: layout.BrokerRun.In},
+	"admin_socket_dir":  {Field: func(c *Config) *string { return &c.AdminSocketDir }, In: layout.AdminRun.In},
+	"gate_socket_dir":   {Field: func(c *Config) *string { return &c.GateSocketDir }, In: layout.GateRun.In},
+	"memtool_socket":    {Field: func(c *Config) *string { return &c.MemtoolSocket }, In: layout.MemtoolRun.SocketIn},
+	"gateway_socket":    {Field: func(c *Config) *string { return &c.GatewaySocket }, In: layout.GatewayRun.SocketIn},
+}
 
-// Load reads and checks brokerd.toml.
-func Load(path string) (Config, error) { return loader.Load(path) }
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired, Placed: placed}
+
+// Load reads and checks brokerd.toml, its paths those of state
+// directory state; the lines returned are keys to delete
+// ([config.Checked.Load]).
+func Load(path, state string) (Config, []string, error) { return loader.Load(path, state) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
+func Parse(data []byte, name, state string) (Config, []string, error) {
+	return loader.Parse(data, name, state)
+}
 
 func (c Config) check(path string) (Config, error) {
 	c.path = path
-	for name, p := range map[string]string{"state_dir": c.StateDir, "grants_dir": c.GrantsDir,
-		"broker_socket_dir": c.BrokerSocketDir, "admin_socket_dir": c.AdminSocketDir} {
-		if !filepath.IsAbs(p) {
-			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
-		}
-	}
-	if c.MemtoolSocket != "" && !filepath.IsAbs(c.MemtoolSocket) {
-		return Config{}, fmt.Errorf("config %s: memtool_socket must be an absolute path, got %q", path, c.MemtoolSocket)
-	}
-	if c.GateSocketDir != "" {
-		if !filepath.IsAbs(c.GateSocketDir) {
-			return Config{}, fmt.Errorf("config %s: gate_socket_dir must be an absolute path, got %q", path, c.GateSocketDir)
-		}
-		for _, other := range []string{c.BrokerSocketDir, c.AdminSocketDir} {
-			if filepath.Clean(c.GateSocketDir) == filepath.Clean(other) {
-				// memoryd reaching broker.sock could run tools; admin.sock
-				// could answer approvals.
-				return Config{}, fmt.Errorf("config %s: gate_socket_dir must differ from broker_socket_dir and admin_socket_dir", path)
-			}
-		}
-	}
-	if c.GatewaySocket != "" && !filepath.IsAbs(c.GatewaySocket) {
-		return Config{}, fmt.Errorf("config %s: gateway_socket must be an absolute path, got %q", path, c.GatewaySocket)
-	}
-	if filepath.Clean(c.BrokerSocketDir) == filepath.Clean(c.AdminSocketDir) {
-		// One directory would give whoever may reach broker.sock the
-		// approving socket too.
-		return Config{}, fmt.Errorf("config %s: broker_socket_dir and admin_socket_dir must differ", path)
-	}
 	if c.ApprovalTTLMS < 0 || c.ApprovalTTLMS > int64(24*time.Hour/time.Millisecond) {
 		return Config{}, fmt.Errorf("config %s: approval_ttl_ms must be between 0 (the default, 15 minutes) and one day", path)
 	}

@@ -11,21 +11,20 @@ import (
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	c, err := Load("../../../../deploy/brokerd.toml")
-	if err != nil {
-		t.Fatalf("deploy/brokerd.toml: %v", err)
+	c, leftover, err := Load("../../../../deploy/brokerd.toml", "/var/lib/boxmaker")
+	if err != nil || leftover != nil {
+		t.Fatalf("deploy/brokerd.toml: %v (leftover %q)", err, leftover)
 	}
-	if c.ApprovalTTL().Minutes() != 15 || c.ResultCapBytes() != 65536 || c.GrantsDir != "/etc/boxmaker/grants" ||
+	if c.ApprovalTTL().Minutes() != 15 || c.ResultCapBytes() != 65536 || c.GrantsDir != "/var/lib/boxmaker/grants" ||
 		c.Runner == nil || c.Runner.Pids != 128 || c.Runner.ShellTimeoutS != 75 {
 		t.Errorf("example = %+v", c)
 	}
 }
 
 func TestConfigRefusals(t *testing.T) {
-	good := "state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/b\"\nadmin_socket_dir = \"/a\"\n"
+	good := "result_cap = 1\n"
 	for _, tt := range []struct{ name, body, want string }{
-		{"same dirs", strings.Replace(good, `"/a"`, `"/b"`, 1), "must differ"},
-		{"relative", strings.Replace(good, `"/g"`, `"g"`, 1), "grants_dir must be an absolute path"},
+		{"grants elsewhere", "grants_dir = \"/g\"\n" + good, "key grants_dir is no longer read: the layout table gives \"/st/grants\""},
 		{"ttl over a day", good + "approval_ttl_ms = 86400001\n", "one day"},
 		{"image by name", good + "[runner]\npodman_socket = \"/p.sock\"\ntool_image = \"localhost/tool:latest\"\n", "must be an image ID"},
 		{"image short id", good + "[runner]\npodman_socket = \"/p.sock\"\ntool_image = \"sha256:abc\"\n", "must be an image ID"},
@@ -38,7 +37,7 @@ func TestConfigRefusals(t *testing.T) {
 	} {
 		p := filepath.Join(t.TempDir(), "b.toml")
 		os.WriteFile(p, []byte(tt.body), 0o600)
-		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := Load(p, "/st"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Load = %v, want %q", tt.name, err, tt.want)
 		}
 	}
@@ -48,18 +47,16 @@ func TestConfigRefusals(t *testing.T) {
 // directory of brokerd's that no mount may reach (review item 2).
 func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "b.toml")
-	body := "state_dir = \"/s\"\ngrants_dir = \"/g\"\nbroker_socket_dir = \"/b\"\nadmin_socket_dir = \"/a\"\n" +
-		"memtool_socket = \"/m/memtool.sock\"\ngateway_socket = \"/w/gateway.sock\"\n" +
-		"[secrets]\nFILE_ONE = \"file:/etc/bx/token\"\nENV_ONE = \"env:X\"\n"
+	body := "[secrets]\nFILE_ONE = \"file:/etc/bx/token\"\nENV_ONE = \"env:X\"\n"
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(p)
+	c, _, err := Load(p, "/s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := c.Protected()
-	for _, want := range []string{"/s", "/g", "/mcp", "/b", "/a", "/m", "/w", "/etc/bx/token", p} { // /mcp: beside the grants (mcp.go)
+	for _, want := range []string{"/s", "/s/grants", "/s/mcp", "/s/run/broker", "/s/run/admin", "/s/run/gate", "/s/run/memtool", "/s/run/gateway", "/etc/bx/token", p} { // mcp: beside the grants (mcp.go)
 		if !slices.Contains(got, want) {
 			t.Errorf("protected() = %q lacks %s", got, want)
 		}
@@ -72,7 +69,7 @@ func TestProtectedNamesBrokerdsOwnFiles(t *testing.T) {
 			t.Errorf("protected() = %q covers no %s", got, want)
 		}
 	}
-	if slices.Contains(got, "X") || len(got) != 9+len(layout.In("/s")) {
+	if slices.Contains(got, "X") || len(got) != 10+len(layout.In("/s")) {
 		t.Errorf("protected() = %q", got)
 	}
 }

@@ -26,10 +26,11 @@ import (
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd"
 )
 
-// Params are what the first configs depend on besides the state
-// directory's own paths.
+// Params are what the first configs depend on. No first config names a
+// path of the state directory: each role takes those from the layout
+// table in its state directory.
 type Params struct {
-	State     string // the state directory, absolute
+	State     string // the state directory, absolute (bxctl up's Podman socket is in it)
 	Llama     string // llama-server's host:port
 	Model     string // the model's name for loopd
 	ToolImage string // the tool image ID for brokerd's [runner]; "" for none
@@ -70,11 +71,10 @@ func (f File) Text(p Params) string {
 // Configs is every first config.
 var Configs = []File{
 	{layout.Inferproxy, func(p Params) any {
-		return inferproxy.Config{SocketDir: layout.InferRun.In(p.State), Upstream: p.Llama}
+		return inferproxy.Config{Upstream: p.Llama}
 	}, func(Params) string { return written(layout.Inferproxy) }},
 	{layout.Loopd, func(p Params) any {
-		c := loopd.Config{StateDir: p.State, SocketDir: layout.LoopRun.In(p.State), InferSocket: layout.InferRun.SocketIn(p.State),
-			BrokerSocket: layout.BrokerRun.SocketIn(p.State), MemorySocket: layout.MemoryRun.SocketIn(p.State)}
+		var c loopd.Config
 		c.Model.Name = p.Model
 		c.Jobs.OwnerUID = p.OwnerUID
 		return c
@@ -82,10 +82,7 @@ var Configs = []File{
 		return written(layout.Loopd) + owner(p, "# [jobs] owner_uid: only job files this uid (or root) owns are run.\n")
 	}},
 	{layout.Brokerd, func(p Params) any {
-		c := brokerd.Config{StateDir: p.State, GrantsDir: layout.Grants.In(p.State), OwnerUID: p.OwnerUID,
-			BrokerSocketDir: layout.BrokerRun.In(p.State), AdminSocketDir: layout.AdminRun.In(p.State),
-			GateSocketDir: layout.GateRun.In(p.State), MemtoolSocket: layout.MemtoolRun.SocketIn(p.State),
-			GatewaySocket: layout.GatewayRun.SocketIn(p.State)}
+		c := brokerd.Config{OwnerUID: p.OwnerUID}
 		if p.ToolImage != "" {
 			c.Runner = &brokerd.Runner{PodmanSocket: p.PodmanSocket, ToolImage: p.ToolImage}
 			if p.PodmanSocket == "" {
@@ -95,9 +92,7 @@ var Configs = []File{
 		return c
 	}, func(p Params) string {
 		h := written(layout.Brokerd) +
-			"# Put your grant files in grants_dir (deploy/grants/README.md); with none, every tool call is denied.\n" +
-			"# gateway_socket: brokerd's courier posts pending approvals to gatewayd there.\n" +
-			"# gate_socket_dir: memoryd asks each session's state there (the clean-turn gate).\n" +
+			"# Put your grant files in grants/ (deploy/grants/README.md); with none, every tool call is denied.\n" +
 			owner(p, "# owner_uid: only grant files this uid (or root) owns are believed.\n")
 		switch {
 		case p.ToolImage == "":
@@ -110,18 +105,14 @@ var Configs = []File{
 		return h
 	}},
 	{layout.Memoryd, func(p Params) any {
-		return memoryd.Config{StateDir: p.State, MemorySocketDir: layout.MemoryRun.In(p.State), MemtoolSocketDir: layout.MemtoolRun.In(p.State),
-			AdminSocketDir: layout.MemadminRun.In(p.State), ChatSocketDir: layout.MemchatRun.In(p.State), GateSocket: layout.GateRun.SocketIn(p.State)}
-	}, func(Params) string {
-		return written(layout.Memoryd) +
-			"# chat_socket_dir: gatewayd's way in for the owner's !why and !forget.\n" +
-			"# gate_socket: brokerd's gate.sock, each session's state for the clean-turn gate.\n"
-	}},
+		return memoryd.Config{}
+	}, func(Params) string { return written(layout.Memoryd) }},
 }
 
-// written is the first line of every first config.
+// written is the first lines of every first config.
 func written(role string) string {
-	return "# Written by bxctl up; yours to edit (deploy/" + role + ".toml explains every key).\n"
+	return "# Written by bxctl up; yours to edit (deploy/" + role + ".toml explains every key).\n" +
+		"# Its sockets and state paths are the layout table's in this state directory: no key names them.\n"
 }
 
 // owner is line with a user per role; nothing with one user.

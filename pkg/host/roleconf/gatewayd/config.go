@@ -9,11 +9,11 @@ package gatewayd
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/secret"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
@@ -26,14 +26,16 @@ type Config struct {
 	CAFile string     `toml:"ca_file"` // extra trusted roots, PEM; optional
 	Token  secret.Ref `toml:"token"`   // the bot token's secret ref, e.g. "credential:mattermost-token"
 
-	StateDir   string `toml:"state_dir"`   // gateway/approvals.jsonl lives under it
-	LoopSocket string `toml:"loop_socket"` // loopd's loop.sock
+	// The paths are the layout table's in the state directory, filled
+	// by the loader ([placed]); no key names them.
+	StateDir   string `toml:"-"` // gateway/approvals.jsonl lives under it
+	LoopSocket string `toml:"-"` // loopd's loop.sock
 	// MemoryChatSocket is memoryd's memchat.sock, for the owner's !why and
-	// !forget; "" serves neither in the chat.
-	MemoryChatSocket string `toml:"memory_chat_socket"`
+	// !forget; "" (only a test's config) serves neither in the chat.
+	MemoryChatSocket string `toml:"-"`
 
-	SocketDir string   `toml:"socket_dir"` // holds gateway.sock (brokerd connects)
-	AllowUIDs []uint32 `toml:"-"`          // gateway.sock's peers: the layout table's, set by gatewayd (pkg/host/daemon); no key
+	SocketDir string   `toml:"-"` // holds gateway.sock (brokerd connects)
+	AllowUIDs []uint32 `toml:"-"` // gateway.sock's peers: the layout table's, set by gatewayd (pkg/host/daemon); no key
 
 	// MaxApprovalParts: an approval needing more posts than this is
 	// posted as a pointer to bxctl approvals, not answerable in the chat.
@@ -70,14 +72,27 @@ var retired = map[string]string{
 	"allow_uids": config.RetiredPeers(wire.Gateway.Name),
 }
 
-var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+// placed are the paths the layout table gives gatewayd in its state
+// directory, under the keys older configs named them by.
+var placed = config.Placed[Config]{
+	"state_dir":          {Field: func(c *Config) *string { return &c.StateDir }, In: func(s string) string { return s }},
+	"loop_socket":        {Field: func(c *Config) *string { return &c.LoopSocket }, In: layout.LoopRun.SocketIn},
+	"memory_chat_socket": {Field: func(c *Config) *string { return &c.MemoryChatSocket }, In: layout.MemchatRun.SocketIn},
+	"socket_dir":         {Field: func(c *Config) *string { return &c.SocketDir }, In: layout.GatewayRun.In},
+}
 
-// Load reads and checks gatewayd.toml.
-func Load(path string) (Config, error) { return loader.Load(path) }
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired, Placed: placed}
+
+// Load reads and checks gatewayd.toml, its paths those of state
+// directory state; the lines returned are keys to delete
+// ([config.Checked.Load]).
+func Load(path, state string) (Config, []string, error) { return loader.Load(path, state) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
+func Parse(data []byte, name, state string) (Config, []string, error) {
+	return loader.Parse(data, name, state)
+}
 
 func (c Config) check(path string) (Config, error) {
 	bad := func(format string, a ...any) (Config, error) {
@@ -93,14 +108,6 @@ func (c Config) check(path string) (Config, error) {
 		// A Mattermost token is 26 base32 characters: this is the token
 		// pasted in, not a ref. Refused without echoing it.
 		return bad("token looks like a Mattermost token itself; name where it is kept instead, e.g. \"credential:mattermost-token\"")
-	}
-	for name, p := range map[string]string{"state_dir": c.StateDir, "loop_socket": c.LoopSocket, "socket_dir": c.SocketDir} {
-		if !filepath.IsAbs(p) {
-			return bad("%s must be an absolute path, got %q", name, p)
-		}
-	}
-	if c.MemoryChatSocket != "" && !filepath.IsAbs(c.MemoryChatSocket) {
-		return bad("memory_chat_socket must be an absolute path, got %q", c.MemoryChatSocket)
 	}
 	if len(c.Allow.Users) == 0 {
 		return bad("allow.users is empty: nobody would be heard")

@@ -9,18 +9,18 @@ package inferproxy
 import (
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 )
 
 // Config is inferproxy.toml. deploy/inferproxy.toml is the documented
 // example.
 type Config struct {
-	SocketDir string   `toml:"socket_dir"` // holds infer.sock; 0700, or 0750 shared with loopd's group
+	SocketDir string   `toml:"-"`          // holds infer.sock: the layout table's run/infer in the state directory; no key
 	AllowUIDs []uint32 `toml:"-"`          // infer.sock's peers: the layout table's, set by inferproxy (pkg/host/daemon); no key
 	AllowGIDs []uint32 `toml:"allow_gids"` // if set, the peer's gid must be in it too
 	Upstream  string   `toml:"upstream"`   // llama-server's host:port; the only address this role dials
@@ -49,20 +49,27 @@ var retired = map[string]string{
 	"allow_uids": config.RetiredPeers(wire.Infer.Name),
 }
 
-var loader = config.Checked[Config]{Check: func(c Config, _ string) (Config, error) { return c.WithDefaults() }, Retired: retired}
+// placed are the paths the layout table gives inferproxy in its state
+// directory, under the keys older configs named them by.
+var placed = config.Placed[Config]{
+	"socket_dir": {Field: func(c *Config) *string { return &c.SocketDir }, In: layout.InferRun.In},
+}
 
-// Load reads and checks the config file.
-func Load(path string) (Config, error) { return loader.Load(path) }
+var loader = config.Checked[Config]{Check: func(c Config, _ string) (Config, error) { return c.WithDefaults() }, Retired: retired, Placed: placed}
+
+// Load reads and checks the config file, its paths those of state
+// directory state; the lines returned are keys to delete
+// ([config.Checked.Load]).
+func Load(path, state string) (Config, []string, error) { return loader.Load(path, state) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
+func Parse(data []byte, name, state string) (Config, []string, error) {
+	return loader.Parse(data, name, state)
+}
 
 // WithDefaults checks c and fills its defaults.
 func (c Config) WithDefaults() (Config, error) {
-	if c.SocketDir == "" || !filepath.IsAbs(c.SocketDir) {
-		return Config{}, fmt.Errorf("config: socket_dir must be an absolute path, got %q", c.SocketDir)
-	}
 	host, port, err := net.SplitHostPort(c.Upstream)
 	if err != nil || host == "" {
 		return Config{}, fmt.Errorf("config: upstream must be host:port, got %q", c.Upstream)

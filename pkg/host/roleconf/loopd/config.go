@@ -3,7 +3,7 @@
 // doctor` run, so a config loopd refuses is never "ok" to the doctor.
 //
 // Invariant: a Config that [Load] or [Parse] returns has every path
-// absolute, a model name, slots that are not negative, every [epoch]
+// the layout table's in its state directory, a model name, slots that are not negative, every [epoch]
 // and [jobs] value in range, the tiering schedule parsed and only
 // skippable self-test checks in selftest.skip; background_slot is
 // filled (default 1).
@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/ownership"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/loopd/schedule"
 	"wntrmute.dev/boxmaker/pkg/model/selftest"
@@ -23,23 +24,26 @@ import (
 
 // Config is loopd.toml; deploy/loopd.toml is the documented example.
 type Config struct {
-	StateDir    string   `toml:"state_dir"`    // sessions/ lives here
-	SocketDir   string   `toml:"socket_dir"`   // holds loop.sock
-	AllowUIDs   []uint32 `toml:"-"`            // loop.sock's peers: the layout table's, set by loopd (pkg/host/daemon); no key
-	AllowGIDs   []uint32 `toml:"allow_gids"`   // if set, the peer's gid must be in it too
-	InferSocket string   `toml:"infer_socket"` // inferproxy's infer.sock
-	// BrokerSocket is brokerd's broker.sock. Empty means no brokerd: every
-	// tool call but clock and find_tool is refused.
-	BrokerSocket string `toml:"broker_socket"`
-	// MemorySocket is memoryd's memory.sock. Empty means no memoryd: the
-	// baseline has no identity block and turns are not indexed. Set, a
-	// new session does not start unless memoryd hands over the block.
-	MemorySocket string `toml:"memory_socket"`
+	// The paths are the layout table's in the state directory, filled
+	// by the loader ([placed]); no key names them.
+	StateDir    string   `toml:"-"`          // sessions/ lives here
+	SocketDir   string   `toml:"-"`          // holds loop.sock
+	AllowUIDs   []uint32 `toml:"-"`          // loop.sock's peers: the layout table's, set by loopd (pkg/host/daemon); no key
+	AllowGIDs   []uint32 `toml:"allow_gids"` // if set, the peer's gid must be in it too
+	InferSocket string   `toml:"-"`          // inferproxy's infer.sock
+	// BrokerSocket is brokerd's broker.sock. Empty (only a test's
+	// config, never the loader's) means no brokerd: every tool call but
+	// clock and find_tool is refused.
+	BrokerSocket string `toml:"-"`
+	// MemorySocket is memoryd's memory.sock: a new session does not
+	// start unless memoryd hands over the identity block. Empty (only a
+	// test's config) means no memoryd: no identity block, and turns are
+	// not indexed.
+	MemorySocket string `toml:"-"`
 	// AskMemory offers the model ask_memory (the fleet memory's
 	// dialectic, answered by memoryd through Honcho) in every new epoch's
 	// tools array. Off by default: without fleet memory (memoryd.toml's
-	// [honcho]) the tool can only answer that it is unavailable, and it
-	// needs memory_socket.
+	// [honcho]) the tool can only answer that it is unavailable.
 	AskMemory  bool   `toml:"ask_memory"`
 	SystemFile string `toml:"system_prompt_file"`
 
@@ -122,8 +126,7 @@ type Jobs struct {
 	// system clock, so a test moves time without waiting for it.
 	ClockFile string `toml:"clock_file"`
 	// Tiering is when the built-in memory tiering job runs, a cron line
-	// (default [DefaultTiering]), or "off". It runs only with memoryd
-	// (memory_socket set).
+	// (default [DefaultTiering]), or "off". It asks memoryd.
 	Tiering string `toml:"tiering"`
 }
 
@@ -140,32 +143,31 @@ var retired = map[string]string{
 	"allow_uids": config.RetiredPeers(wire.Loop.Name),
 }
 
-var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+// placed are the paths the layout table gives loopd in its state
+// directory, under the keys older configs named them by.
+var placed = config.Placed[Config]{
+	"state_dir":     {Field: func(c *Config) *string { return &c.StateDir }, In: func(s string) string { return s }},
+	"socket_dir":    {Field: func(c *Config) *string { return &c.SocketDir }, In: layout.LoopRun.In},
+	"infer_socket":  {Field: func(c *Config) *string { return &c.InferSocket }, In: layout.InferRun.SocketIn},
+	"broker_socket": {Field: func(c *Config) *string { return &c.BrokerSocket }, In: layout.BrokerRun.SocketIn},
+	"memory_socket": {Field: func(c *Config) *string { return &c.MemorySocket }, In: layout.MemoryRun.SocketIn},
+}
 
-// Load reads and checks loopd.toml.
-func Load(path string) (Config, error) { return loader.Load(path) }
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired, Placed: placed}
+
+// Load reads and checks loopd.toml, its paths those of state directory
+// state; the lines returned are keys to delete ([config.Checked.Load]).
+func Load(path, state string) (Config, []string, error) { return loader.Load(path, state) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
+func Parse(data []byte, name, state string) (Config, []string, error) {
+	return loader.Parse(data, name, state)
+}
 
 func (c Config) check(path string) (Config, error) {
 	bad := func(format string, a ...any) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: "+format, append([]any{path}, a...)...)
-	}
-	for name, p := range map[string]string{"state_dir": c.StateDir, "socket_dir": c.SocketDir, "infer_socket": c.InferSocket} {
-		if !filepath.IsAbs(p) {
-			return bad("%s must be an absolute path, got %q", name, p)
-		}
-	}
-	if c.BrokerSocket != "" && !filepath.IsAbs(c.BrokerSocket) {
-		return bad("broker_socket must be an absolute path, got %q", c.BrokerSocket)
-	}
-	if c.AskMemory && c.MemorySocket == "" {
-		return bad("ask_memory needs memory_socket (memoryd answers it); see docs/runbook.md#fleet-not-configured")
-	}
-	if c.MemorySocket != "" && !filepath.IsAbs(c.MemorySocket) {
-		return bad("memory_socket must be an absolute path, got %q", c.MemorySocket)
 	}
 	if c.Model.Name == "" {
 		return bad("model.name is required (the router routes on it)")

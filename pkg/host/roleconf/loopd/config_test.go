@@ -5,12 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
-	c, err := Load("../../../../deploy/loopd.toml")
+	c, leftover, err := Load("../../../../deploy/loopd.toml", "/var/lib/boxmaker")
 	if err != nil {
 		t.Fatalf("deploy/loopd.toml: %v", err)
+	}
+	if leftover != nil || c.StateDir != "/var/lib/boxmaker" || c.MemorySocket != layout.MemoryRun.SocketIn("/var/lib/boxmaker") {
+		t.Errorf("example config: leftover %q, paths %q %q", leftover, c.StateDir, c.MemorySocket)
 	}
 	if c.Model.Name != "ornith" || c.Model.MainSlot != 0 || *c.Model.BackgroundSlot != 1 || *c.Model.TemperatureMilli != 600 || c.Serving.NCtx != 131072 {
 		t.Errorf("example config = %+v", c)
@@ -21,11 +26,11 @@ func TestExampleConfigLoads(t *testing.T) {
 }
 
 func TestConfigRefusals(t *testing.T) {
-	good := "state_dir = \"/s\"\nsocket_dir = \"/r\"\ninfer_socket = \"/i.sock\"\n[model]\nname = \"m\"\n"
+	good := "[model]\nname = \"m\"\n"
 	for _, tt := range []struct{ name, body, want string }{
-		{"relative state", strings.Replace(good, "\"/s\"", "\"s\"", 1), "state_dir must be an absolute path"},
+		{"state_dir not the table's", "state_dir = \"/s\"\n" + good, "key state_dir is no longer read"},
 		{"no model", strings.Replace(good, "name = \"m\"", "", 1), "model.name is required"},
-		{"ask_memory without memoryd", "ask_memory = true\n" + good, "ask_memory needs memory_socket"},
+		{"no memoryd", "memory_socket = \"\"\n" + good, "key memory_socket is no longer read"},
 		{"float temperature", good + "temperature = 0.6\n", "unknown key model.temperature"},
 		{"bad skip", good + "[selftest]\nskip = [\"server\"]\n", `"server" is not a check that may be skipped`},
 		{"negative slot", good + "main_slot = -1\n", "must not be negative"},
@@ -35,13 +40,13 @@ func TestConfigRefusals(t *testing.T) {
 	} {
 		p := filepath.Join(t.TempDir(), "loopd.toml")
 		os.WriteFile(p, []byte(tt.body), 0o600)
-		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := Load(p, "/st"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Load = %v, want %q", tt.name, err, tt.want)
 		}
 	}
 	p := filepath.Join(t.TempDir(), "loopd.toml")
 	os.WriteFile(p, []byte(good), 0o600)
-	c, err := Load(p)
+	c, _, err := Load(p, "/st")
 	if err != nil {
 		t.Fatal(err)
 	}

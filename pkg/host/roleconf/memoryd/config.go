@@ -4,15 +4,15 @@
 // the doctor.
 //
 // Invariant: a Config that [Load] or [Parse] returns has every path
-// absolute, its three socket directories distinct, and its [honcho]
+// the layout table's in its state directory, and its [honcho]
 // table, if any, parsed ([Config.Fleet]).
 package memoryd
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"wntrmute.dev/boxmaker/pkg/host/config"
+	"wntrmute.dev/boxmaker/pkg/host/layout"
 	"wntrmute.dev/boxmaker/pkg/host/roleconf/memoryd/honchoconf"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"
@@ -20,28 +20,32 @@ import (
 
 // Config is memoryd.toml; deploy/memoryd.toml is the documented example.
 type Config struct {
+	// The paths are the layout table's in the state directory, filled
+	// by the loader ([placed]); no key names them. A test's config may
+	// leave the optional ones empty: no memchat.sock, no gate.
+	//
 	// StateDir holds memory/ and index/ (memoryd's) and sessions/ (loopd's,
 	// read-only here).
-	StateDir string `toml:"state_dir"`
+	StateDir string `toml:"-"`
 
 	// The *AllowUIDs fields and GateListenerUIDs are each socket's peers:
 	// the layout table's, set by memoryd (pkg/host/daemon), never read
 	// from the file (retired).
-	MemorySocketDir  string   `toml:"memory_socket_dir"` // holds memory.sock (loopd connects)
+	MemorySocketDir  string   `toml:"-"` // holds memory.sock (loopd connects)
 	MemoryAllowUIDs  []uint32 `toml:"-"`
-	MemtoolSocketDir string   `toml:"memtool_socket_dir"` // holds memtool.sock (brokerd connects)
+	MemtoolSocketDir string   `toml:"-"` // holds memtool.sock (brokerd connects)
 	MemtoolAllowUIDs []uint32 `toml:"-"`
-	AdminSocketDir   string   `toml:"admin_socket_dir"` // holds memadmin.sock (bxctl connects)
+	AdminSocketDir   string   `toml:"-"` // holds memadmin.sock (bxctl connects)
 	AdminAllowUIDs   []uint32 `toml:"-"`
 	// ChatSocketDir holds memchat.sock (gatewayd connects: the owner's
-	// !why and !forget); empty, memoryd serves neither in the chat.
-	ChatSocketDir string   `toml:"chat_socket_dir"`
+	// !why and !forget).
+	ChatSocketDir string   `toml:"-"`
 	ChatAllowUIDs []uint32 `toml:"-"`
 	// GateSocket is brokerd's gate.sock, asked each session's state when
 	// a turn ends (the clean-turn gate); GateListenerUIDs are the users
 	// its listener may run as (empty: memoryd's own). Without it no turn
 	// is written to Honcho (none is filed by loopd's labels alone).
-	GateSocket       string   `toml:"gate_socket"`
+	GateSocket       string   `toml:"-"`
 	GateListenerUIDs []uint32 `toml:"-"`
 	// GateTimeoutMS bounds one gate query; default 2000, at most 10000.
 	GateTimeoutMS int64 `toml:"gate_timeout_ms"`
@@ -84,42 +88,31 @@ var retired = map[string]string{
 	"gate_listener_uids": "whose " + wire.Gate.Name + " memoryd reaches is the layout table's (its listener's uid in config/users.toml, else this daemon's own); see docs/runbook.md#layout-accept",
 }
 
-var loader = config.Checked[Config]{Check: Config.check, Retired: retired}
+// placed are the paths the layout table gives memoryd in its state
+// directory, under the keys older configs named them by.
+var placed = config.Placed[Config]{
+	"state_dir":          {Field: func(c *Config) *string { return &c.StateDir }, In: func(s string) string { return s }},
+	"memory_socket_dir":  {Field: func(c *Config) *string { return &c.MemorySocketDir }, In: layout.MemoryRun.In},
+	"memtool_socket_dir": {Field: func(c *Config) *string { return &c.MemtoolSocketDir }, In: layout.MemtoolRun.In},
+	"admin_socket_dir":   {Field: func(c *Config) *string { return &c.AdminSocketDir }, In: layout.MemadminRun.In},
+	"chat_socket_dir":    {Field: func(c *Config) *string { return &c.ChatSocketDir }, In: layout.MemchatRun.In},
+	"gate_socket":        {Field: func(c *Config) *string { return &c.GateSocket }, In: layout.GateRun.SocketIn},
+}
 
-// Load reads and checks memoryd.toml.
-func Load(path string) (Config, error) { return loader.Load(path) }
+var loader = config.Checked[Config]{Check: Config.check, Retired: retired, Placed: placed}
+
+// Load reads and checks memoryd.toml, its paths those of state
+// directory state; the lines returned are keys to delete
+// ([config.Checked.Load]).
+func Load(path, state string) (Config, []string, error) { return loader.Load(path, state) }
 
 // Parse checks the config's text, named name in errors, as [Load] does
 // once the file is read.
-func Parse(data []byte, name string) (Config, error) { return loader.Parse(data, name) }
+func Parse(data []byte, name, state string) (Config, []string, error) {
+	return loader.Parse(data, name, state)
+}
 
 func (c Config) check(path string) (Config, error) {
-	dirs := map[string]string{"state_dir": c.StateDir, "memory_socket_dir": c.MemorySocketDir,
-		"memtool_socket_dir": c.MemtoolSocketDir, "admin_socket_dir": c.AdminSocketDir}
-	if c.ChatSocketDir != "" {
-		dirs["chat_socket_dir"] = c.ChatSocketDir
-	}
-	for name, p := range dirs {
-		if !filepath.IsAbs(p) {
-			return Config{}, fmt.Errorf("config %s: %s must be an absolute path, got %q", path, name, p)
-		}
-	}
-	seen := map[string]string{}
-	for _, name := range []string{"memory_socket_dir", "memtool_socket_dir", "admin_socket_dir", "chat_socket_dir"} {
-		if dirs[name] == "" {
-			continue
-		}
-		d := filepath.Clean(dirs[name])
-		if other, ok := seen[d]; ok {
-			// One directory would let whoever reaches one socket reach
-			// the other: a session's tool call could undo an edit.
-			return Config{}, fmt.Errorf("config %s: %s and %s must differ", path, other, name)
-		}
-		seen[d] = name
-	}
-	if c.GateSocket != "" && !filepath.IsAbs(c.GateSocket) {
-		return Config{}, fmt.Errorf("config %s: gate_socket must be an absolute path, got %q", path, c.GateSocket)
-	}
 	if c.GateTimeoutMS < 0 || c.GateTimeoutMS > 10000 {
 		return Config{}, fmt.Errorf("config %s: gate_timeout_ms must be 0 (the default, 2000) to 10000", path)
 	}
