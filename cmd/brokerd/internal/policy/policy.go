@@ -111,6 +111,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+
 	"wntrmute.dev/boxmaker/pkg/text/escape"
 	"wntrmute.dev/boxmaker/pkg/text/truncate"
 

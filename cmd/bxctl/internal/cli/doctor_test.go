@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"
 
 	"wntrmute.dev/boxmaker/cmd/bxctl/internal/doctor"

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"

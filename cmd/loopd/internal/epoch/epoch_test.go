@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 

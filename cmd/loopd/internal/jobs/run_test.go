@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"testing"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
 

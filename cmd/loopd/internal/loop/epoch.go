@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"log/slog"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"

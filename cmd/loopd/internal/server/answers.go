@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"unicode/utf8"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"

@@ -31,6 +31,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/epoch"

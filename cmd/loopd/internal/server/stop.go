@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/session"

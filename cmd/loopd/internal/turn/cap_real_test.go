@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"testing"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/checks/llamaserver"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	fake "wntrmute.dev/boxmaker/checks/fake/llama"

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
 	"wntrmute.dev/boxmaker/pkg/logs/sessionlog"
 
 	"wntrmute.dev/boxmaker/cmd/loopd/internal/broker"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"time"
+
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/cmd/memoryd/internal/fleet"

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/pkg/text/dataclass"

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+
 	"wntrmute.dev/boxmaker/pkg/tool/toolargs"
 
 	"wntrmute.dev/boxmaker/pkg/socket/wire"
