@@ -242,8 +242,9 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		// A container whose exit was observed runs nothing any more: it
 		// is removed after the answer. On every other path (an error, a
 		// cancellation, an exit not seen) it is killed and removed
-		// before Run returns. A call with hosts keeps today's order too:
-		// its proxy's stop (deferred above) runs after this removal.
+		// before Run returns. So is a call's with hosts: its proxy's
+		// stop (deferred above) removes the directory both containers
+		// mount, and runs only after this removal.
 		if exited && egressDir == "" {
 			later = true
 			p.removeLater(conn, id, release)
