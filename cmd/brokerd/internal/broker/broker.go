@@ -144,6 +144,17 @@ func run(ctx context.Context, log *slog.Logger, cfg brokerd.Config, acceptBreak 
 	for range n {
 		errs = append(errs, <-errc)
 	}
+	// Every call has answered (Serve waits for its handlers), but the
+	// runner removes a container whose tool exited after the answer:
+	// wait for those removals, bounded, so a normal stop leaves no
+	// container. A crash leaves them to the next start's Sweep.
+	if s, ok := run.(runner.Settler); ok {
+		sctx, cancel := context.WithTimeout(context.Background(), runner.SettleWait)
+		if err := s.Settle(sctx); err != nil {
+			log.Warn("tool containers were still being removed when brokerd stopped; the next start removes them", "err", err.Error())
+		}
+		cancel()
+	}
 	return errors.Join(errs...)
 }
 

@@ -60,3 +60,23 @@ func TestSecretFromTheStore(t *testing.T) {
 		t.Errorf("shell with an unmapped secret = %+v", r)
 	}
 }
+
+// TestStopSettlesRemovals: the runner removes a call's container after
+// the answer, and brokerd's stop waits for that removal, so a stop right
+// after an answer leaves no container (listed at once, without waiting).
+func TestStopSettlesRemovals(t *testing.T) {
+	svc := podmantest.Require(t)
+	image := svc.ToolImage(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("hello\n"), 0o644)
+	h := startWith(t, fmt.Sprintf("[[grant]]\nid = \"r\"\ntool = \"read_file\"\npaths = [%q]\nmax_taint = \"secret\"\nmode = \"auto\"\n", dir),
+		func(c *brokerd.Config) { c.Runner = &brokerd.Runner{PodmanSocket: svc.Socket, ToolImage: image} })
+	if r := result(t, h.call(t, "read_file", fmt.Sprintf(`{"path":%q}`, dir+"/f.txt"))); r.Status != wire.StatusRan || r.Output != "hello\n" {
+		t.Fatalf("read_file = %+v", r)
+	}
+	h.stop()
+	out, err := svc.CLI(nil, "ps", "-a", "-q", "--filter", "label="+runner.LabelInstance+"="+runner.Instance(h.cfg.StateDir))
+	if err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("after brokerd stopped: containers %q left behind (%v)", out, err)
+	}
+}

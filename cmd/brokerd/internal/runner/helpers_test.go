@@ -101,8 +101,28 @@ func run(t testing.TB, p *Podman, d policy.Decision) Output {
 	return out
 }
 
-// leftovers lists the containers a runner's label still names.
+// leftovers lists the containers a runner's label still names once the
+// removals its calls left running after their answers have ended.
 func leftovers(t testing.TB, svc *podmantest.Service, p *Podman) []string {
+	t.Helper()
+	settled(t, p)
+	return present(t, svc, p)
+}
+
+// settled waits for the removals p's calls left running after their
+// answers.
+func settled(t testing.TB, p *Podman) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), SettleWait)
+	defer cancel()
+	if err := p.Settle(ctx); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+}
+
+// present lists the containers a runner's label names now, without
+// waiting for any removal.
+func present(t testing.TB, svc *podmantest.Service, p *Podman) []string {
 	t.Helper()
 	out, err := svc.CLI(nil, "ps", "-a", "-q", "--filter", "label="+LabelInstance+"="+p.instance)
 	if err != nil {

@@ -28,12 +28,14 @@ func TestLifecycleStub(t *testing.T) {
 }
 
 // TestCancelledCallRemovesItsContainer: brokerd stopping (its context
-// cancelled) mid-call still kills and removes the container.
+// cancelled) mid-call still kills and removes the container, before Run
+// returns (an error path never leaves the removal for later).
 func TestCancelledCallRemovesItsContainer(t *testing.T) {
 	svc := podmantest.Require(t)
 	p := newRunner(t, svc, svc.StubImage(t), nil)
 	dir := t.TempDir()
 	d := decide(t, autoGrant("s", "shell", []string{dir}), "shell", map[string]string{"command": "sleep 60", "workdir": dir})
+	p.beforeRemove = func(string) { t.Error("a cancelled call left its container's removal for after its answer") }
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		// Cancel once the tool runs.
@@ -53,7 +55,7 @@ func TestCancelledCallRemovesItsContainer(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Errorf("a cancelled call took %v", time.Since(start))
 	}
-	if l := leftovers(t, svc, p); len(l) > 0 {
+	if l := present(t, svc, p); len(l) > 0 {
 		t.Errorf("containers left behind: %v", l)
 	}
 }

@@ -34,6 +34,7 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 		if err != nil || !strings.Contains(out.Stdout, `"echo: hi"`) {
 			b.Fatalf("Run = %+v, %v", out, err)
 		}
+		settled(b, p)
 	}
 	b.StopTimer()
 	for _, step := range order {

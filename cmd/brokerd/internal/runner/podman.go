@@ -50,6 +50,11 @@ type Podman struct {
 	// mount check and the container's creation: a swap made there is
 	// what the post-start check must catch.
 	afterPin func()
+	// removing counts the removals left running after an answer
+	// (removal.go); beforeRemove, if set (only by this package's tests),
+	// runs in each of them before the container is removed.
+	removing     removals
+	beforeRemove func(id string)
 }
 
 // mark reports the step that ended now and starts the next.
@@ -162,9 +167,9 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout+callMargin)
 	defer cancel()
 	t0 := time.Now()
-	// A call with a writable mount holds the lock until it is removed
-	// (deferred first, so released last); any other call until its
-	// container has started (see mountLock).
+	// A call with a writable mount holds the lock until its container
+	// is removed (deferred first, so released last, or by removeLater);
+	// any other call until its container has started (see mountLock).
 	exclusive := slices.ContainsFunc(d.Mounts(), func(m policy.Mount) bool { return m.Writable })
 	release, err := p.lock.acquire(ctx, exclusive)
 	if errors.Is(err, context.Canceled) {
@@ -172,7 +177,12 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 	} else if err != nil {
 		return Output{}, ErrBusy
 	}
-	defer release()
+	later := false // the removal, and so the release, runs after the answer
+	defer func() {
+		if !later {
+			release()
+		}
+	}()
 	// The wait comes out of the tool's own time limit.
 	if timeout -= time.Since(t0); timeout < time.Second {
 		return Output{}, ErrBusy
@@ -227,7 +237,19 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		return Output{}, err
 	}
 	p.mark("create and verify", &t0)
+	var exited bool
 	defer func() {
+		// A container whose exit was observed runs nothing any more: it
+		// is removed after the answer. On every other path (an error, a
+		// cancellation, an exit not seen) it is killed and removed
+		// before Run returns. So is a call's with hosts: its proxy's
+		// stop (deferred above) removes the directory both containers
+		// mount, and runs only after this removal.
+		if exited && egressDir == "" {
+			later = true
+			p.removeLater(conn, id, release)
+			return
+		}
 		p.remove(conn, id)
 		p.mark("remove", &t0)
 	}()
@@ -240,6 +262,8 @@ func (p *Podman) Run(ctx context.Context, d policy.Decision) (Output, error) {
 		return p.checkPins(conn, id, pins)
 	}
 	out, err := p.attachRun(conn, id, stdin, timeout, started, &t0)
+	// attachRun answers without an error only once it has the exit code.
+	exited = err == nil
 	return redact(out, sec), err
 }
 

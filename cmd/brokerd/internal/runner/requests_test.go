@@ -30,6 +30,7 @@ func TestCallRequests(t *testing.T) {
 		if out := run(t, p, d); out.Stdout != "hello\n" {
 			t.Fatalf("call %d: %+v", i, out)
 		}
+		settled(t, p) // the removal runs after the answer
 		conns, reqs := relay.counts()
 		want := map[string]int{"create": 1, "attach": 1, "start": 1, "DELETE": 1}
 		if i == 0 {
@@ -71,6 +72,7 @@ func TestSharedConnectionSurvivesDroppedSockets(t *testing.T) {
 		if out := run(t, p, d); out.Stdout != "hello\n" {
 			t.Fatalf("call %d: %+v", i, out)
 		}
+		settled(t, p) // the removal after the answer uses the sockets too
 		relay.drop()
 	}
 	if l := leftovers(t, svc, p); len(l) > 0 {

@@ -9,8 +9,11 @@
 //     proxy's and the tool's), created for the call from the image named
 //     by ID, never pulled, and attached on a socket of its own; every
 //     container it creates is killed and force-removed on every path out
-//     of Run, and carries brokerd's label so that [Podman.Sweep] removes
-//     what a crash left behind;
+//     of Run, before Run returns, except a tool container whose exit Run
+//     observed, which nothing runs in any more and which is removed just
+//     after the answer (its writable mount's lock held until it is gone;
+//     [Podman.Settle] waits for it); every one carries brokerd's label so
+//     that [Podman.Sweep] removes what a crash left behind;
 //   - the container gets no network (only through the egress proxy, for
 //     a grant's hosts), a read-only root, no capabilities, no new
 //     privileges, a seccomp profile that refuses every new or entered
