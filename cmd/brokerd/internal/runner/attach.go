@@ -45,13 +45,6 @@ func (p *Podman) attachRun(conn context.Context, id string, stdin []byte, timeou
 	// write the container no longer reads.
 	go st.feed(stdin)
 	p.mark("start", t0)
-	type result struct {
-		code int32
-		// inspected says the code came from an inspect after the output
-		// ended, which also said whether the OOM killer stopped it.
-		inspected, oom bool
-		err            error
-	}
 	// Wait is asked only when the stream cannot settle the call: it
 	// answers when conmon exits, after Podman's cleanup process (a new
 	// podman process: tens of ms), and a request left waiting through
@@ -132,6 +125,10 @@ wait:
 	if w.err != nil {
 		return Output{}, requestFailed(conn, "wait", w.err)
 	}
+	if w, err = confirmWait(w, func() (int32, bool, bool) { return p.exited(conn, id) }); err != nil {
+		p.kill(conn, id)
+		return Output{}, err
+	}
 	p.mark("run and wait", t0)
 	if ended != nil {
 		// Wait answered first: the streams end once conmon has flushed
@@ -150,6 +147,34 @@ wait:
 		stopped = StopMemory
 	}
 	return Output{Stdout: stdout.String(), Stderr: stderr.String(), Exit: int(w.code), Stopped: stopped}, nil
+}
+
+// result is how a tool container ended: its exit code, from an inspect
+// or from Wait.
+type result struct {
+	code int32
+	// inspected says the code came from an inspect after the output
+	// ended, which also said whether the OOM killer stopped it.
+	inspected, oom bool
+	err            error
+}
+
+// confirmWait takes a code that came from Wait (not from an inspect) only
+// once an inspect finds the container exited, and then the inspect's
+// code: Podman 5.8.2 answers a failed wait with 200 and code 0
+// (containers/podman v5.8.2, pkg/api/handlers/utils/containers.go,
+// WaitContainerLibpod, which writes the report's code and drops its
+// error), so a tool whose conmon died while it ran would otherwise be
+// reported as exit 0.
+func confirmWait(w result, exited func() (code int32, oom, ok bool)) (result, error) {
+	if w.inspected {
+		return w, nil
+	}
+	code, oom, ok := exited()
+	if !ok {
+		return w, fail(ErrPodman, "Podman's wait answered but the container has not exited (its conmon may have died), so its output cannot be taken as whole")
+	}
+	return result{code: code, inspected: true, oom: oom}, nil
 }
 
 // After the output ends, the exit code is looked for again after
