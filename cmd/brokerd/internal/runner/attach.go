@@ -143,7 +143,8 @@ wait:
 		}
 	}
 	p.mark("drain output", t0)
-	if stopped == "" && w.code == 137 && (w.inspected && w.oom || !w.inspected && p.oomKilled(conn, id)) {
+	// confirmWait has made every code an inspect's, OOM flag included.
+	if stopped == "" && w.code == 137 && w.oom {
 		stopped = StopMemory
 	}
 	return Output{Stdout: stdout.String(), Stderr: stderr.String(), Exit: int(w.code), Stopped: stopped}, nil
@@ -206,11 +207,6 @@ func (p *Podman) kill(conn context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(conn), 10*time.Second)
 	defer cancel()
 	containers.Kill(ctx, id, new(containers.KillOptions).WithSignal("KILL"))
-}
-
-func (p *Podman) oomKilled(conn context.Context, id string) bool {
-	c, err := containers.Inspect(conn, id, nil)
-	return err == nil && c.State != nil && c.State.OOMKilled
 }
 
 // capped keeps the first n bytes written to it and discards the rest,
